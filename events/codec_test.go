@@ -1,0 +1,196 @@
+package events
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func ptr[T any](v T) *T { return &v }
+
+// samples holds one payload of every event type, as the golden files freeze them.
+func samples() map[Type]Payload {
+	return map[Type]Payload{
+		TypeStudyDefined: StudyDefined{Name: "s1", Cells: []Cell{{Task: "credit_ecl", Model: "sim-steady", Condition: "baseline", Runs: 2}},
+			ExpectedRuns: 2, Paired: true, Simulated: []string{"sim-steady"}, Spec: MustCanonical(map[string]any{"name": "s1"})},
+		TypeRunStarted: RunStarted{Task: "credit_ecl", Instance: "portfolio-a", InputIndex: 0, SeedIndex: 3, Model: "sim-steady",
+			Condition: "harness", Components: []string{ComponentForcedTool, ComponentFSM}, Seed: ptr(int64(42)),
+			Sampling: Sampling{Temperature: ptr(0.7), TopP: ptr(1.0), MaxTokens: 512}, Endpoint: "sim", Simulated: true,
+			Start: "LOAD_DATA", Graph: map[string][]string{"LOAD_DATA": {"CALCULATE"}, "CALCULATE": nil}},
+		TypeRunFinished: RunFinished{Status: StatusSucceeded, Output: MustCanonical(map[string]any{"ecl": 1234.5}), Success: true,
+			Totals: Totals{PromptTokens: 100, CompletionTokens: 20, ModelCalls: 3, ToolCalls: 2, LatencyMS: 12.5}},
+		TypePlanProposed:    PlanProposed{Text: "1. load\n2. calculate", Attempt: 1},
+		TypePlanAccepted:    PlanAccepted{Steps: []PlanStep{{State: "LOAD_DATA", Tool: "load_portfolio"}}},
+		TypePlanRejected:    PlanRejected{Errors: []string{"step 2: unknown state FOO"}, Attempt: 1},
+		TypeStateEntered:    StateEntered{State: "CALCULATE", From: "LOAD_DATA"},
+		TypeStateExited:     StateExited{State: "CALCULATE", Outcome: "ok"},
+		TypeModelCalled:     ModelCalled{Model: "sim-steady", Purpose: "act", PromptTokens: 50, CompletionTokens: 10, LatencyMS: 3.25, FinishReason: "tool_calls", Fingerprint: "fp_1", Seed: ptr(int64(42))},
+		TypeToolCalled:      ToolCalled{CallID: "call_1", Tool: "load_portfolio", Args: MustCanonical(map[string]any{"path": "data/a"}), State: "LOAD_DATA"},
+		TypeToolRejected:    ToolRejected{CallID: "call_2", Tool: "delete_all", Reason: RejectUnauthorized, Detail: "not authorized in LOAD_DATA", State: "LOAD_DATA"},
+		TypeToolReturned:    ToolReturned{CallID: "call_1", Tool: "load_portfolio", OK: true, Output: MustCanonical(map[string]any{"loans": 3}), DurationMS: 0.5},
+		TypeOutputValidated: OutputValidated{State: "LOAD_DATA", Tool: "load_portfolio"},
+		TypeOutputInvalid:   OutputInvalid{State: "CALCULATE", Tool: "calculate_ecl", Errors: []string{"ecl is negative"}},
+		TypeRetryScheduled:  RetryScheduled{State: "CALCULATE", Attempt: 1, Reason: "output invalid"},
+		TypeRunEscalated:    RunEscalated{Reason: "plan rejected 3 times", State: ""},
+		TypeReportPublished: ReportPublished{Name: "s1-20261130", Path: "reports/s1/index.html", Formats: []string{"md", "html", "json"}, Studies: []string{"s1"}},
+	}
+}
+
+func sampleEnvelope(t Type, p Payload) Envelope {
+	run := "run-0001"
+	if t == TypeStudyDefined || t == TypeReportPublished {
+		run = StudyRun
+	}
+	return Envelope{
+		Schema: SchemaVersion, ID: "01JDQ8Z7Y0000000000000000" + string(rune('A'+len(t)%20)), Type: t,
+		Time: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Study: "s1", Run: run, Attempt: 1, Seq: 1,
+		Source: Source{Kind: SourceHarness, ID: "worker-1"}, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
+		Payload: p,
+	}
+}
+
+func TestGoldenRoundTrip(t *testing.T) {
+	s := samples()
+	for _, typ := range Types() {
+		p, ok := s[typ]
+		if !ok {
+			t.Fatalf("no sample for %s", typ)
+		}
+		t.Run(string(typ), func(t *testing.T) {
+			env := sampleEnvelope(typ, p)
+			got, err := Encode(&env)
+			if err != nil {
+				t.Fatalf("Encode(%s) error %v", typ, err)
+			}
+			path := filepath.Join("testdata", string(typ)+".json")
+			if *update {
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden (run with -update to create): %v", err)
+			}
+			want = bytes.TrimSpace(want)
+			if !bytes.Equal(got, want) {
+				t.Errorf("Encode(%s) =\n%s\nwant\n%s", typ, got, want)
+			}
+			dec, err := Decode(want)
+			if err != nil {
+				t.Fatalf("Decode(golden %s) error %v", typ, err)
+			}
+			again, err := Encode(&dec)
+			if err != nil || !bytes.Equal(again, want) {
+				t.Errorf("round trip of %s = %s, %v", typ, again, err)
+			}
+		})
+	}
+}
+
+func TestDecodeBadInput(t *testing.T) {
+	good := sampleEnvelope(TypeToolCalled, samples()[TypeToolCalled])
+	goodJSON, err := Encode(&good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(old, new string) []byte { return []byte(strings.Replace(string(goodJSON), old, new, 1)) }
+	tests := []struct {
+		name      string
+		give      []byte
+		wantErr   error
+		wantField string
+	}{
+		{"malformed json", []byte(`{"schema":1,`), ErrMalformed, ""},
+		{"trailing data", append(append([]byte{}, goodJSON...), []byte(` {}`)...), ErrMalformed, ""},
+		{"unknown type", replace(`"type":"tool.called"`, `"type":"tool.exploded"`), ErrUnknownType, "type"},
+		{"unknown version", replace(`"schema":1`, `"schema":99`), ErrUnknownVersion, "schema"},
+		{"missing payload field", replace(`"tool":"load_portfolio",`, ``), ErrMissingField, "payload.tool"},
+		{"missing id", replace(`"id":"`, `"xid":"`), ErrMissingField, "id"},
+		{"missing payload", replace(`"payload":`, `"xpayload":`), ErrMissingField, "payload"},
+		{"unsafe study token", replace(`"study":"s1"`, `"study":"s1.x>"`), ErrUnsafeToken, "study"},
+		{"unsafe run token", replace(`"run":"run-0001"`, `"run":"run 1"`), ErrUnsafeToken, "run"},
+		{"bad source kind", replace(`"kind":"harness"`, `"kind":"robot"`), ErrInvalidField, "source.kind"},
+		{"non-canonical args", replace(`"args":{"path":"data/a"}`, `"args":{ "path" : "data/a"}`), ErrNotCanonical, "payload.args"},
+		{"wrong payload type", replace(`"call_id":"call_1"`, `"call_id":7`), ErrMalformed, "payload"},
+		{"oversized", append([]byte(`{"pad":"`+strings.Repeat("x", MaxEventSize)), []byte(`"}`)...), ErrTooLarge, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(tt.give)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Decode() error = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantField != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != tt.wantField {
+					t.Errorf("Decode() error = %v, want a FieldError naming %q", err, tt.wantField)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeIgnorableUnknownType(t *testing.T) {
+	raw := []byte(`{"schema":1,"id":"x1","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s1","run":"r1","attempt":1,"seq":2,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":"calm"}}`)
+	env, err := Decode(raw)
+	if err != nil {
+		t.Fatalf("Decode(ignorable unknown) error %v", err)
+	}
+	u, ok := env.Payload.(Unknown)
+	if !ok || string(u.Raw) != `{"mood":"calm"}` {
+		t.Errorf("Decode(ignorable unknown) payload = %#v, want Unknown with raw payload", env.Payload)
+	}
+	again, err := Encode(&env)
+	if err != nil || !bytes.Equal(again, raw) {
+		t.Errorf("re-encode = %s, %v; want %s", again, err, raw)
+	}
+}
+
+func TestEncodeTooLarge(t *testing.T) {
+	env := sampleEnvelope(TypePlanProposed, PlanProposed{Text: strings.Repeat("x", MaxEventSize), Attempt: 1})
+	if _, err := Encode(&env); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Encode(oversized) error = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	got, err := Subject("study-1", "run_7", TypeToolCalled)
+	if err != nil || got != "ditto.events.study-1.run_7.tool.called" {
+		t.Errorf("Subject() = %q, %v", got, err)
+	}
+	s, r, typ, err := ParseSubject(got)
+	if err != nil || s != "study-1" || r != "run_7" || typ != TypeToolCalled {
+		t.Errorf("ParseSubject(%q) = %q %q %q %v", got, s, r, typ, err)
+	}
+	for _, bad := range []string{"", "a.b", "a b", "a*", "a>", strings.Repeat("x", 129), "é"} {
+		if _, err := Subject(bad, "r", TypeRunStarted); !errors.Is(err, ErrUnsafeToken) {
+			t.Errorf("Subject(%q) error = %v, want ErrUnsafeToken", bad, err)
+		}
+	}
+	if _, _, _, err := ParseSubject("other.x"); err == nil {
+		t.Error("ParseSubject(other.x) = nil error")
+	}
+}
+
+func TestNewIDSortable(t *testing.T) {
+	now := time.Now()
+	prev := NewID(now)
+	for i := 0; i < 10000; i++ {
+		id := NewID(now) // same millisecond: still strictly increasing
+		if len(id) != 26 || id <= prev {
+			t.Fatalf("NewID() = %q after %q: want 26 chars, increasing", id, prev)
+		}
+		prev = id
+	}
+	if later := NewID(now.Add(time.Second)); later <= prev {
+		t.Errorf("NewID(later) = %q, not after %q", later, prev)
+	}
+}

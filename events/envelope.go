@@ -1,0 +1,149 @@
+package events
+
+import (
+	"time"
+)
+
+// SchemaVersion is the version Encode writes. Decode also accepts every earlier version.
+const SchemaVersion = 1
+
+// MaxEventSize is the largest encoded event accepted, envelope included: 1 MiB, the default
+// max_payload of a NATS server, so that every valid event can be published as one message.
+const MaxEventSize = 1 << 20
+
+// StudyRun is the run token of study-level events (study.defined, report.published), which
+// belong to no agent run.
+const StudyRun = "_study"
+
+// SourceKind says who emitted an event.
+type SourceKind string
+
+// Source kinds.
+const (
+	SourceHarness    SourceKind = "harness"
+	SourceProduction SourceKind = "production"
+)
+
+// Source identifies the emitter of an event.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	ID   string     `json:"id"` // worker id, service name or agent name; never a secret
+}
+
+// Envelope is one event: the metadata every event carries plus its typed payload.
+type Envelope struct {
+	Schema  int       `json:"schema"`
+	ID      string    `json:"id"` // sortable unique id (see NewID); also the Nats-Msg-Id
+	Type    Type      `json:"type"`
+	Time    time.Time `json:"time"`
+	Study   string    `json:"study"`
+	Run     string    `json:"run"`
+	Attempt int       `json:"attempt"` // 1 for the first attempt of a run; a redelivered job is a new attempt
+	Seq     int64     `json:"seq"`     // per (run, attempt) sequence number, from 1, gapless
+	Source  Source    `json:"source"`
+	TraceID string    `json:"trace_id,omitempty"` // OpenTelemetry trace id (32 hex), optional
+	SpanID  string    `json:"span_id,omitempty"`  // OpenTelemetry span id (16 hex), optional
+	// Ignorable marks an event that readers which do not know its type may skip instead of
+	// failing (as Temporal's WorkerMayIgnore). Producers set it on experimental types.
+	Ignorable bool    `json:"ignorable,omitempty"`
+	Payload   Payload `json:"-"` // encoded as "payload"
+}
+
+// Payload is the typed body of an event. Each payload type knows its event type and checks its
+// own required fields.
+type Payload interface {
+	EventType() Type
+	Validate() error
+}
+
+// Unknown is the payload of an ignorable event whose type this version does not know.
+type Unknown struct {
+	Type Type   `json:"-"`
+	Raw  []byte `json:"-"`
+}
+
+// EventType implements Payload.
+func (u Unknown) EventType() Type { return u.Type }
+
+// Validate implements Payload.
+func (Unknown) Validate() error { return nil }
+
+// New builds an envelope for a payload with a fresh id, the current schema version and the
+// given time. Callers fill Seq, Attempt, Source and any trace ids.
+func New(study, run string, t time.Time, p Payload) Envelope {
+	return Envelope{
+		Schema:  SchemaVersion,
+		ID:      NewID(t),
+		Type:    p.EventType(),
+		Time:    t.UTC(),
+		Study:   study,
+		Run:     run,
+		Attempt: 1,
+		Payload: p,
+	}
+}
+
+// Validate checks the envelope and its payload, returning a *FieldError naming the first
+// field at fault.
+func (e *Envelope) Validate() error {
+	if e.Schema < 1 || e.Schema > SchemaVersion {
+		return &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: "unsupported version"}
+	}
+	if e.ID == "" {
+		return missing("id")
+	}
+	if len(e.ID) > 128 {
+		return invalid("id", "longer than 128 bytes")
+	}
+	if e.Type == "" {
+		return missing("type")
+	}
+	if e.Time.IsZero() {
+		return missing("time")
+	}
+	if err := ValidateToken("study", e.Study); err != nil {
+		return err
+	}
+	if err := ValidateToken("run", e.Run); err != nil {
+		return err
+	}
+	if e.Attempt < 1 {
+		return invalid("attempt", "must be >= 1, got %d", e.Attempt)
+	}
+	if e.Run != StudyRun && e.Seq < 1 {
+		return invalid("seq", "must be >= 1, got %d", e.Seq)
+	}
+	switch e.Source.Kind {
+	case SourceHarness, SourceProduction:
+	case "":
+		return missing("source.kind")
+	default:
+		return invalid("source.kind", "must be harness or production, got %q", e.Source.Kind)
+	}
+	if e.TraceID != "" && !isHex(e.TraceID, 32) {
+		return invalid("trace_id", "must be 32 lowercase hex digits")
+	}
+	if e.SpanID != "" && !isHex(e.SpanID, 16) {
+		return invalid("span_id", "must be 16 lowercase hex digits")
+	}
+	if e.Payload == nil {
+		return missing("payload")
+	}
+	if e.Payload.EventType() != e.Type {
+		return invalid("payload", "payload is %s but type is %s", e.Payload.EventType(), e.Type)
+	}
+	return e.Payload.Validate()
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,48 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Wrapped errors carry the field or position at fault; test with errors.Is.
+var (
+	ErrMalformed      = errors.New("events: malformed JSON")
+	ErrUnknownType    = errors.New("events: unknown event type")
+	ErrUnknownVersion = errors.New("events: unknown schema version")
+	ErrMissingField   = errors.New("events: missing required field")
+	ErrInvalidField   = errors.New("events: invalid field")
+	ErrUnsafeToken    = errors.New("events: unsafe subject token")
+	ErrTooLarge       = errors.New("events: event too large")
+	ErrNotCanonical   = errors.New("events: value cannot be canonicalized")
+
+	// Fold errors: each kind of ill-formed history has its own.
+	ErrNotStarted        = errors.New("events: run did not start with run.started")
+	ErrDuplicateSequence = errors.New("events: duplicate sequence number")
+	ErrOutOfOrder        = errors.New("events: sequence number out of order")
+	ErrAfterFinish       = errors.New("events: event after run.finished")
+	ErrIllegalTransition = errors.New("events: illegal transition")
+	ErrWrongRun          = errors.New("events: event belongs to another run")
+)
+
+// FieldError names the field of an event that is missing or invalid.
+type FieldError struct {
+	Field string // JSON path of the field, e.g. "payload.tool"
+	Err   error  // ErrMissingField or ErrInvalidField (or a more specific sentinel)
+	Msg   string // what was wrong, for people
+}
+
+func (e *FieldError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Field)
+	}
+	return fmt.Sprintf("%v: %s: %s", e.Err, e.Field, e.Msg)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func missing(field string) error { return &FieldError{Field: field, Err: ErrMissingField} }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: ErrInvalidField, Msg: fmt.Sprintf(format, args...)}
+}

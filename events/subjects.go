@@ -1,0 +1,84 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subject prefixes and stream names. Subjects are built only here.
+const (
+	EventsStream  = "DITTO_EVENTS"
+	JobsStream    = "DITTO_JOBS"
+	EventsPrefix  = "ditto.events"
+	JobsPrefix    = "ditto.jobs"
+	EventsSubject = EventsPrefix + ".>" // every event
+	JobsSubject   = JobsPrefix + ".>"   // every job
+	maxTokenLen   = 128
+)
+
+// ValidateToken checks that s can be one token of a NATS subject: 1 to 128 bytes of
+// letters, digits, '_' and '-'. field names the field for the error.
+func ValidateToken(field, s string) error {
+	if s == "" {
+		return &FieldError{Field: field, Err: ErrUnsafeToken, Msg: "empty"}
+	}
+	if len(s) > maxTokenLen {
+		return &FieldError{Field: field, Err: ErrUnsafeToken, Msg: fmt.Sprintf("longer than %d bytes", maxTokenLen)}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return &FieldError{Field: field, Err: ErrUnsafeToken,
+				Msg: fmt.Sprintf("%q has %q at byte %d; use letters, digits, '_' and '-'", s, c, i)}
+		}
+	}
+	return nil
+}
+
+// Subject returns ditto.events.<study>.<run>.<type> for an event.
+func Subject(study, run string, t Type) (string, error) {
+	if err := ValidateToken("study", study); err != nil {
+		return "", err
+	}
+	if err := ValidateToken("run", run); err != nil {
+		return "", err
+	}
+	if t == "" {
+		return "", missing("type")
+	}
+	// Types contain a dot ("run.started"); subjects keep it as two tokens, which lets a
+	// consumer filter on ditto.events.*.*.run.> for every run lifecycle event.
+	return EventsPrefix + "." + study + "." + run + "." + string(t), nil
+}
+
+// SubjectOf returns the subject of an envelope.
+func SubjectOf(e *Envelope) (string, error) { return Subject(e.Study, e.Run, e.Type) }
+
+// StudyEventsSubject returns the filter subject of every event of one study.
+func StudyEventsSubject(study string) (string, error) {
+	if err := ValidateToken("study", study); err != nil {
+		return "", err
+	}
+	return EventsPrefix + "." + study + ".>", nil
+}
+
+// JobSubject returns ditto.jobs.<study>.
+func JobSubject(study string) (string, error) {
+	if err := ValidateToken("study", study); err != nil {
+		return "", err
+	}
+	return JobsPrefix + "." + study, nil
+}
+
+// ParseSubject splits an event subject into study, run and type.
+func ParseSubject(subject string) (study, run string, t Type, err error) {
+	rest, ok := strings.CutPrefix(subject, EventsPrefix+".")
+	if !ok {
+		return "", "", "", fmt.Errorf("events: subject %q is not under %s", subject, EventsPrefix)
+	}
+	parts := strings.SplitN(rest, ".", 3)
+	if len(parts) != 3 || parts[2] == "" {
+		return "", "", "", fmt.Errorf("events: subject %q is not %s.<study>.<run>.<type>", subject, EventsPrefix)
+	}
+	return parts[0], parts[1], Type(parts[2]), nil
+}

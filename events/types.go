@@ -1,0 +1,486 @@
+package events
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Type names an event type. Types are past-tense facts.
+type Type string
+
+// Event types.
+const (
+	TypeStudyDefined    Type = "study.defined"
+	TypeRunStarted      Type = "run.started"
+	TypeRunFinished     Type = "run.finished"
+	TypePlanProposed    Type = "plan.proposed"
+	TypePlanAccepted    Type = "plan.accepted"
+	TypePlanRejected    Type = "plan.rejected"
+	TypeStateEntered    Type = "state.entered"
+	TypeStateExited     Type = "state.exited"
+	TypeModelCalled     Type = "model.called"
+	TypeToolCalled      Type = "tool.called"
+	TypeToolRejected    Type = "tool.rejected"
+	TypeToolReturned    Type = "tool.returned"
+	TypeOutputValidated Type = "output.validated"
+	TypeOutputInvalid   Type = "output.invalid"
+	TypeRetryScheduled  Type = "retry.scheduled"
+	TypeRunEscalated    Type = "run.escalated"
+	TypeReportPublished Type = "report.published"
+)
+
+// Types lists every known event type, in a fixed order.
+func Types() []Type {
+	return []Type{
+		TypeStudyDefined, TypeRunStarted, TypeRunFinished, TypePlanProposed, TypePlanAccepted,
+		TypePlanRejected, TypeStateEntered, TypeStateExited, TypeModelCalled, TypeToolCalled,
+		TypeToolRejected, TypeToolReturned, TypeOutputValidated, TypeOutputInvalid,
+		TypeRetryScheduled, TypeRunEscalated, TypeReportPublished,
+	}
+}
+
+// Run statuses, as recorded by run.finished.
+const (
+	StatusSucceeded = "succeeded" // finished and the ground-truth check passed
+	StatusFailed    = "failed"    // finished without a correct output
+	StatusEscalated = "escalated" // the harness gave up and escalated to a person
+	StatusAborted   = "aborted"   // interrupted (shutdown, crash recovery, cancelled)
+)
+
+// Tool rejection reasons.
+const (
+	RejectUnauthorized = "unauthorized" // not the tool authorized in the current state
+	RejectSchema       = "schema"       // arguments failed the tool's JSON Schema
+	RejectPermission   = "permission"   // touches a resource outside the allowed scope
+	RejectBudget       = "budget"       // circuit breaker: repair turns or token budget exhausted
+)
+
+// Cell is the matrix a study expands: every task × model × condition, N runs each.
+type Cell struct {
+	Task      string `json:"task"`
+	Model     string `json:"model"`
+	Condition string `json:"condition"`
+	Runs      int    `json:"runs"`
+}
+
+// StudyDefined records a submitted study: its matrix and how many runs to expect.
+type StudyDefined struct {
+	Name         string          `json:"name"`
+	Cells        []Cell          `json:"cells"`
+	ExpectedRuns int             `json:"expected_runs"`
+	Paired       bool            `json:"paired"` // runs are paired across conditions (same input and seed index)
+	Simulated    []string        `json:"simulated,omitempty"` // models that are simulated
+	Spec         json.RawMessage `json:"spec,omitempty"` // the submitted spec, canonical JSON, secrets removed
+}
+
+// Sampling holds the pinned sampling parameters of a run.
+type Sampling struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+}
+
+// RunStarted is the first event of every run attempt.
+type RunStarted struct {
+	Task       string   `json:"task"`
+	Instance   string   `json:"instance,omitempty"` // input instance id
+	InputIndex int      `json:"input_index"`
+	SeedIndex  int      `json:"seed_index"`
+	Model      string   `json:"model"`
+	Condition  string   `json:"condition"`
+	Components []string `json:"components"` // harness components switched on, sorted
+	Seed       *int64   `json:"seed,omitempty"`
+	Sampling   Sampling `json:"sampling"`
+	Endpoint   string   `json:"endpoint,omitempty"` // endpoint name or base URL; never a key
+	Simulated  bool     `json:"simulated,omitempty"`
+	// Start and Graph describe the task's state graph (state → allowed successors) so that
+	// the fold can check transitions of runs under finite-state execution.
+	Start string              `json:"start,omitempty"`
+	Graph map[string][]string `json:"graph,omitempty"`
+}
+
+// Component names recorded in RunStarted.Components.
+const (
+	ComponentFSM        = "fsm"
+	ComponentForcedTool = "forced_tool"
+	ComponentValidation = "validation"
+	ComponentRetry      = "retry"
+	ComponentPlanning   = "structured_planning"
+	ComponentSchemaGate = "schema_gate"
+	ComponentPermission = "permission_gate"
+	ComponentBreaker    = "circuit_breaker"
+)
+
+// Totals summarise a run; the analyzer recomputes them from events and they must agree.
+type Totals struct {
+	PromptTokens      int64   `json:"prompt_tokens"`
+	CompletionTokens  int64   `json:"completion_tokens"`
+	ModelCalls        int     `json:"model_calls"`
+	ToolCalls         int     `json:"tool_calls"`
+	Retries           int     `json:"retries"`
+	PlanReprompts     int     `json:"plan_reprompts"`
+	RejectedToolCalls int     `json:"rejected_tool_calls"`
+	LatencyMS         float64 `json:"latency_ms"`
+}
+
+// RunFinished is the last event of every run attempt.
+type RunFinished struct {
+	Status  string          `json:"status"`
+	Output  json.RawMessage `json:"output,omitempty"` // canonical JSON; absent when the run produced none
+	Success bool            `json:"success"`
+	Totals  Totals          `json:"totals"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// PlanProposed records the plan text a model proposed (raw, as returned).
+type PlanProposed struct {
+	Text       string `json:"text"`
+	Attempt    int    `json:"attempt"`    // 1 for the first proposal, 2.. after re-prompts
+	Structured bool   `json:"structured"` // requested as schema-validated JSON
+}
+
+// PlanStep is one canonical step of an accepted plan.
+type PlanStep struct {
+	State string `json:"state"`
+	Tool  string `json:"tool"`
+}
+
+// PlanAccepted records the canonical plan that passed Structured Planning's validation.
+type PlanAccepted struct {
+	Steps []PlanStep `json:"steps"`
+}
+
+// PlanRejected records a plan that failed validation.
+type PlanRejected struct {
+	Errors  []string `json:"errors"`
+	Attempt int      `json:"attempt"`
+}
+
+// StateEntered records entering a state of the task graph.
+type StateEntered struct {
+	State string `json:"state"`
+	From  string `json:"from,omitempty"`
+}
+
+// StateExited records leaving a state.
+type StateExited struct {
+	State   string `json:"state"`
+	Outcome string `json:"outcome,omitempty"` // e.g. "ok", "invalid", "escalated"
+}
+
+// ModelCalled records one call to the model.
+type ModelCalled struct {
+	Model            string  `json:"model"`
+	Purpose          string  `json:"purpose,omitempty"` // "plan" or "act"
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	LatencyMS        float64 `json:"latency_ms"`
+	FinishReason     string  `json:"finish_reason,omitempty"`
+	Fingerprint      string  `json:"fingerprint,omitempty"`
+	Seed             *int64  `json:"seed,omitempty"`
+	TransportRetries int     `json:"transport_retries,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// ToolCalled records a tool call that passed every gate and is executed.
+type ToolCalled struct {
+	CallID string          `json:"call_id"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"` // canonical JSON
+	State  string          `json:"state,omitempty"`
+}
+
+// ToolRejected records a tool call refused before any side effect.
+type ToolRejected struct {
+	CallID string          `json:"call_id"`
+	Tool   string          `json:"tool"`
+	Reason string          `json:"reason"` // RejectUnauthorized, RejectSchema, RejectPermission, RejectBudget
+	Detail string          `json:"detail,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"` // canonical JSON when the arguments parsed
+	State  string          `json:"state,omitempty"`
+}
+
+// ToolReturned records the result of an executed tool call.
+type ToolReturned struct {
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	OK         bool            `json:"ok"`
+	Output     json.RawMessage `json:"output,omitempty"` // canonical JSON when OK
+	Error      string          `json:"error,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
+}
+
+// OutputValidated records a state output that passed its validator.
+type OutputValidated struct {
+	State string `json:"state"`
+	Tool  string `json:"tool,omitempty"`
+}
+
+// OutputInvalid records a state output that failed its validator.
+type OutputInvalid struct {
+	State  string   `json:"state"`
+	Tool   string   `json:"tool,omitempty"`
+	Errors []string `json:"errors"`
+}
+
+// RetryScheduled records a bounded retry of a state.
+type RetryScheduled struct {
+	State   string `json:"state,omitempty"`
+	Attempt int    `json:"attempt"` // the retry number, from 1
+	Reason  string `json:"reason"`
+}
+
+// RunEscalated records that the harness gave up and escalated.
+type RunEscalated struct {
+	Reason string `json:"reason"`
+	State  string `json:"state,omitempty"`
+}
+
+// ReportPublished announces a generated report (study-level event).
+type ReportPublished struct {
+	Name    string   `json:"name"`
+	Path    string   `json:"path"`
+	Formats []string `json:"formats"`
+	Studies []string `json:"studies,omitempty"`
+	Alerts  int      `json:"alerts"`
+}
+
+// EventType implementations.
+func (StudyDefined) EventType() Type    { return TypeStudyDefined }
+func (RunStarted) EventType() Type      { return TypeRunStarted }
+func (RunFinished) EventType() Type     { return TypeRunFinished }
+func (PlanProposed) EventType() Type    { return TypePlanProposed }
+func (PlanAccepted) EventType() Type    { return TypePlanAccepted }
+func (PlanRejected) EventType() Type    { return TypePlanRejected }
+func (StateEntered) EventType() Type    { return TypeStateEntered }
+func (StateExited) EventType() Type     { return TypeStateExited }
+func (ModelCalled) EventType() Type     { return TypeModelCalled }
+func (ToolCalled) EventType() Type      { return TypeToolCalled }
+func (ToolRejected) EventType() Type    { return TypeToolRejected }
+func (ToolReturned) EventType() Type    { return TypeToolReturned }
+func (OutputValidated) EventType() Type { return TypeOutputValidated }
+func (OutputInvalid) EventType() Type   { return TypeOutputInvalid }
+func (RetryScheduled) EventType() Type  { return TypeRetryScheduled }
+func (RunEscalated) EventType() Type    { return TypeRunEscalated }
+func (ReportPublished) EventType() Type { return TypeReportPublished }
+
+// Validate implementations: each names the first missing or invalid field.
+
+func (p StudyDefined) Validate() error {
+	if p.Name == "" {
+		return missing("payload.name")
+	}
+	if len(p.Cells) == 0 {
+		return missing("payload.cells")
+	}
+	sum := 0
+	for i, c := range p.Cells {
+		if c.Task == "" || c.Model == "" || c.Condition == "" {
+			return invalid("payload.cells", "cell %d needs task, model and condition", i)
+		}
+		if c.Runs < 1 {
+			return invalid("payload.cells", "cell %d has runs %d, want >= 1", i, c.Runs)
+		}
+		sum += c.Runs
+	}
+	if p.ExpectedRuns != sum {
+		return invalid("payload.expected_runs", "%d, but the cells add up to %d", p.ExpectedRuns, sum)
+	}
+	return checkCanonical("payload.spec", p.Spec, true)
+}
+
+func (p RunStarted) Validate() error {
+	switch {
+	case p.Task == "":
+		return missing("payload.task")
+	case p.Model == "":
+		return missing("payload.model")
+	case p.Condition == "":
+		return missing("payload.condition")
+	case p.InputIndex < 0:
+		return invalid("payload.input_index", "negative")
+	case p.SeedIndex < 0:
+		return invalid("payload.seed_index", "negative")
+	}
+	if !slices.IsSorted(p.Components) {
+		return invalid("payload.components", "must be sorted")
+	}
+	if p.Start != "" && p.Graph != nil {
+		if _, ok := p.Graph[p.Start]; !ok {
+			return invalid("payload.start", "state %q is not in the graph", p.Start)
+		}
+	}
+	return nil
+}
+
+func (p RunFinished) Validate() error {
+	switch p.Status {
+	case StatusSucceeded, StatusFailed, StatusEscalated, StatusAborted:
+	case "":
+		return missing("payload.status")
+	default:
+		return invalid("payload.status", "unknown status %q", p.Status)
+	}
+	if p.Success && p.Status != StatusSucceeded {
+		return invalid("payload.success", "true with status %s", p.Status)
+	}
+	return checkCanonical("payload.output", p.Output, true)
+}
+
+func (p PlanProposed) Validate() error {
+	if p.Attempt < 1 {
+		return invalid("payload.attempt", "must be >= 1")
+	}
+	return nil
+}
+
+func (p PlanAccepted) Validate() error {
+	if len(p.Steps) == 0 {
+		return missing("payload.steps")
+	}
+	for i, s := range p.Steps {
+		if s.State == "" || s.Tool == "" {
+			return invalid("payload.steps", "step %d needs state and tool", i)
+		}
+	}
+	return nil
+}
+
+func (p PlanRejected) Validate() error {
+	if len(p.Errors) == 0 {
+		return missing("payload.errors")
+	}
+	if p.Attempt < 1 {
+		return invalid("payload.attempt", "must be >= 1")
+	}
+	return nil
+}
+
+func (p StateEntered) Validate() error {
+	if p.State == "" {
+		return missing("payload.state")
+	}
+	return nil
+}
+
+func (p StateExited) Validate() error {
+	if p.State == "" {
+		return missing("payload.state")
+	}
+	return nil
+}
+
+func (p ModelCalled) Validate() error {
+	switch {
+	case p.PromptTokens < 0:
+		return invalid("payload.prompt_tokens", "negative")
+	case p.CompletionTokens < 0:
+		return invalid("payload.completion_tokens", "negative")
+	case p.LatencyMS < 0:
+		return invalid("payload.latency_ms", "negative")
+	}
+	return nil
+}
+
+func (p ToolCalled) Validate() error {
+	switch {
+	case p.CallID == "":
+		return missing("payload.call_id")
+	case p.Tool == "":
+		return missing("payload.tool")
+	}
+	return checkCanonical("payload.args", p.Args, false)
+}
+
+func (p ToolRejected) Validate() error {
+	switch {
+	case p.CallID == "":
+		return missing("payload.call_id")
+	case p.Tool == "":
+		return missing("payload.tool")
+	}
+	switch p.Reason {
+	case RejectUnauthorized, RejectSchema, RejectPermission, RejectBudget:
+	case "":
+		return missing("payload.reason")
+	default:
+		return invalid("payload.reason", "unknown reason %q", p.Reason)
+	}
+	return checkCanonical("payload.args", p.Args, true)
+}
+
+func (p ToolReturned) Validate() error {
+	switch {
+	case p.CallID == "":
+		return missing("payload.call_id")
+	case p.Tool == "":
+		return missing("payload.tool")
+	case !p.OK && p.Error == "":
+		return missing("payload.error")
+	case p.DurationMS < 0:
+		return invalid("payload.duration_ms", "negative")
+	}
+	return checkCanonical("payload.output", p.Output, !p.OK)
+}
+
+func (p OutputValidated) Validate() error {
+	if p.State == "" {
+		return missing("payload.state")
+	}
+	return nil
+}
+
+func (p OutputInvalid) Validate() error {
+	if p.State == "" {
+		return missing("payload.state")
+	}
+	if len(p.Errors) == 0 {
+		return missing("payload.errors")
+	}
+	return nil
+}
+
+func (p RetryScheduled) Validate() error {
+	if p.Attempt < 1 {
+		return invalid("payload.attempt", "must be >= 1")
+	}
+	if p.Reason == "" {
+		return missing("payload.reason")
+	}
+	return nil
+}
+
+func (p RunEscalated) Validate() error {
+	if p.Reason == "" {
+		return missing("payload.reason")
+	}
+	return nil
+}
+
+func (p ReportPublished) Validate() error {
+	if p.Name == "" {
+		return missing("payload.name")
+	}
+	if p.Path == "" {
+		return missing("payload.path")
+	}
+	return nil
+}
+
+// checkCanonical reports an error unless raw is canonical JSON (or absent, when optional).
+func checkCanonical(field string, raw json.RawMessage, optional bool) error {
+	if len(raw) == 0 {
+		if optional {
+			return nil
+		}
+		return missing(field)
+	}
+	c, err := Canonical(raw)
+	if err != nil {
+		return &FieldError{Field: field, Err: ErrNotCanonical, Msg: err.Error()}
+	}
+	if string(c) != string(raw) {
+		return &FieldError{Field: field, Err: ErrNotCanonical, Msg: "not in RFC 8785 canonical form (use events.Canonical)"}
+	}
+	return nil
+}
