@@ -68,9 +68,9 @@ type StudyDefined struct {
 	Name         string          `json:"name"`
 	Cells        []Cell          `json:"cells"`
 	ExpectedRuns int             `json:"expected_runs"`
-	Paired       bool            `json:"paired"` // runs are paired across conditions (same input and seed index)
+	Paired       bool            `json:"paired"`              // runs are paired across conditions (same input and seed index)
 	Simulated    []string        `json:"simulated,omitempty"` // models that are simulated
-	Spec         json.RawMessage `json:"spec,omitempty"` // the submitted spec, canonical JSON, secrets removed
+	Spec         json.RawMessage `json:"spec,omitempty"`      // the submitted spec, canonical JSON, secrets removed
 }
 
 // Sampling holds the pinned sampling parameters of a run.
