@@ -1,0 +1,568 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// aml_screening: sanctions screening of a customer against three watchlists, a branching task.
+//
+//	LOAD_DATA → SCREEN ─ hit ──▶ ENHANCED_REVIEW ─▶ GENERATE_REPORT
+//	                   └ clean ──────────────────▶ GENERATE_REPORT
+//
+// SCREEN's Route reads the screening output's "hit". A name matches a watchlist entry when its
+// similarity score (1 − Levenshtein distance / longer length, over the lower-cased letters of
+// the name tokens sorted alphabetically) reaches the threshold (default 0.85). Enhanced review
+// confirms a match when the dates of birth agree. The ground truth is the outcome with the
+// default threshold over all three lists: "clear", "cleared_false_positive" or
+// "escalated_to_mlro". The watchlist and the customers are fictitious.
+
+const amlTask = "aml_screening"
+
+var amlLists = []string{"ofac_sdn", "un_consolidated", "eu_fsf"}
+
+const amlDefaultThreshold = 0.85
+
+type watchEntry struct {
+	EntryID string `json:"entry_id"`
+	List    string `json:"list"`
+	Name    string `json:"name"`
+	DOB     string `json:"dob"`
+	Country string `json:"country"`
+}
+
+type customerRecord struct {
+	Customer struct {
+		CustomerID string `json:"customer_id"`
+		Name       string `json:"name"`
+		DOB        string `json:"dob"`
+		Country    string `json:"country"`
+		Segment    string `json:"segment"`
+	} `json:"customer"`
+	Transactions []json.RawMessage `json:"transactions"`
+}
+
+type amlMatch struct {
+	EntryID string  `json:"entry_id"`
+	List    string  `json:"list"`
+	Name    string  `json:"name"`
+	Score   float64 `json:"score"`
+}
+
+const (
+	amlLoadSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "dataset path of the customer, e.g. data/aml_screening/cust-a"},
+    "include_transactions": {"type": "boolean", "description": "include recent transactions (default false)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	amlScreenSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "lists": {"type": "array", "items": {"enum": ["ofac_sdn", "un_consolidated", "eu_fsf"]}, "uniqueItems": true, "minItems": 1, "description": "watchlists to screen against (default: all)"},
+    "threshold": {"type": "number", "minimum": 0.5, "maximum": 1, "description": "minimum name similarity for a match (default 0.85)"},
+    "match_dob": {"type": "boolean", "description": "count a match only when the date of birth also agrees (default false)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	amlReviewSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "match_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true, "description": "watchlist entry ids of the screening matches"},
+    "depth": {"enum": ["standard", "full"], "description": "review depth (default standard)"},
+    "include_adverse_media": {"type": "boolean", "description": "include the adverse-media search (default false)"}
+  },
+  "required": ["path", "match_ids"],
+  "additionalProperties": false
+}`
+	amlReportSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "screening_outcome": {"enum": ["clean", "hit"]},
+    "disposition": {"enum": ["true_match", "false_positive"], "description": "enhanced review disposition, required after a hit"},
+    "risk_rating": {"enum": ["low", "medium", "high"], "description": "overrides the default rating of the outcome"},
+    "include_matches": {"type": "boolean"},
+    "match_ids": {"type": "array", "items": {"type": "string"}},
+    "output_path": {"type": "string"}
+  },
+  "required": ["path", "screening_outcome"],
+  "additionalProperties": false
+}`
+)
+
+type amlStore struct {
+	store
+	watchlist []watchEntry
+}
+
+func newAMLScreening() *Task {
+	st, stems := loadStore(amlTask)
+	var wl struct {
+		Entries []watchEntry `json:"entries"`
+	}
+	raw, err := fixtureFS.ReadFile("fixtures/aml_watchlist.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &wl)
+	}
+	if err != nil {
+		panic("tasks: aml watchlist: " + err.Error()) // embedded: a build-time fact
+	}
+	s := &amlStore{store: st, watchlist: wl.Entries}
+	t := &Task{
+		Name:  amlTask,
+		Title: "Sanctions / AML screening of a customer",
+		Instructions: "You are an AML compliance analyst. Screen the customer named by the user against the " +
+			"sanctions watchlists. Load the customer, screen the name against all lists; if the screening " +
+			"reports a hit, run an enhanced review of the matches; then generate the screening report with the " +
+			"outcome (and the review disposition after a hit). Only touch the datasets you are given.",
+		Start:     "LOAD_DATA",
+		FinalTool: "generate_aml_report",
+	}
+	t.States = []State{
+		{Name: "LOAD_DATA", Tool: "load_customer", Next: []string{"SCREEN"}, Validate: validateAMLLoad},
+		{Name: "SCREEN", Tool: "screen_watchlists", Next: []string{"ENHANCED_REVIEW", "GENERATE_REPORT"},
+			Route: routeScreen, Validate: validateAMLScreen},
+		{Name: "ENHANCED_REVIEW", Tool: "enhanced_review", Next: []string{"GENERATE_REPORT"}, Validate: validateAMLReview},
+		{Name: "GENERATE_REPORT", Tool: "generate_aml_report", Validate: validateAMLReport},
+	}
+	t.Tools = []Tool{
+		{Name: "load_customer", Description: "Load a customer record.", Schema: json.RawMessage(amlLoadSchema),
+			Resources: pathResources, Exec: s.load},
+		{Name: "screen_watchlists", Description: "Screen a customer's name against sanctions watchlists.", Schema: json.RawMessage(amlScreenSchema),
+			Resources: screenResources, Exec: s.screen},
+		{Name: "enhanced_review", Description: "Review screening matches in depth (date of birth, country) and give a disposition.", Schema: json.RawMessage(amlReviewSchema),
+			Resources: pathResources, Exec: s.review},
+		{Name: "generate_aml_report", Description: "Generate and file the screening report.", Schema: json.RawMessage(amlReportSchema),
+			Resources: pathResources, Exec: s.report},
+	}
+	for _, id := range stems {
+		p := datasetPath(amlTask, id)
+		t.Instances = append(t.Instances, Instance{
+			ID:     id,
+			Prompt: fmt.Sprintf("Screen the customer at %s against the sanctions watchlists and file the screening report.", p),
+			Scope:  []string{p, reportPath(amlTask, id), "watchlists"},
+			Data:   st[p],
+		})
+	}
+	t.Check = func(inst *Instance, output json.RawMessage) bool {
+		var rec customerRecord
+		var rep struct {
+			CustomerID string `json:"customer_id"`
+			Outcome    string `json:"outcome"`
+		}
+		if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
+			return false
+		}
+		return rep.CustomerID == rec.Customer.CustomerID && rep.Outcome == s.truth(rec)
+	}
+	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
+		args := map[string]any{"path": path}
+		var scr struct {
+			Hit     bool       `json:"hit"`
+			Matches []amlMatch `json:"matches"`
+		}
+		if out, ok := lastOutput(results, "screen_watchlists"); ok {
+			_ = json.Unmarshal(out, &scr)
+		}
+		ids := []string{}
+		for _, m := range scr.Matches {
+			ids = append(ids, m.EntryID)
+		}
+		switch state {
+		case "ENHANCED_REVIEW":
+			args["match_ids"] = ids
+		case "GENERATE_REPORT":
+			args["screening_outcome"] = "clean"
+			if scr.Hit {
+				args["screening_outcome"] = "hit"
+				var rev struct {
+					Disposition string `json:"disposition"`
+				}
+				if out, ok := lastOutput(results, "enhanced_review"); ok {
+					_ = json.Unmarshal(out, &rev)
+				}
+				args["disposition"] = rev.Disposition
+			}
+		}
+		return args
+	})
+	return t
+}
+
+// truth is the ground-truth outcome of an instance: default threshold, all lists.
+func (s *amlStore) truth(rec customerRecord) string {
+	matches := s.matches(rec, amlLists, amlDefaultThreshold, false)
+	if len(matches) == 0 {
+		return "clear"
+	}
+	if s.anyTrueMatch(rec, matches) {
+		return "escalated_to_mlro"
+	}
+	return "cleared_false_positive"
+}
+
+func routeScreen(out json.RawMessage) (string, error) {
+	var o struct {
+		Hit *bool `json:"hit"`
+	}
+	if err := json.Unmarshal(out, &o); err != nil || o.Hit == nil {
+		return "", fmt.Errorf("tasks: screening output has no boolean \"hit\"")
+	}
+	if *o.Hit {
+		return "ENHANCED_REVIEW", nil
+	}
+	return "GENERATE_REPORT", nil
+}
+
+// screenResources: the customer's dataset plus one resource per watchlist consulted.
+func screenResources(args json.RawMessage) []string {
+	var a struct {
+		Path  string   `json:"path"`
+		Lists []string `json:"lists"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return []string{""}
+	}
+	if len(a.Lists) == 0 {
+		a.Lists = amlLists
+	}
+	out := []string{a.Path}
+	for _, l := range a.Lists {
+		out = append(out, "watchlists/"+l)
+	}
+	return out
+}
+
+// normName lower-cases the letters of each name token and sorts the tokens, so "VOLKOV,
+// Dmitri" and "Dmitri Volkov" compare equal.
+func normName(name string) string {
+	toks := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !unicode.IsLetter(r) })
+	slices.Sort(toks)
+	return strings.Join(toks, " ")
+}
+
+func nameScore(a, b string) float64 {
+	x, y := []rune(normName(a)), []rune(normName(b))
+	n := max(len(x), len(y))
+	if n == 0 {
+		return 0
+	}
+	return round(1-float64(levenshtein(x, y))/float64(n), 4)
+}
+
+func levenshtein(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// matches screens in watchlist order, so the output order is deterministic.
+func (s *amlStore) matches(rec customerRecord, lists []string, threshold float64, matchDOB bool) []amlMatch {
+	out := []amlMatch{}
+	for _, e := range s.watchlist {
+		if !slices.Contains(lists, e.List) {
+			continue
+		}
+		sc := nameScore(rec.Customer.Name, e.Name)
+		if sc >= threshold && (!matchDOB || e.DOB == rec.Customer.DOB) {
+			out = append(out, amlMatch{EntryID: e.EntryID, List: e.List, Name: e.Name, Score: sc})
+		}
+	}
+	return out
+}
+
+func (s *amlStore) anyTrueMatch(rec customerRecord, ms []amlMatch) bool {
+	for _, m := range ms {
+		if e, ok := s.entry(m.EntryID); ok && e.DOB == rec.Customer.DOB {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *amlStore) entry(id string) (watchEntry, bool) {
+	for _, e := range s.watchlist {
+		if e.EntryID == id {
+			return e, true
+		}
+	}
+	return watchEntry{}, false
+}
+
+func (s *amlStore) customer(p string) (customerRecord, error) {
+	raw, err := s.get(p)
+	if err != nil {
+		return customerRecord{}, err
+	}
+	var rec customerRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return customerRecord{}, fmt.Errorf("tasks: %s is not a customer record: %w", p, err)
+	}
+	return rec, nil
+}
+
+func (s *amlStore) load(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path                string `json:"path"`
+		IncludeTransactions bool   `json:"include_transactions"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	rec, err := s.customer(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	c := rec.Customer
+	out := map[string]any{"customer_id": c.CustomerID, "name": c.Name, "dob": c.DOB, "country": c.Country, "segment": c.Segment}
+	if a.IncludeTransactions {
+		out["transactions"] = rec.Transactions
+	}
+	return mustJSON(out), nil
+}
+
+func (s *amlStore) screen(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path      string   `json:"path"`
+		Lists     []string `json:"lists"`
+		Threshold *float64 `json:"threshold"`
+		MatchDOB  bool     `json:"match_dob"`
+	}{}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	th := amlDefaultThreshold
+	if a.Threshold != nil {
+		th = *a.Threshold
+	}
+	if th < 0.5 || th > 1 {
+		return nil, fmt.Errorf("%w: threshold must be in [0.5, 1]", ErrBadArguments)
+	}
+	lists := amlLists
+	if len(a.Lists) > 0 {
+		lists = nil
+		for _, l := range amlLists { // canonical order, whatever order the caller used
+			if slices.Contains(a.Lists, l) {
+				lists = append(lists, l)
+			}
+		}
+		for _, l := range a.Lists {
+			if !slices.Contains(amlLists, l) {
+				return nil, fmt.Errorf("%w: unknown list %q", ErrBadArguments, l)
+			}
+		}
+	}
+	rec, err := s.customer(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	ms := s.matches(rec, lists, th, a.MatchDOB)
+	return mustJSON(map[string]any{
+		"customer_id": rec.Customer.CustomerID, "hit": len(ms) > 0, "matches": ms,
+		"lists_screened": lists, "threshold": th, "match_dob": a.MatchDOB,
+	}), nil
+}
+
+func (s *amlStore) review(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path                string   `json:"path"`
+		MatchIDs            []string `json:"match_ids"`
+		Depth               string   `json:"depth"`
+		IncludeAdverseMedia bool     `json:"include_adverse_media"`
+	}{Depth: "standard"}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	if len(a.MatchIDs) == 0 {
+		return nil, fmt.Errorf("%w: match_ids is required", ErrBadArguments)
+	}
+	if a.Depth != "standard" && a.Depth != "full" {
+		return nil, fmt.Errorf("%w: depth must be standard or full", ErrBadArguments)
+	}
+	rec, err := s.customer(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	type reviewed struct {
+		EntryID      string  `json:"entry_id"`
+		List         string  `json:"list"`
+		Name         string  `json:"name"`
+		Score        float64 `json:"score"`
+		DOBMatch     bool    `json:"dob_match"`
+		CountryMatch bool    `json:"country_match"`
+		TrueMatch    bool    `json:"true_match"`
+	}
+	var rs []reviewed
+	confirmed := false
+	for _, id := range a.MatchIDs {
+		e, ok := s.entry(id)
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown watchlist entry %q", ErrBadArguments, id)
+		}
+		r := reviewed{EntryID: e.EntryID, List: e.List, Name: e.Name, Score: nameScore(rec.Customer.Name, e.Name),
+			DOBMatch: e.DOB == rec.Customer.DOB, CountryMatch: e.Country == rec.Customer.Country}
+		r.TrueMatch = r.DOBMatch
+		confirmed = confirmed || r.TrueMatch
+		rs = append(rs, r)
+	}
+	out := map[string]any{"customer_id": rec.Customer.CustomerID, "depth": a.Depth, "reviewed": rs,
+		"disposition": "false_positive", "risk_rating": "medium"}
+	if confirmed {
+		out["disposition"], out["risk_rating"] = "true_match", "high"
+	}
+	if a.Depth == "full" {
+		out["segment"] = rec.Customer.Segment
+	}
+	if a.IncludeAdverseMedia {
+		out["adverse_media"] = []string{} // the fixture sources hold no adverse media
+	}
+	return mustJSON(out), nil
+}
+
+func (s *amlStore) report(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path             string   `json:"path"`
+		ScreeningOutcome string   `json:"screening_outcome"`
+		Disposition      string   `json:"disposition"`
+		RiskRating       string   `json:"risk_rating"`
+		IncludeMatches   bool     `json:"include_matches"`
+		MatchIDs         []string `json:"match_ids"`
+		OutputPath       string   `json:"output_path"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	var outcome, risk string
+	switch {
+	case a.ScreeningOutcome == "clean":
+		outcome, risk = "clear", "low"
+	case a.ScreeningOutcome == "hit" && a.Disposition == "true_match":
+		outcome, risk = "escalated_to_mlro", "high"
+	case a.ScreeningOutcome == "hit" && a.Disposition == "false_positive":
+		outcome, risk = "cleared_false_positive", "medium"
+	case a.ScreeningOutcome == "hit":
+		return nil, fmt.Errorf("%w: a hit needs the enhanced review disposition (true_match or false_positive)", ErrBadArguments)
+	default:
+		return nil, fmt.Errorf("%w: screening_outcome must be clean or hit", ErrBadArguments)
+	}
+	if a.RiskRating != "" {
+		if !slices.Contains([]string{"low", "medium", "high"}, a.RiskRating) {
+			return nil, fmt.Errorf("%w: risk_rating must be low, medium or high", ErrBadArguments)
+		}
+		risk = a.RiskRating
+	}
+	rec, err := s.customer(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	if a.OutputPath == "" {
+		a.OutputPath = reportPath(amlTask, rec.Customer.CustomerID)
+	}
+	out := map[string]any{"report": "aml_screening", "customer_id": rec.Customer.CustomerID, "outcome": outcome,
+		"risk_rating": risk, "report_path": a.OutputPath}
+	if a.IncludeMatches {
+		ids := a.MatchIDs
+		if ids == nil {
+			ids = []string{}
+		}
+		out["matches"] = ids
+	}
+	return mustJSON(out), nil
+}
+
+func validateAMLLoad(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		CustomerID string `json:"customer_id"`
+		Name       string `json:"name"`
+		DOB        string `json:"dob"`
+	}
+	if decodeOutput(out, &o, &p) && (o.CustomerID == "" || o.Name == "" || o.DOB == "") {
+		p.addf("customer_id, name and dob are required")
+	}
+	return p
+}
+
+func validateAMLScreen(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		Hit           *bool    `json:"hit"`
+		ListsScreened []string `json:"lists_screened"`
+		Threshold     float64  `json:"threshold"`
+		MatchDOB      bool     `json:"match_dob"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.Hit == nil {
+		p.addf("hit is missing")
+	}
+	for _, l := range amlLists {
+		if !slices.Contains(o.ListsScreened, l) {
+			p.addf("list %s was not screened: policy requires all lists", l)
+		}
+	}
+	if o.Threshold > 0.9 {
+		p.addf("threshold %v is above the policy maximum 0.90", o.Threshold)
+	}
+	if o.MatchDOB {
+		p.addf("match_dob suppresses name-only matches: policy requires name screening without it")
+	}
+	return p
+}
+
+func validateAMLReview(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		Reviewed    []json.RawMessage `json:"reviewed"`
+		Disposition string            `json:"disposition"`
+	}
+	if decodeOutput(out, &o, &p) && (len(o.Reviewed) == 0 || o.Disposition == "") {
+		p.addf("reviewed matches and a disposition are required")
+	}
+	return p
+}
+
+func validateAMLReport(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		CustomerID string `json:"customer_id"`
+		Outcome    string `json:"outcome"`
+		ReportPath string `json:"report_path"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.CustomerID == "" || o.ReportPath == "" {
+		p.addf("customer_id and report_path are required")
+	}
+	if !slices.Contains([]string{"clear", "cleared_false_positive", "escalated_to_mlro"}, o.Outcome) {
+		p.addf("outcome %q is not one of clear, cleared_false_positive, escalated_to_mlro", o.Outcome)
+	}
+	return p
+}

@@ -1,0 +1,489 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// credit_ecl: IFRS 9 expected credit loss of a loan portfolio.
+//
+// Modelling choice (documented because IFRS 9 leaves it to the preparer): ECL per loan is
+// PD × LGD × EAD, undiscounted and single-scenario, where PD is the 12-month PD for stage 1 and
+// the lifetime PD for stages 2 and 3 (stage 3 loans carry PD = 1). The portfolio ECL is the sum
+// over loans. The calculation tool also offers the non-compliant bases "12m" and "lifetime" for
+// every loan; the CALCULATE validator rejects them, so a model that picks one is corrected by
+// output validation (when that component is on) rather than by the tool.
+
+const creditTask = "credit_ecl"
+
+type loan struct {
+	ID         string  `json:"id"`
+	Stage      int     `json:"stage"`
+	PD12m      float64 `json:"pd_12m"`
+	PDLifetime float64 `json:"pd_lifetime"`
+	LGD        float64 `json:"lgd"`
+	EAD        float64 `json:"ead"`
+}
+
+type portfolio struct {
+	PortfolioID   string `json:"portfolio_id"`
+	ReportingDate string `json:"reporting_date"`
+	Currency      string `json:"currency"`
+	Loans         []loan `json:"loans"`
+}
+
+var loanFields = []string{"id", "stage", "pd_12m", "pd_lifetime", "lgd", "ead"}
+
+const (
+	creditLoadSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "dataset path of the portfolio, e.g. data/credit_ecl/portfolio-a"},
+    "fields": {"type": "array", "items": {"enum": ["id", "stage", "pd_12m", "pd_lifetime", "lgd", "ead"]}, "uniqueItems": true, "description": "loan fields to return (default: all)"},
+    "limit": {"type": "integer", "minimum": 1, "description": "return at most this many loans (default: all)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	creditValidateSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "checks": {"type": "array", "items": {"enum": ["ranges", "stages", "duplicates", "exposure"]}, "uniqueItems": true, "description": "checks to run (default: all)"},
+    "strict": {"type": "boolean", "description": "treat warnings as errors (default false)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	creditCalcSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "pd_basis": {"enum": ["stage", "12m", "lifetime"], "description": "which PD to apply: stage (12-month for stage 1, lifetime for stages 2 and 3; default), or one basis for every loan"},
+    "rounding": {"type": "integer", "minimum": 0, "maximum": 6, "description": "decimal places of the amounts (default 2)"},
+    "include_loans": {"type": "boolean", "description": "include the per-loan ECL (default false)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	creditReportSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "total_ecl": {"type": "number", "minimum": 0, "description": "portfolio ECL as calculated"},
+    "by_stage": {"type": "object", "properties": {"stage_1": {"type": "number"}, "stage_2": {"type": "number"}, "stage_3": {"type": "number"}}, "additionalProperties": false},
+    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+    "precision": {"type": "integer", "minimum": 0, "maximum": 6, "description": "decimal places in the report (default 2)"},
+    "format": {"enum": ["summary", "detailed"]},
+    "output_path": {"type": "string", "description": "where to file the report (default reports/credit_ecl/<portfolio>)"}
+  },
+  "required": ["path", "total_ecl"],
+  "additionalProperties": false
+}`
+)
+
+func newCreditECL() *Task {
+	st, stems := loadStore(creditTask)
+	t := &Task{
+		Name:  creditTask,
+		Title: "IFRS 9 expected credit loss of a loan portfolio",
+		Instructions: "You are a credit risk analyst. Compute the IFRS 9 expected credit loss (ECL) of the loan " +
+			"portfolio named by the user and file the ECL report. Use the tools: load the portfolio, validate " +
+			"the data, calculate the ECL (PD × LGD × EAD, 12-month PD for stage 1 and lifetime PD for stages 2 " +
+			"and 3), then generate the report with the calculated figures. Only touch the datasets you are given.",
+		Start:     "LOAD_DATA",
+		FinalTool: "generate_ecl_report",
+	}
+	t.States = []State{
+		{Name: "LOAD_DATA", Tool: "load_portfolio", Next: []string{"VALIDATE_DATA"}, Validate: validateCreditLoad},
+		{Name: "VALIDATE_DATA", Tool: "validate_portfolio", Next: []string{"CALCULATE"}, Validate: validateCreditValidation},
+		{Name: "CALCULATE", Tool: "calculate_ecl", Next: []string{"GENERATE_REPORT"}, Validate: validateCreditCalc},
+		{Name: "GENERATE_REPORT", Tool: "generate_ecl_report", Validate: validateCreditReport},
+	}
+	t.Tools = []Tool{
+		{Name: "load_portfolio", Description: "Load a loan portfolio dataset.", Schema: json.RawMessage(creditLoadSchema),
+			Resources: pathResources, Exec: st.creditLoad},
+		{Name: "validate_portfolio", Description: "Run data-quality checks on a loan portfolio dataset.", Schema: json.RawMessage(creditValidateSchema),
+			Resources: pathResources, Exec: st.creditValidate},
+		{Name: "calculate_ecl", Description: "Calculate the expected credit loss of a loan portfolio.", Schema: json.RawMessage(creditCalcSchema),
+			Resources: pathResources, Exec: st.creditCalc},
+		{Name: "generate_ecl_report", Description: "Generate and file the IFRS 9 ECL report from calculated figures.", Schema: json.RawMessage(creditReportSchema),
+			Resources: pathResources, Exec: st.creditReport},
+	}
+	for _, id := range stems {
+		p := datasetPath(creditTask, id)
+		t.Instances = append(t.Instances, Instance{
+			ID:     id,
+			Prompt: fmt.Sprintf("Compute the IFRS 9 expected credit loss for the loan portfolio at %s and file the ECL report.", p),
+			Scope:  []string{p, reportPath(creditTask, id)},
+			Data:   st[p],
+		})
+	}
+	t.Check = func(inst *Instance, output json.RawMessage) bool {
+		var p portfolio
+		var rep struct {
+			PortfolioID string   `json:"portfolio_id"`
+			TotalECL    *float64 `json:"total_ecl"`
+		}
+		if json.Unmarshal(inst.Data, &p) != nil || json.Unmarshal(output, &rep) != nil || rep.TotalECL == nil {
+			return false
+		}
+		// Tolerance 1.0 currency unit: a report rounded to whole units is still correct.
+		return rep.PortfolioID == p.PortfolioID && math.Abs(*rep.TotalECL-creditTruth(p)) <= 1.0
+	}
+	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
+		args := map[string]any{"path": path}
+		if state == "GENERATE_REPORT" {
+			var calc struct {
+				TotalECL float64            `json:"total_ecl"`
+				ByStage  map[string]float64 `json:"by_stage"`
+				Currency string             `json:"currency"`
+			}
+			if out, ok := lastOutput(results, "calculate_ecl"); ok {
+				_ = json.Unmarshal(out, &calc)
+			}
+			args["total_ecl"] = calc.TotalECL
+			args["by_stage"] = calc.ByStage
+			args["currency"] = calc.Currency
+		}
+		return args
+	})
+	return t
+}
+
+// creditTruth is the ground-truth portfolio ECL (stage basis, unrounded).
+func creditTruth(p portfolio) float64 {
+	var total float64
+	for _, l := range p.Loans {
+		total += loanECL(l, "stage")
+	}
+	return total
+}
+
+func loanECL(l loan, basis string) float64 {
+	pd := l.PD12m
+	if basis == "lifetime" || (basis == "stage" && l.Stage >= 2) {
+		pd = l.PDLifetime
+	}
+	return pd * l.LGD * l.EAD
+}
+
+func (s store) portfolio(p string) (portfolio, error) {
+	raw, err := s.get(p)
+	if err != nil {
+		return portfolio{}, err
+	}
+	var pf portfolio
+	if err := json.Unmarshal(raw, &pf); err != nil {
+		return portfolio{}, fmt.Errorf("tasks: %s is not a portfolio: %w", p, err)
+	}
+	return pf, nil
+}
+
+func (s store) creditLoad(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path   string   `json:"path"`
+		Fields []string `json:"fields"`
+		Limit  int      `json:"limit"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	pf, err := s.portfolio(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	fields := a.Fields
+	if len(fields) == 0 {
+		fields = loanFields
+	}
+	loans := pf.Loans
+	if a.Limit > 0 && a.Limit < len(loans) {
+		loans = loans[:a.Limit]
+	}
+	rows := make([]map[string]any, 0, len(loans))
+	for _, l := range loans {
+		full := map[string]any{"id": l.ID, "stage": l.Stage, "pd_12m": l.PD12m, "pd_lifetime": l.PDLifetime, "lgd": l.LGD, "ead": l.EAD}
+		row := map[string]any{}
+		for _, f := range fields {
+			if v, ok := full[f]; ok {
+				row[f] = v
+			}
+		}
+		rows = append(rows, row)
+	}
+	return mustJSON(map[string]any{
+		"portfolio_id": pf.PortfolioID, "reporting_date": pf.ReportingDate, "currency": pf.Currency,
+		"loan_count": len(pf.Loans), "loans": rows,
+	}), nil
+}
+
+type issue struct {
+	LoanID   string `json:"loan_id"`
+	Check    string `json:"check"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+}
+
+func (s store) creditValidate(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path   string   `json:"path"`
+		Checks []string `json:"checks"`
+		Strict bool     `json:"strict"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	pf, err := s.portfolio(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	checks := a.Checks
+	if len(checks) == 0 {
+		checks = []string{"ranges", "stages", "duplicates", "exposure"}
+	}
+	issues := []issue{}
+	seen := map[string]bool{}
+	for _, l := range pf.Loans {
+		for _, c := range checks {
+			switch c {
+			case "ranges":
+				if l.PD12m < 0 || l.PD12m > 1 || l.PDLifetime < 0 || l.PDLifetime > 1 || l.LGD < 0 || l.LGD > 1 {
+					issues = append(issues, issue{l.ID, c, "error", "PD or LGD outside [0, 1]"})
+				} else if l.PDLifetime < l.PD12m {
+					issues = append(issues, issue{l.ID, c, "error", "lifetime PD below 12-month PD"})
+				}
+			case "stages":
+				if l.Stage < 1 || l.Stage > 3 {
+					issues = append(issues, issue{l.ID, c, "error", "stage not in 1..3"})
+				} else if l.Stage == 1 && l.PD12m > 0.2 {
+					issues = append(issues, issue{l.ID, c, "warning", "stage 1 loan with 12-month PD above 20%: review for significant increase in credit risk"})
+				}
+			case "duplicates":
+				if seen[l.ID] {
+					issues = append(issues, issue{l.ID, c, "error", "duplicate loan id"})
+				}
+				seen[l.ID] = true
+			case "exposure":
+				if l.EAD < 0 {
+					issues = append(issues, issue{l.ID, c, "error", "negative EAD"})
+				}
+			default:
+				return nil, fmt.Errorf("%w: unknown check %q", ErrBadArguments, c)
+			}
+		}
+	}
+	valid := true
+	for _, is := range issues {
+		if is.Severity == "error" || a.Strict {
+			valid = false
+		}
+	}
+	return mustJSON(map[string]any{
+		"portfolio_id": pf.PortfolioID, "valid": valid, "loans_checked": len(pf.Loans),
+		"checks": checks, "strict": a.Strict, "issues": issues,
+	}), nil
+}
+
+func (s store) creditCalc(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path         string `json:"path"`
+		PDBasis      string `json:"pd_basis"`
+		Rounding     *int   `json:"rounding"`
+		IncludeLoans bool   `json:"include_loans"`
+	}{PDBasis: "stage"}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	places := 2
+	if a.Rounding != nil {
+		places = *a.Rounding
+	}
+	if places < 0 || places > 6 || !slices.Contains([]string{"stage", "12m", "lifetime"}, a.PDBasis) {
+		return nil, fmt.Errorf("%w: rounding must be 0..6 and pd_basis one of stage, 12m, lifetime", ErrBadArguments)
+	}
+	pf, err := s.portfolio(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	var total float64
+	stages := [4]float64{}
+	perLoan := []map[string]any{}
+	for _, l := range pf.Loans {
+		e := loanECL(l, a.PDBasis)
+		total += e
+		if l.Stage >= 1 && l.Stage <= 3 {
+			stages[l.Stage] += e
+		}
+		perLoan = append(perLoan, map[string]any{"id": l.ID, "stage": l.Stage, "ecl": round(e, places)})
+	}
+	out := map[string]any{
+		"portfolio_id": pf.PortfolioID, "currency": pf.Currency, "pd_basis": a.PDBasis, "rounding": places,
+		"loan_count": len(pf.Loans), "total_ecl": round(total, places),
+		"by_stage": map[string]float64{"stage_1": round(stages[1], places), "stage_2": round(stages[2], places), "stage_3": round(stages[3], places)},
+	}
+	if a.IncludeLoans {
+		out["loans"] = perLoan
+	}
+	return mustJSON(out), nil
+}
+
+func (s store) creditReport(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path       string             `json:"path"`
+		TotalECL   *float64           `json:"total_ecl"`
+		ByStage    map[string]float64 `json:"by_stage"`
+		Currency   string             `json:"currency"`
+		Precision  *int               `json:"precision"`
+		Format     string             `json:"format"`
+		OutputPath string             `json:"output_path"`
+	}{Format: "summary"}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	if a.TotalECL == nil || *a.TotalECL < 0 {
+		return nil, fmt.Errorf("%w: total_ecl is required and must be non-negative", ErrBadArguments)
+	}
+	places := 2
+	if a.Precision != nil {
+		places = *a.Precision
+	}
+	if places < 0 || places > 6 {
+		return nil, fmt.Errorf("%w: precision must be 0..6", ErrBadArguments)
+	}
+	pf, err := s.portfolio(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	if a.Currency != "" && a.Currency != pf.Currency {
+		return nil, fmt.Errorf("%w: currency %s does not match the portfolio currency %s", ErrBadArguments, a.Currency, pf.Currency)
+	}
+	if a.OutputPath == "" {
+		a.OutputPath = reportPath(creditTask, pf.PortfolioID)
+	}
+	out := map[string]any{
+		"report": "ifrs9_ecl", "portfolio_id": pf.PortfolioID, "reporting_date": pf.ReportingDate,
+		"currency": pf.Currency, "total_ecl": round(*a.TotalECL, places), "format": a.Format,
+		"report_path": a.OutputPath,
+	}
+	if a.ByStage != nil {
+		bs := map[string]float64{}
+		for k, v := range a.ByStage {
+			bs[k] = round(v, places)
+		}
+		out["by_stage"] = bs
+	}
+	if a.Format == "detailed" {
+		out["loan_count"] = len(pf.Loans)
+	}
+	return mustJSON(out), nil
+}
+
+func validateCreditLoad(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		PortfolioID string           `json:"portfolio_id"`
+		LoanCount   int              `json:"loan_count"`
+		Loans       []map[string]any `json:"loans"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.PortfolioID == "" {
+		p.addf("portfolio_id is missing")
+	}
+	if len(o.Loans) == 0 {
+		p.addf("no loans loaded")
+	}
+	if len(o.Loans) != o.LoanCount {
+		p.addf("loaded %d of %d loans: load the whole portfolio (no limit)", len(o.Loans), o.LoanCount)
+	}
+	for _, l := range o.Loans {
+		for _, f := range loanFields {
+			if _, ok := l[f]; !ok {
+				p.addf("loans lack field %q: load all fields", f)
+				return p
+			}
+		}
+	}
+	return p
+}
+
+func validateCreditValidation(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		Valid        *bool    `json:"valid"`
+		LoansChecked int      `json:"loans_checked"`
+		Checks       []string `json:"checks"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.LoansChecked == 0 {
+		p.addf("no loans checked")
+	}
+	for _, c := range []string{"ranges", "stages"} {
+		if !slices.Contains(o.Checks, c) {
+			p.addf("required check %q was not run", c)
+		}
+	}
+	if o.Valid == nil || !*o.Valid {
+		p.addf("the portfolio did not pass validation; blocking issues must be resolved (warnings are not blocking unless strict)")
+	}
+	return p
+}
+
+func validateCreditCalc(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		PDBasis   string             `json:"pd_basis"`
+		TotalECL  *float64           `json:"total_ecl"`
+		ByStage   map[string]float64 `json:"by_stage"`
+		Rounding  int                `json:"rounding"`
+		LoanCount int                `json:"loan_count"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.PDBasis != "stage" {
+		p.addf("pd_basis %q violates IFRS 9: use 12-month PD for stage 1 and lifetime PD for stages 2 and 3 (pd_basis \"stage\")", o.PDBasis)
+	}
+	if o.TotalECL == nil || *o.TotalECL < 0 {
+		p.addf("total_ecl missing or negative")
+		return p
+	}
+	var sum float64
+	for _, v := range o.ByStage {
+		sum += v
+	}
+	// The parts are rounded separately: allow the rounding error of three terms.
+	if math.Abs(sum-*o.TotalECL) > 3*math.Pow(10, -float64(o.Rounding)) {
+		p.addf("by_stage sums to %v, not total_ecl %v", sum, *o.TotalECL)
+	}
+	return p
+}
+
+func validateCreditReport(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		PortfolioID string   `json:"portfolio_id"`
+		TotalECL    *float64 `json:"total_ecl"`
+		ReportPath  string   `json:"report_path"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.PortfolioID == "" {
+		p.addf("portfolio_id is missing")
+	}
+	if o.TotalECL == nil || *o.TotalECL < 0 {
+		p.addf("total_ecl missing or negative")
+	}
+	if o.ReportPath == "" {
+		p.addf("report_path is missing")
+	}
+	return p
+}

@@ -1,0 +1,462 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// renal_dosing: creatinine clearance by Cockcroft–Gault and the renally adjusted dose.
+//
+// CrCl (mL/min) = (140 − age) × weight (kg) / (72 × serum creatinine (mg/dL)), × 0.85 for
+// women. The ground truth uses actual body weight; the calculation tool also offers ideal body
+// weight (Devine) and adjusted body weight (IBW + 0.4 × (actual − IBW)), legitimate clinical
+// variants that change the CrCl and, near a band boundary, the dose. The dose is the band of the
+// drug's regimen table whose lower CrCl bound the clearance reaches. The fixtures are
+// illustrative, not clinical guidance.
+
+const renalTask = "renal_dosing"
+
+const mgdlToUmol = 88.4
+
+type band struct {
+	MinCrCl   float64 `json:"min_crcl"`
+	DoseMg    float64 `json:"dose_mg"`
+	IntervalH float64 `json:"interval_h"`
+}
+
+type regimen struct {
+	Name           string  `json:"name"`
+	Route          string  `json:"route"`
+	UsualDoseMg    float64 `json:"usual_dose_mg"`
+	UsualIntervalH float64 `json:"usual_interval_h"`
+	Bands          []band  `json:"bands"` // descending min_crcl, last band min_crcl 0
+}
+
+type patientRecord struct {
+	Patient struct {
+		PatientID string  `json:"patient_id"`
+		Sex       string  `json:"sex"`
+		AgeYears  float64 `json:"age_years"`
+		WeightKg  float64 `json:"weight_kg"`
+		HeightCm  float64 `json:"height_cm"`
+		CreatMgDl float64 `json:"serum_creatinine_mg_dl"`
+	} `json:"patient"`
+	Drug regimen `json:"drug"`
+}
+
+const (
+	renalLoadSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "dataset path of the patient, e.g. data/renal_dosing/patient-a"},
+    "creatinine_unit": {"enum": ["mg/dL", "umol/L"], "description": "unit for serum creatinine (default mg/dL)"},
+    "include_drug": {"type": "boolean", "description": "include the prescribed drug's regimen table (default true)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	renalValidateSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "checks": {"type": "array", "items": {"enum": ["completeness", "ranges", "units"]}, "uniqueItems": true, "description": "checks to run (default: all)"},
+    "strict": {"type": "boolean", "description": "treat warnings as errors (default false)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	renalCalcSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "weight_basis": {"enum": ["actual", "ideal", "adjusted"], "description": "body weight used in Cockcroft-Gault (default actual)"},
+    "precision": {"type": "integer", "minimum": 0, "maximum": 3, "description": "decimal places of the clearance (default 1)"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	renalReportSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "crcl_ml_min": {"type": "number", "exclusiveMinimum": 0},
+    "dose_mg": {"type": "number", "exclusiveMinimum": 0},
+    "interval_h": {"type": "number", "exclusiveMinimum": 0},
+    "include_rationale": {"type": "boolean", "description": "include the rationale (default true)"},
+    "precision": {"type": "integer", "minimum": 0, "maximum": 2, "description": "decimal places of the clearance in the report (default 0)"},
+    "output_path": {"type": "string"}
+  },
+  "required": ["path", "crcl_ml_min", "dose_mg", "interval_h"],
+  "additionalProperties": false
+}`
+)
+
+func newRenalDosing() *Task {
+	st, stems := loadStore(renalTask)
+	t := &Task{
+		Name:  renalTask,
+		Title: "Renal dose adjustment (Cockcroft–Gault)",
+		Instructions: "You are a clinical decision support assistant. For the patient named by the user, load the " +
+			"record, validate it, calculate the creatinine clearance with the Cockcroft-Gault equation and the " +
+			"renally adjusted dose of the prescribed drug, then generate the dosing report with the calculated " +
+			"figures. Only touch the datasets you are given.",
+		Start:     "LOAD_DATA",
+		FinalTool: "generate_dosing_report",
+	}
+	t.States = []State{
+		{Name: "LOAD_DATA", Tool: "load_patient", Next: []string{"VALIDATE_DATA"}, Validate: validateRenalLoad},
+		{Name: "VALIDATE_DATA", Tool: "validate_patient", Next: []string{"CALCULATE"}, Validate: validateRenalValidation},
+		{Name: "CALCULATE", Tool: "calculate_dose", Next: []string{"GENERATE_REPORT"}, Validate: validateRenalCalc},
+		{Name: "GENERATE_REPORT", Tool: "generate_dosing_report", Validate: validateRenalReport},
+	}
+	t.Tools = []Tool{
+		{Name: "load_patient", Description: "Load a patient record with the prescribed drug.", Schema: json.RawMessage(renalLoadSchema),
+			Resources: pathResources, Exec: st.renalLoad},
+		{Name: "validate_patient", Description: "Check a patient record for completeness and plausible values.", Schema: json.RawMessage(renalValidateSchema),
+			Resources: pathResources, Exec: st.renalValidate},
+		{Name: "calculate_dose", Description: "Calculate Cockcroft-Gault creatinine clearance and the renally adjusted dose.", Schema: json.RawMessage(renalCalcSchema),
+			Resources: pathResources, Exec: st.renalCalc},
+		{Name: "generate_dosing_report", Description: "Generate the dosing report from the calculated clearance and dose.", Schema: json.RawMessage(renalReportSchema),
+			Resources: pathResources, Exec: st.renalReport},
+	}
+	for _, id := range stems {
+		p := datasetPath(renalTask, id)
+		t.Instances = append(t.Instances, Instance{
+			ID:     id,
+			Prompt: fmt.Sprintf("Calculate the creatinine clearance and the renally adjusted dose for the patient at %s and generate the dosing report.", p),
+			Scope:  []string{p, reportPath(renalTask, id)},
+			Data:   st[p],
+		})
+	}
+	t.Check = func(inst *Instance, output json.RawMessage) bool {
+		var rec patientRecord
+		var rep struct {
+			PatientID string  `json:"patient_id"`
+			DoseMg    float64 `json:"dose_mg"`
+			IntervalH float64 `json:"interval_h"`
+		}
+		if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
+			return false
+		}
+		crcl, _ := cockcroftGault(rec, "actual")
+		want := rec.Drug.bandFor(crcl)
+		return rep.PatientID == rec.Patient.PatientID && rep.DoseMg == want.DoseMg && rep.IntervalH == want.IntervalH
+	}
+	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
+		args := map[string]any{"path": path}
+		if state == "GENERATE_REPORT" {
+			var calc struct {
+				CrCl      float64 `json:"crcl_ml_min"`
+				DoseMg    float64 `json:"dose_mg"`
+				IntervalH float64 `json:"interval_h"`
+			}
+			if out, ok := lastOutput(results, "calculate_dose"); ok {
+				_ = json.Unmarshal(out, &calc)
+			}
+			args["crcl_ml_min"], args["dose_mg"], args["interval_h"] = calc.CrCl, calc.DoseMg, calc.IntervalH
+		}
+		return args
+	})
+	return t
+}
+
+// cockcroftGault returns the clearance in mL/min and the weight used.
+func cockcroftGault(rec patientRecord, basis string) (crcl, weight float64) {
+	p := rec.Patient
+	weight = p.WeightKg
+	if basis == "ideal" || basis == "adjusted" {
+		base := 50.0
+		if p.Sex == "F" {
+			base = 45.5
+		}
+		ibw := base + 2.3*(p.HeightCm/2.54-60)
+		weight = ibw
+		if basis == "adjusted" {
+			weight = ibw + 0.4*(p.WeightKg-ibw)
+		}
+	}
+	crcl = (140 - p.AgeYears) * weight / (72 * p.CreatMgDl)
+	if p.Sex == "F" {
+		crcl *= 0.85
+	}
+	return crcl, weight
+}
+
+func (r regimen) bandFor(crcl float64) band {
+	for _, b := range r.Bands {
+		if crcl >= b.MinCrCl {
+			return b
+		}
+	}
+	return r.Bands[len(r.Bands)-1]
+}
+
+func (s store) patient(p string) (patientRecord, error) {
+	raw, err := s.get(p)
+	if err != nil {
+		return patientRecord{}, err
+	}
+	var rec patientRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return patientRecord{}, fmt.Errorf("tasks: %s is not a patient record: %w", p, err)
+	}
+	return rec, nil
+}
+
+func (s store) renalLoad(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path           string `json:"path"`
+		CreatinineUnit string `json:"creatinine_unit"`
+		IncludeDrug    *bool  `json:"include_drug"`
+	}{CreatinineUnit: "mg/dL"}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	rec, err := s.patient(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	p := rec.Patient
+	scr := p.CreatMgDl
+	switch a.CreatinineUnit {
+	case "mg/dL":
+	case "umol/L":
+		scr = round(scr*mgdlToUmol, 1)
+	default:
+		return nil, fmt.Errorf("%w: creatinine_unit must be mg/dL or umol/L", ErrBadArguments)
+	}
+	out := map[string]any{
+		"patient_id": p.PatientID, "sex": p.Sex, "age_years": p.AgeYears, "weight_kg": p.WeightKg,
+		"height_cm": p.HeightCm, "serum_creatinine": scr, "creatinine_unit": a.CreatinineUnit,
+	}
+	if a.IncludeDrug == nil || *a.IncludeDrug {
+		out["drug"] = rec.Drug
+	}
+	return mustJSON(out), nil
+}
+
+func (s store) renalValidate(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path   string   `json:"path"`
+		Checks []string `json:"checks"`
+		Strict bool     `json:"strict"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	rec, err := s.patient(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	checks := a.Checks
+	if len(checks) == 0 {
+		checks = []string{"completeness", "ranges", "units"}
+	}
+	p := rec.Patient
+	type finding struct {
+		Check    string `json:"check"`
+		Severity string `json:"severity"`
+		Message  string `json:"message"`
+	}
+	issues := []finding{}
+	for _, c := range checks {
+		switch c {
+		case "completeness":
+			if p.PatientID == "" || p.AgeYears == 0 || p.WeightKg == 0 || p.CreatMgDl == 0 || (p.Sex != "M" && p.Sex != "F") {
+				issues = append(issues, finding{c, "error", "age, sex, weight and serum creatinine are required"})
+			}
+			if len(rec.Drug.Bands) == 0 {
+				issues = append(issues, finding{c, "error", "no regimen table for the prescribed drug"})
+			}
+		case "ranges":
+			if p.AgeYears < 18 || p.AgeYears > 120 || p.WeightKg < 30 || p.WeightKg > 300 {
+				issues = append(issues, finding{c, "error", "age or weight outside the adult range of the equation"})
+			}
+			if p.AgeYears >= 80 {
+				issues = append(issues, finding{c, "warning", "age 80 or over: Cockcroft-Gault may overestimate clearance"})
+			}
+		case "units":
+			if p.CreatMgDl < 0.2 || p.CreatMgDl > 20 {
+				issues = append(issues, finding{c, "error", "serum creatinine not plausible in mg/dL"})
+			}
+		default:
+			return nil, fmt.Errorf("%w: unknown check %q", ErrBadArguments, c)
+		}
+	}
+	valid := true
+	for _, is := range issues {
+		if is.Severity == "error" || a.Strict {
+			valid = false
+		}
+	}
+	return mustJSON(map[string]any{"patient_id": p.PatientID, "valid": valid, "checks": checks, "strict": a.Strict, "issues": issues}), nil
+}
+
+func (s store) renalCalc(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path        string `json:"path"`
+		WeightBasis string `json:"weight_basis"`
+		Precision   *int   `json:"precision"`
+	}{WeightBasis: "actual"}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	places := 1
+	if a.Precision != nil {
+		places = *a.Precision
+	}
+	if places < 0 || places > 3 || !slices.Contains([]string{"actual", "ideal", "adjusted"}, a.WeightBasis) {
+		return nil, fmt.Errorf("%w: precision must be 0..3 and weight_basis one of actual, ideal, adjusted", ErrBadArguments)
+	}
+	rec, err := s.patient(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Patient.CreatMgDl <= 0 || len(rec.Drug.Bands) == 0 {
+		return nil, fmt.Errorf("tasks: %s lacks creatinine or a regimen table", a.Path)
+	}
+	crcl, w := cockcroftGault(rec, a.WeightBasis)
+	b := rec.Drug.bandFor(crcl)
+	return mustJSON(map[string]any{
+		"patient_id": rec.Patient.PatientID, "formula": "cockcroft-gault", "weight_basis": a.WeightBasis,
+		"weight_used_kg": round(w, 1), "crcl_ml_min": round(crcl, places), "drug": rec.Drug.Name,
+		"band_min_crcl": b.MinCrCl, "dose_mg": b.DoseMg, "interval_h": b.IntervalH,
+	}), nil
+}
+
+func (s store) renalReport(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+	a := struct {
+		Path             string   `json:"path"`
+		CrCl             *float64 `json:"crcl_ml_min"`
+		DoseMg           *float64 `json:"dose_mg"`
+		IntervalH        *float64 `json:"interval_h"`
+		IncludeRationale *bool    `json:"include_rationale"`
+		Precision        *int     `json:"precision"`
+		OutputPath       string   `json:"output_path"`
+	}{}
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, err
+	}
+	if a.CrCl == nil || a.DoseMg == nil || a.IntervalH == nil || *a.CrCl <= 0 {
+		return nil, fmt.Errorf("%w: crcl_ml_min, dose_mg and interval_h are required", ErrBadArguments)
+	}
+	places := 0
+	if a.Precision != nil {
+		places = *a.Precision
+	}
+	if places < 0 || places > 2 {
+		return nil, fmt.Errorf("%w: precision must be 0..2", ErrBadArguments)
+	}
+	rec, err := s.patient(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	// A safety interlock, as a real CDS report would have: the regimen must match the table.
+	b := rec.Drug.bandFor(*a.CrCl)
+	if b.DoseMg != *a.DoseMg || b.IntervalH != *a.IntervalH {
+		return nil, fmt.Errorf("%w: %v mg every %v h does not match the %s table for CrCl %v mL/min (%v mg every %v h)",
+			ErrBadArguments, *a.DoseMg, *a.IntervalH, rec.Drug.Name, *a.CrCl, b.DoseMg, b.IntervalH)
+	}
+	if a.OutputPath == "" {
+		a.OutputPath = reportPath(renalTask, rec.Patient.PatientID)
+	}
+	out := map[string]any{
+		"report": "renal_dose_adjustment", "patient_id": rec.Patient.PatientID, "drug": rec.Drug.Name,
+		"crcl_ml_min": round(*a.CrCl, places), "dose_mg": *a.DoseMg, "interval_h": *a.IntervalH,
+		"recommendation": fmt.Sprintf("%s %g mg %s every %g h", rec.Drug.Name, *a.DoseMg, rec.Drug.Route, *a.IntervalH),
+		"report_path":    a.OutputPath,
+	}
+	if a.IncludeRationale == nil || *a.IncludeRationale {
+		out["rationale"] = fmt.Sprintf("Cockcroft-Gault creatinine clearance %g mL/min is at or above %g mL/min, the lower bound of this band.",
+			round(*a.CrCl, places), b.MinCrCl)
+	}
+	return mustJSON(out), nil
+}
+
+func validateRenalLoad(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		PatientID string   `json:"patient_id"`
+		Sex       string   `json:"sex"`
+		Age       float64  `json:"age_years"`
+		Weight    float64  `json:"weight_kg"`
+		Scr       float64  `json:"serum_creatinine"`
+		Drug      *regimen `json:"drug"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.PatientID == "" || o.Age <= 0 || o.Weight <= 0 || o.Scr <= 0 || o.Sex == "" {
+		p.addf("patient_id, sex, age, weight and serum creatinine are required")
+	}
+	if o.Drug == nil || len(o.Drug.Bands) == 0 {
+		p.addf("the prescribed drug's regimen table was not loaded (include_drug must be true)")
+	}
+	return p
+}
+
+func validateRenalValidation(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		Valid  *bool    `json:"valid"`
+		Checks []string `json:"checks"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	for _, c := range []string{"completeness", "ranges"} {
+		if !slices.Contains(o.Checks, c) {
+			p.addf("required check %q was not run", c)
+		}
+	}
+	if o.Valid == nil || !*o.Valid {
+		p.addf("the record did not pass validation (warnings are not blocking unless strict)")
+	}
+	return p
+}
+
+func validateRenalCalc(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		Formula   string  `json:"formula"`
+		CrCl      float64 `json:"crcl_ml_min"`
+		DoseMg    float64 `json:"dose_mg"`
+		IntervalH float64 `json:"interval_h"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.Formula != "cockcroft-gault" {
+		p.addf("formula must be cockcroft-gault")
+	}
+	if o.CrCl < 1 || o.CrCl > 250 || math.IsNaN(o.CrCl) {
+		p.addf("creatinine clearance %v mL/min is not plausible", o.CrCl)
+	}
+	if o.DoseMg <= 0 || o.IntervalH <= 0 {
+		p.addf("dose and interval must be positive")
+	}
+	return p
+}
+
+func validateRenalReport(out json.RawMessage) []string {
+	var p problems
+	var o struct {
+		PatientID      string  `json:"patient_id"`
+		DoseMg         float64 `json:"dose_mg"`
+		IntervalH      float64 `json:"interval_h"`
+		Recommendation string  `json:"recommendation"`
+	}
+	if !decodeOutput(out, &o, &p) {
+		return p
+	}
+	if o.PatientID == "" || o.Recommendation == "" {
+		p.addf("patient_id and recommendation are required")
+	}
+	if o.DoseMg <= 0 || o.IntervalH <= 0 {
+		p.addf("dose and interval must be positive")
+	}
+	return p
+}
