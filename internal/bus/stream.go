@@ -1,0 +1,22 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EnsureStreams creates DITTO_EVENTS and DITTO_JOBS, or updates them to the current config.
+// It is idempotent and safe to call from every process at start.
+func (b *Bus) EnsureStreams(ctx context.Context) error {
+	for _, cfg := range []jetstream.StreamConfig{
+		EventsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
+		JobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
+	} {
+		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package bus
+
+import (
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EventsStreamConfig is DITTO_EVENTS: the append-only source of truth. Limits retention with
+// no limits (nothing expires), file storage, a duplicate window on Nats-Msg-Id, and neither
+// delete nor purge allowed, so that the analyzer can always rebuild from the first message.
+func EventsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.EventsStream,
+		Description: "ditto: every run event (append-only; the source of truth)",
+		Subjects:    []string{events.EventsSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  dupWindow,
+		MaxMsgSize:  events.MaxEventSize,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      0,
+		MaxBytes:    -1,
+		MaxMsgs:     -1,
+	}
+}
+
+// JobsStreamConfig is DITTO_JOBS: a work queue of run jobs. Each message is removed once a
+// worker acknowledges it; the duplicate window makes a re-submitted study publish no new jobs.
+func JobsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.JobsStream,
+		Description: "ditto: run jobs (work queue)",
+		Subjects:    []string{events.JobsSubject},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  dupWindow,
+		Discard:     jetstream.DiscardOld,
+		MaxBytes:    -1,
+		MaxMsgs:     -1,
+	}
+}
