@@ -1,0 +1,58 @@
+package metrics
+
+// Levenshtein returns the unit-cost edit distance (insertions, deletions,
+// substitutions) between two sequences of tool names.
+func Levenshtein(a, b []string) int { return levenshtein(a, b, nil) }
+
+// SequenceSimilarity returns 1 − Levenshtein(a, b) / max(|a|, |b|), and 1
+// for two empty sequences: the Tool Sequence Similarity of one pair.
+func SequenceSimilarity(a, b []string) float64 {
+	m := max(len(a), len(b))
+	if m == 0 {
+		return 1
+	}
+	return 1 - float64(Levenshtein(a, b))/float64(m)
+}
+
+// levenshtein runs the two-row dynamic programme; row is scratch space
+// reused across calls (it may be nil).
+func levenshtein[T comparable](a, b []T, row []int) int {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	if len(b) == 0 {
+		return len(a)
+	}
+	// Strip the common prefix and suffix: they never change the distance,
+	// and traces that differ in one step are the common case.
+	for len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return len(a)
+	}
+	if cap(row) < len(b)+1 {
+		row = make([]int, len(b)+1)
+	}
+	row = row[:len(b)+1]
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		prev := row[0] // D[i-1][j-1]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cur := row[j] // D[i-1][j]
+			best := prev
+			if a[i-1] != b[j-1] {
+				best = min(prev, cur, row[j-1]) + 1
+			}
+			row[j] = best
+			prev = cur
+		}
+	}
+	return row[len(b)]
+}
