@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/importer"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "import",
+		Summary: "publish events from JSON-lines files (- for stdin); report each invalid line",
+		Run:     runImport,
+	})
+}
+
+func runImport(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	var cfg bus.Config
+	cfg.RegisterFlags(fs)
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: producer import FILE... (JSON lines, - for stdin)", command.ErrUsage)
+	}
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	rejected := 0
+	for _, path := range fs.Args() {
+		in := os.Stdin
+		if path != "-" {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		res, err := importer.Import(ctx, b, in)
+		for _, r := range res.Rejected {
+			fmt.Fprintf(os.Stderr, "%s:%d: %v\n", path, r.Line, r.Err)
+		}
+		fmt.Printf("%s: %d lines, %d published, %d rejected\n", path, res.Lines, res.Published, len(res.Rejected))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		rejected += len(res.Rejected)
+	}
+	if rejected > 0 {
+		return &command.ExitError{Code: 1, Err: fmt.Errorf("%d line(s) rejected", rejected)}
+	}
+	return nil
+}

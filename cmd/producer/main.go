@@ -1,0 +1,9 @@
+// Command producer is ditto's producer. Each subcommand is in its own file and registers itself in
+// init; see 'go run ./cmd/producer help'.
+package main
+
+import "github.com/dittolab/ditto/internal/command"
+
+var commands = command.NewSet("producer")
+
+func main() { commands.Main() }
