@@ -28,7 +28,7 @@ func Generate(seed uint64, n int) ([]byte, error) {
 	var out []byte
 	id := 0
 	for _, release := range []struct {
-		name string
+		name   string
 		wobble float64
 	}{{"r1", 0.35}, {"r2", 0.08}} {
 		for i := 0; i < n; i++ {
