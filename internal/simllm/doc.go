@@ -1,0 +1,47 @@
+// Package simllm is ditto's simulated models: an OpenAI-compatible HTTP server
+// (POST /v1/chat/completions, GET /v1/models) hosting seeded stochastic "personas" that know how
+// to do each task of package tasks and deviate from the ideal agent in the ways real models do:
+// arguments formatted differently (optional fields added or dropped, numbers rounded where the
+// schema allows), plans worded differently, tools skipped or reordered when the model is free to
+// choose, malformed JSON plans, schema-violating arguments, resource paths outside the task's
+// scope, a latency model that really waits, and token counts.
+//
+// # What a persona sees
+//
+// A persona reacts only to the decoded request body: the model name, the messages (including the
+// assistant tool calls and tool results already in the conversation), the offered tools,
+// tool_choice, response_format, seed, temperature, top_p and the token limits. Headers, the URL
+// query and unknown body fields are never read, so the simulated model cannot learn the harness
+// condition, the study or the run: any difference between conditions comes from what the harness
+// puts in the request, exactly as with a real model. The code keeps that property structural:
+// the HTTP handler decodes the body into chatRequest (whose fields are all standard OpenAI
+// fields, checked by a test) and hands only that value to the persona.
+//
+// # Randomness
+//
+// Every random choice is a pure function of the request: a SHA-256 key is derived from the seed
+// and the canonical JSON of model, messages, tools, tool_choice and response_format, and each
+// decision draws from its own labelled sub-stream of that key. Identical requests with identical
+// seeds therefore give byte-identical responses (the response id, tool call ids and created
+// timestamp are derived too). Sampling parameters are not part of the key, so for one request
+// the deviations made at a lower temperature are a subset of those made at a higher one. A
+// request without a seed draws a fresh key from crypto/rand, as a real endpoint is
+// nondeterministic without one.
+//
+// # Temperature and top_p
+//
+// Every deviation rate of a persona is given at temperature 1, top_p 1 and scaled by
+// (floor + (1−floor)·temperature)·top_p, where floor is the persona's temperature_floor.
+// Temperature 0 therefore reduces variance to floor × the nominal rates but does not remove it,
+// as with hosted models whose greedy decoding is still not bit-reproducible. A request without a
+// temperature uses the OpenAI default, 1. (go-openai omits a zero float32 temperature from the
+// JSON; a client that wants temperature 0 must send a tiny positive value instead.)
+//
+// # Tasks
+//
+// The task is recognised from the request alone: the task's instructions or name in a system
+// message, an instance prompt in a user message, and the overlap between the task's tool names
+// and the tools offered, named in tool_choice or already called. The tool results are rebuilt
+// from the assistant tool_calls and the tool messages answering them; a tool message whose
+// content is not JSON, or is a JSON object with an "error" member, is a failed call.
+package simllm
