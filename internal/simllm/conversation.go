@@ -80,8 +80,10 @@ func parseConversation(msgs []chatMessage) (*conversation, *apiError) {
 	return c, nil
 }
 
-// toolResult turns a tool call and the content of its answer into a tasks.ToolResult. Content
-// that is not JSON, or a JSON object with an "error" member, is a failed call.
+// toolResult turns a tool call and the content of its answer into a tasks.ToolResult. The
+// harness's envelope is understood ({"ok":true,"output":X} is output X, {"ok":false,...} a
+// failure); otherwise content that is not JSON, or a JSON object with an "error" member, is a
+// failed call and any other JSON is the output.
 func toolResult(tc toolCall, content string) tasks.ToolResult {
 	r := tasks.ToolResult{Tool: tc.Function.Name, Args: argsRaw(tc.Function.Arguments)}
 	trimmed := bytes.TrimSpace([]byte(content))
@@ -94,20 +96,47 @@ func toolResult(tc toolCall, content string) tasks.ToolResult {
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(trimmed, &obj) == nil {
+		// The harness's envelope: {"ok":true,"output":...} or {"ok":false,"error":...}.
+		if okRaw, has := obj["ok"]; has {
+			var ok bool
+			if json.Unmarshal(okRaw, &ok) == nil {
+				if !ok {
+					r.Err = errorText(obj)
+					return r
+				}
+				if out, has := obj["output"]; has {
+					r.Output = out
+					return r
+				}
+			}
+		}
 		if e, ok := obj["error"]; ok && !bytes.Equal(e, []byte("null")) && !bytes.Equal(e, []byte("false")) {
-			var s string
-			if json.Unmarshal(e, &s) != nil {
-				s = string(e)
-			}
-			r.Err = s
-			if r.Err == "" {
-				r.Err = "error"
-			}
+			r.Err = errorText(obj)
 			return r
 		}
 	}
 	r.Output = json.RawMessage(trimmed)
 	return r
+}
+
+// errorText summarises a failed tool result object: its "error" and "detail" members.
+func errorText(obj map[string]json.RawMessage) string {
+	var parts []string
+	for _, k := range []string{"error", "detail"} {
+		if raw, ok := obj[k]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				s = string(raw)
+			}
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "error"
+	}
+	return strings.Join(parts, ": ")
 }
 
 // argsRaw returns tool-call arguments as raw JSON, or nil when they are not valid JSON.

@@ -30,12 +30,14 @@
 //
 // # Temperature and top_p
 //
-// Every deviation rate of a persona is given at temperature 1, top_p 1 and scaled by
-// (floor + (1−floor)·temperature)·top_p, where floor is the persona's temperature_floor.
-// Temperature 0 therefore reduces variance to floor × the nominal rates but does not remove it,
-// as with hosted models whose greedy decoding is still not bit-reproducible. A request without a
-// temperature uses the OpenAI default, 1. (go-openai omits a zero float32 temperature from the
-// JSON; a client that wants temperature 0 must send a tiny positive value instead.)
+// Every deviation rate of a persona is given at temperature 1, top_p 1 and multiplied by
+// g(temperature)·g(top_p), g(x) = floor + (1−floor)·x, where floor is the persona's
+// temperature_floor (rates are capped at 1). Temperature 0 therefore reduces variance to
+// floor × the nominal rates but does not remove it, as with hosted models whose greedy decoding
+// is still not bit-reproducible; temperature 2 nearly doubles it. Absent parameters take the
+// OpenAI defaults, 1. (go-openai omits a zero float32 from the JSON; a client that wants 0 sends
+// the smallest positive float32, which is 0 here for all purposes.) The backfill choice and the
+// latency jitter are not scaled.
 //
 // # Tasks
 //

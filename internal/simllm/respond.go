@@ -76,7 +76,8 @@ func (p *Persona) scale(req *chatRequest) float64 {
 	if req.TopP != nil {
 		top = *req.TopP
 	}
-	return (p.TemperatureFloor + (1-p.TemperatureFloor)*t) * top
+	g := func(x float64) float64 { return p.TemperatureFloor + (1-p.TemperatureFloor)*x }
+	return g(t) * g(top)
 }
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
@@ -280,7 +281,12 @@ func (t *turn) act() (answer, error) {
 		if mayStop {
 			return t.final(false), nil
 		}
-		return t.callTool(t.ag.task.FinalTool)
+		// tool_choice required after the task is done: a model must call something, and
+		// calling the final tool again is the least harmful choice.
+		if t.offered[t.ag.task.FinalTool] != nil {
+			return t.callTool(t.ag.task.FinalTool)
+		}
+		return t.callTool(t.order[0])
 	}
 	if mayStop && len(t.conv.results) > 0 && t.d.chance("act/stop_early", t.rate(t.p.StopEarly)) {
 		return t.final(true), nil

@@ -1,6 +1,7 @@
 package simllm
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 )
@@ -26,13 +27,23 @@ func (p *Persona) promptTokens(req *chatRequest) int {
 	}
 	for _, t := range req.Tools {
 		if f := t.Function; f != nil {
-			n += 8 + p.tokensOf(f.Name) + p.tokensOf(f.Description) + p.tokensOf(string(f.Parameters))
+			n += 8 + p.tokensOf(f.Name) + p.tokensOf(f.Description) + p.tokensOf(compactJSON(f.Parameters))
 		}
 	}
 	if rf := req.ResponseFormat; rf != nil && rf.JSONSchema != nil {
-		n += 8 + p.tokensOf(string(rf.JSONSchema.Schema))
+		n += 8 + p.tokensOf(compactJSON(rf.JSONSchema.Schema))
 	}
 	return n
+}
+
+// compactJSON is raw JSON in its canonical compact form, so that the client's layout does not
+// change a token count.
+func compactJSON(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(canonicalAny(raw))
+	return string(b)
 }
 
 // completionTokens estimates the size of an answer.
