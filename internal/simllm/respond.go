@@ -418,8 +418,11 @@ func (t *turn) callToolWith(name string, ideal json.RawMessage) (answer, error) 
 			out = encodeArgs(v, nil)
 		}
 	}
-	return answer{
-		call:   &functionCall{Name: name, Arguments: out},
-		finish: "tool_calls",
-	}, nil
+	// OpenAI reports finish_reason "stop" when tool_choice forced the function, "tool_calls"
+	// when the model chose to call it.
+	finish := "tool_calls"
+	if t.choice.mode == "named" {
+		finish = "stop"
+	}
+	return answer{call: &functionCall{Name: name, Arguments: out}, finish: finish}, nil
 }
