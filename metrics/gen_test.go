@@ -104,7 +104,7 @@ func genRuns(n int, s shape, seed uint64) []Run {
 				run.Tools[k] = toolNames[t]
 				run.States[k] = stateNames[t]
 				amount := strconv.AppendFloat(nil, float64(r.IntN(100000))/100, 'f', -1, 64)
-				args := `{"amount":` + string(amount) + `,"id":"C-` + strconv.Itoa(r.IntN(20)) + `"}`
+				args := `{"amount":` + string(amount) + `,"currency":"EUR","id":"C-` + strconv.Itoa(r.IntN(20)) + `"}`
 				run.Calls[k] = Call{Tool: toolNames[t], Args: args}
 			}
 			run.Plan = "First I will load the data, then compute the figure #" + strconv.Itoa(r.IntN(1<<30))

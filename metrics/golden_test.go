@@ -69,9 +69,9 @@ func loadGolden(t *testing.T) golden {
 	return g
 }
 
-// close reports whether got matches want within the spec's tolerance:
+// within reports whether got matches want within the spec's tolerance:
 // absolute 1e-9, or relative 1e-9 for values below 1e-6.
-func close(got, want float64) bool {
+func within(got, want float64) bool {
 	if math.IsNaN(got) || math.IsInf(got, 0) {
 		return false
 	}
@@ -89,7 +89,7 @@ func TestGoldenFisher(t *testing.T) {
 	for _, c := range g.Fisher {
 		a, b, cc, d := c.Table[0][0], c.Table[0][1], c.Table[1][0], c.Table[1][1]
 		got, err := FisherExact(a, b, cc, d)
-		if err != nil || !close(got, c.P) {
+		if err != nil || !within(got, c.P) {
 			t.Errorf("FisherExact(%d, %d, %d, %d) = %v, %v, want %v", a, b, cc, d, got, err, c.P)
 		}
 	}
@@ -99,7 +99,7 @@ func TestGoldenMcNemar(t *testing.T) {
 	g := loadGolden(t)
 	for _, c := range g.McNemar {
 		got, err := McNemarExact(c.B, c.C)
-		if err != nil || !close(got, c.P) {
+		if err != nil || !within(got, c.P) {
 			t.Errorf("McNemarExact(%d, %d) = %v, %v, want %v", c.B, c.C, got, err, c.P)
 		}
 	}
@@ -112,7 +112,7 @@ func TestGoldenMannWhitneyAsymptotic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		if !close(got.U1, c.U1) || !close(got.P, c.P) || !close(got.CliffsDelta, c.CliffsDelta) {
+		if !within(got.U1, c.U1) || !within(got.P, c.P) || !within(got.CliffsDelta, c.CliffsDelta) {
 			t.Errorf("case %d: MannWhitneyUAsymptotic = %+v, want u1 %v p %v delta %v", i, got, c.U1, c.P, c.CliffsDelta)
 		}
 	}
@@ -125,7 +125,7 @@ func TestGoldenMannWhitneyExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		if !close(got.U1, c.U1) || !close(got.P, c.P) {
+		if !within(got.U1, c.U1) || !within(got.P, c.P) {
 			t.Errorf("case %d: MannWhitneyUExact = %+v, want u1 %v p %v", i, got, c.U1, c.P)
 		}
 		// The chooser must pick the exact method for these (no ties, small).
@@ -140,7 +140,7 @@ func TestGoldenWilson(t *testing.T) {
 	g := loadGolden(t)
 	for _, c := range g.Wilson {
 		lo, hi, err := Wilson(c.Successes, c.N, 0.95)
-		if err != nil || !close(lo, c.Low) || !close(hi, c.High) {
+		if err != nil || !within(lo, c.Low) || !within(hi, c.High) {
 			t.Errorf("Wilson(%d, %d) = (%v, %v, %v), want (%v, %v)", c.Successes, c.N, lo, hi, err, c.Low, c.High)
 		}
 	}
@@ -154,7 +154,7 @@ func TestGoldenBenjaminiHochberg(t *testing.T) {
 			t.Fatalf("case %d: %v", i, err)
 		}
 		for j := range c.P {
-			if !close(adj[j], c.Adjusted[j]) || rej[j] != c.Reject[j] {
+			if !within(adj[j], c.Adjusted[j]) || rej[j] != c.Reject[j] {
 				t.Errorf("case %d[%d]: BenjaminiHochberg = (%v, %v), want (%v, %v)", i, j, adj[j], rej[j], c.Adjusted[j], c.Reject[j])
 			}
 		}
@@ -170,7 +170,7 @@ func TestGoldenSequenceSimilarity(t *testing.T) {
 		if d := Levenshtein(c.B, c.A); d != c.Distance {
 			t.Errorf("Levenshtein(%q, %q) = %d, want %d (symmetry)", c.B, c.A, d, c.Distance)
 		}
-		if s := SequenceSimilarity(c.A, c.B); !close(s, c.Similarity) {
+		if s := SequenceSimilarity(c.A, c.B); !within(s, c.Similarity) {
 			t.Errorf("SequenceSimilarity(%q, %q) = %v, want %v", c.A, c.B, s, c.Similarity)
 		}
 	}
@@ -180,7 +180,7 @@ func TestGoldenPairwiseAgreement(t *testing.T) {
 	g := loadGolden(t)
 	for i, c := range g.Agreement {
 		got := AgreementOf(c.Signatures)
-		if !got.Valid || !close(got.V, c.Agreement) {
+		if !got.Valid || !within(got.V, c.Agreement) {
 			t.Errorf("case %d: AgreementOf = %v, want %v", i, got, c.Agreement)
 		}
 	}
@@ -190,7 +190,7 @@ func TestGoldenPassHatK(t *testing.T) {
 	g := loadGolden(t)
 	for i, c := range g.PassHatK {
 		got, err := PassHatK(c.Tasks, c.K)
-		if err != nil || !close(got, c.PassHatK) {
+		if err != nil || !within(got, c.PassHatK) {
 			t.Errorf("case %d: PassHatK(%v, %d) = %v, %v, want %v", i, c.Tasks, c.K, got, err, c.PassHatK)
 		}
 	}

@@ -14,11 +14,16 @@ const (
 	numKinds
 )
 
+// keepIDs marks the kinds whose per-run group ids are used later (the DI
+// jackknife and the TSS pair sample); the others keep only counts and
+// representatives.
+var keepIDs = [numKinds]bool{kTools: true, kStates: true, kOutput: true}
+
 // grouping partitions a cell's runs by one kind. Groups are numbered in
 // order of first appearance, so everything derived from a grouping is a
 // deterministic function of the run order.
 type grouping struct {
-	id    []int32 // group of each run
+	id    []int32 // group of each run (nil unless keepIDs)
 	count []int64 // runs per group
 	rep   []int32 // first run of each group
 }
@@ -31,51 +36,57 @@ type index struct {
 	g [numKinds]grouping
 }
 
-// buildIndex hashes each run once into framed sections and groups runs by
-// every kind: O(total bytes) hashing plus N map operations per kind.
+// frame appends the framed bytes of one kind of run r.
+func frame(b []byte, r *Run, k kind) []byte {
+	switch k {
+	case kTrace:
+		b = appendString(b, r.Plan)
+		b = appendStrings(b, r.States)
+		b = appendCalls(b, r.Calls)
+		return appendString(b, r.Output)
+	case kPlan:
+		return appendString(b, r.Plan)
+	case kTools:
+		return appendStrings(b, r.Tools)
+	case kStates:
+		return appendStrings(b, r.States)
+	case kOutput:
+		return appendString(b, r.Output)
+	case kCalls:
+		return appendCalls(b, r.Calls)
+	default:
+		return appendArgs(b, r.Calls)
+	}
+}
+
+// buildIndex groups the runs by every kind, one kind at a time so that a
+// single hash table is live: O(total bytes) hashing plus N table
+// operations per kind.
 func buildIndex(runs []Run) *index {
 	h := newHasher()
 	ix := &index{n: len(runs)}
-	var maps [numKinds]map[key128]int32
-	for k := range maps {
-		maps[k] = make(map[key128]int32)
-		ix.g[k].id = make([]int32, len(runs))
-	}
+	var t keyTable
 	var buf []byte
-	var keys [numKinds]key128
-	for i := range runs {
-		r := &runs[i]
-		// Sections are laid out so that the trace (plan, states, calls,
-		// output) is one contiguous prefix.
-		buf = appendString(buf[:0], r.Plan)
-		p1 := len(buf)
-		buf = appendStrings(buf, r.States)
-		p2 := len(buf)
-		buf = appendCalls(buf, r.Calls)
-		p3 := len(buf)
-		buf = appendString(buf, r.Output)
-		p4 := len(buf)
-		buf = appendStrings(buf, r.Tools)
-		p5 := len(buf)
-		buf = appendArgs(buf, r.Calls)
-		keys[kTrace] = h.key(buf[:p4])
-		keys[kPlan] = h.key(buf[:p1])
-		keys[kStates] = h.key(buf[p1:p2])
-		keys[kCalls] = h.key(buf[p2:p3])
-		keys[kOutput] = h.key(buf[p3:p4])
-		keys[kTools] = h.key(buf[p4:p5])
-		keys[kArgs] = h.key(buf[p5:])
-		for k := range keys {
-			g := &ix.g[k]
-			id, ok := maps[k][keys[k]]
-			if !ok {
-				id = int32(len(g.count))
-				maps[k][keys[k]] = id
-				g.count = append(g.count, 0)
-				g.rep = append(g.rep, int32(i))
-			}
-			g.count[id]++
-			g.id[i] = id
+	scratch := make([]int32, len(runs))
+	for k := kind(0); k < numKinds; k++ {
+		t.reset(len(runs))
+		g := &ix.g[k]
+		ids := scratch
+		if keepIDs[k] {
+			ids = make([]int32, len(runs))
+			g.id = ids
+		}
+		for i := range runs {
+			buf = frame(buf[:0], &runs[i], k)
+			ids[i], _ = t.id(h.key(buf))
+		}
+		// Sized once the number of groups is known: appending as groups
+		// appear spent more time copying than hashing.
+		g.count = make([]int64, t.len())
+		g.rep = make([]int32, t.len())
+		for i := len(ids) - 1; i >= 0; i-- {
+			g.count[ids[i]]++
+			g.rep[ids[i]] = int32(i)
 		}
 	}
 	return ix

@@ -1,0 +1,128 @@
+package metrics
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Benchmarks for `make bench` (metrics part):
+//
+//	go test -run '^$' -bench . -benchtime 1x ./metrics/
+//
+// BenchmarkComputeCell reports, besides ns/op, the peak live heap during
+// the computation (peak-heap-MiB, input included), the input's own heap
+// (input-MiB), and the bytes allocated per op (alloc-MiB).
+// BenchmarkAllPairsSpeedup times the all-pairs reference against
+// ComputeCell at N = 2000 and reports the ratio.
+
+// peakHeap samples the live heap every millisecond until stopped.
+type peakHeap struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func startPeak() *peakHeap {
+	p := &peakHeap{stop: make(chan struct{}), peak: heapObjects()}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.peak = max(p.peak, heapObjects())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakHeap) done() uint64 {
+	close(p.stop)
+	p.wg.Wait()
+	return max(p.peak, heapObjects())
+}
+
+const mib = 1 << 20
+
+func BenchmarkComputeCell(b *testing.B) {
+	for _, s := range []shape{shapeFew, shapeDistinct} {
+		for _, n := range []int{10_000, 100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("shape=%v/N=%d", s, n), func(b *testing.B) {
+				runs := genRuns(n, s, 1)
+				runtime.GC()
+				input := heapObjects()
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
+				p := startPeak()
+				b.ResetTimer()
+				var m CellMetrics
+				for i := 0; i < b.N; i++ {
+					var err error
+					if m, err = ComputeCell(runs, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				peak := p.done()
+				runtime.ReadMemStats(&ms1)
+				b.ReportMetric(float64(peak)/mib, "peak-heap-MiB")
+				b.ReportMetric(float64(input)/mib, "input-MiB")
+				b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/mib, "alloc-MiB/op")
+				b.ReportMetric(boolF(m.TSS.Estimated), "tss-sampled")
+				b.ReportMetric(boolF(m.AC.Estimated), "ac-sampled")
+				runtime.KeepAlive(runs)
+			})
+		}
+	}
+}
+
+func boolF(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// BenchmarkAllPairsSpeedup runs the all-pairs reference once per op and
+// ComputeCell on the same cell, and reports their time ratio. The results
+// are checked equal in TestComputeCellMatchesAllPairs.
+func BenchmarkAllPairsSpeedup(b *testing.B) {
+	for _, s := range []shape{shapeFew, shapeDistinct} {
+		b.Run(fmt.Sprintf("shape=%v/N=2000", s), func(b *testing.B) {
+			runs := genRuns(2000, s, 1)
+			var ref, fast time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				allPairs(runs)
+				ref += time.Since(t0)
+				t0 = time.Now()
+				// ComputeCell is fast enough that one call is noise: repeat.
+				const reps = 20
+				for j := 0; j < reps; j++ {
+					if _, err := ComputeCell(runs, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				fast += time.Since(t0) / reps
+			}
+			b.ReportMetric(float64(ref.Milliseconds())/float64(b.N), "allpairs-ms")
+			b.ReportMetric(float64(fast.Microseconds())/1000/float64(b.N), "grouped-ms")
+			b.ReportMetric(float64(ref)/float64(fast), "speedup-x")
+		})
+	}
+}
