@@ -8,6 +8,7 @@ import (
 
 var registry = struct {
 	once  sync.Once
+	mu    sync.RWMutex
 	tasks map[string]*Task
 }{}
 
@@ -26,7 +27,9 @@ func load() {
 // The returned Task is shared and must not be modified.
 func Get(name string) (*Task, error) {
 	registry.once.Do(load)
+	registry.mu.RLock()
 	t, ok := registry.tasks[name]
+	registry.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownTask, name, Names())
 	}
@@ -36,10 +39,28 @@ func Get(name string) (*Task, error) {
 // Names returns the names of the registered tasks, sorted.
 func Names() []string {
 	registry.once.Do(load)
+	registry.mu.RLock()
 	names := make([]string, 0, len(registry.tasks))
 	for n := range registry.tasks {
 		names = append(names, n)
 	}
+	registry.mu.RUnlock()
 	slices.Sort(names)
 	return names
+}
+
+// Register adds a task (for example a study-specific or test task) after checking it with
+// Task.Validate. Registering a name twice is an error. The task must not be modified afterwards.
+func Register(t *Task) error {
+	registry.once.Do(load)
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if _, dup := registry.tasks[t.Name]; dup {
+		return fmt.Errorf("tasks: task %q is already registered", t.Name)
+	}
+	registry.tasks[t.Name] = t
+	return nil
 }

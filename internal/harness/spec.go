@@ -1,0 +1,55 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+)
+
+// RunSpec is one run to execute. The envelope identity (study, run id, attempt, sequence
+// numbers, source) belongs to the Emitter; the spec carries what the run itself needs and
+// records in run.started.
+type RunSpec struct {
+	Task      string    // registered task name (tasks.Get)
+	Instance  int       // input instance index (recorded as input_index)
+	SeedIndex int       // index of the seed within the cell (recorded as seed_index)
+	Condition Condition // from ParseCondition or NewCondition
+	Model     string    // model name sent in every request
+	Endpoint  string    // endpoint name or base URL, recorded; never a key
+	Simulated bool      // the model is one of ditto's simulated models
+	Seed      *int64    // per-run seed sent in every request; nil sends none
+	Sampling  events.Sampling
+}
+
+// Validate reports the first invalid field.
+func (s RunSpec) Validate() error {
+	switch {
+	case s.Task == "":
+		return fmt.Errorf("%w: task is required", ErrSpec)
+	case s.Model == "":
+		return fmt.Errorf("%w: model is required", ErrSpec)
+	case s.Condition.Name == "":
+		return fmt.Errorf("%w: condition is required (use ParseCondition)", ErrSpec)
+	case s.Instance < 0 || s.SeedIndex < 0:
+		return fmt.Errorf("%w: instance and seed index must not be negative", ErrSpec)
+	}
+	return nil
+}
+
+// Result summarises a run; every field can be recomputed from the emitted events.
+type Result struct {
+	Status  string          // events.StatusSucceeded, StatusFailed, StatusEscalated or StatusAborted
+	Success bool            // Task.Check passed on Output (false unless Status is succeeded)
+	Output  json.RawMessage // canonical JSON of the final output; nil when the run produced none
+	// Plan is the canonical JSON of the accepted plan under Structured Planning, else the raw
+	// text of the last proposed plan.
+	Plan             string
+	States           []string // states entered, repeats included
+	Tools            []string // tools executed, retries included
+	EscalationReason string
+	Error            string // why a failed or aborted run stopped, when known
+	Totals           events.Totals
+	Latency          time.Duration
+}
