@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "host",
+		Summary: "host the embedded NATS server for --data-dir until interrupted (for other processes and the nats CLI)",
+		Run:     runHost,
+	})
+}
+
+func runHost(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	var cfg bus.Config
+	cfg.RegisterFlags(fs)
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if cfg.URL != "" {
+		return fmt.Errorf("%w: host runs the embedded server; drop --nats-url", command.ErrUsage)
+	}
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	if !b.Hosting() {
+		return fmt.Errorf("another process already hosts the embedded server for %s at %s", cfg.DataDir, b.URL())
+	}
+	fmt.Printf("embedded NATS with JetStream at %s (store %s/jetstream); Ctrl-C stops it\n", b.URL(), cfg.DataDir)
+	fmt.Printf("try: nats --server %s stream info DITTO_EVENTS\n", b.URL())
+	<-ctx.Done()
+	return nil
+}
