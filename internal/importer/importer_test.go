@@ -21,10 +21,10 @@ func TestImportGoodAndBadLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(samples.Traces)), "\n")[:10]
 	bad := []string{
 		`{"schema":1,`, // malformed
-		strings.Replace(lines[1], `"type":"plan.proposed"`, `"type":"plan.pondered"`, 1),  // unknown type
-		strings.Replace(lines[0], `"model":"gpt-4o-mini",`, ``, 1),                        // missing field
-		strings.Replace(lines[2], `"study":"sample-prod"`, `"study":"sample prod"`, 1),    // unsafe token
-		`{"pad":"` + strings.Repeat("x", events.MaxEventSize+10) + `"}`,                   // oversized
+		strings.Replace(lines[1], `"type":"plan.proposed"`, `"type":"plan.pondered"`, 1), // unknown type
+		strings.Replace(lines[0], `"model":"gpt-4o-mini",`, ``, 1),                       // missing field
+		strings.Replace(lines[2], `"study":"sample-prod"`, `"study":"sample prod"`, 1),   // unsafe token
+		`{"pad":"` + strings.Repeat("x", events.MaxEventSize+10) + `"}`,                  // oversized
 	}
 	wantErr := []error{events.ErrMalformed, events.ErrUnknownType, events.ErrMissingField, events.ErrUnsafeToken, events.ErrTooLarge}
 	// Interleave: good, bad, good, bad, ... then the remaining good lines, and a blank line.
