@@ -55,3 +55,6 @@ bench: ## benchmarks, printed as ratios against references measured in the same 
 .PHONY: clean
 clean: ## remove build output and the demo data
 	rm -rf $(BIN) $(DATA_DIR)
+
+# Cluster, fault-test and load targets live beside the deployment files.
+-include deploy/cluster.mk
