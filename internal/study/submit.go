@@ -1,0 +1,147 @@
+package study
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// submitWindow bounds the job publishes awaiting acknowledgement during Submit.
+const submitWindow = 512
+
+// SubmitResult says what Submit did.
+type SubmitResult struct {
+	Study string
+	Jobs  int // jobs in the plan
+	// Published counts jobs newly stored in DITTO_JOBS; Duplicates those JetStream recognised
+	// as already submitted (same Nats-Msg-Id within the duplicate window).
+	Published  int
+	Duplicates int
+	// AlreadyDefined is true when the study's study.defined event was found with the same spec:
+	// nothing was published. DefinedAt is that event's time.
+	AlreadyDefined bool
+	DefinedAt      time.Time
+}
+
+// DefinedSubject is the subject of a study's study.defined event.
+func DefinedSubject(study string) (string, error) {
+	return events.Subject(study, events.StudyRun, events.TypeStudyDefined)
+}
+
+// Defined returns the study.defined event of a study from DITTO_EVENTS, or ok=false when the
+// study was never submitted.
+func Defined(ctx context.Context, js jetstream.JetStream, study string) (e events.Envelope, ok bool, err error) {
+	subject, err := DefinedSubject(study)
+	if err != nil {
+		return e, false, err
+	}
+	s, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		return e, false, fmt.Errorf("study: stream %s: %w", events.EventsStream, err)
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return e, false, nil
+	}
+	if err != nil {
+		return e, false, fmt.Errorf("study: look up %s: %w", subject, err)
+	}
+	e, err = events.Decode(msg.Data)
+	if err != nil {
+		return e, false, fmt.Errorf("study: stored %s does not decode: %w", subject, err)
+	}
+	return e, true, nil
+}
+
+// Submit publishes a plan: every job on ditto.jobs.<study> with Nats-Msg-Id "<study>/<run>",
+// waiting for JetStream to acknowledge each, then the study.defined event. It is idempotent:
+// if study.defined already exists with the same spec it publishes nothing
+// (AlreadyDefined); with a different spec it returns ErrStudyExists. source names the
+// submitter in the event (e.g. "producer"). The streams must exist (bus.EnsureStreams).
+func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResult, error) {
+	res := SubmitResult{Study: p.Spec.Name, Jobs: len(p.Jobs)}
+	js := b.JetStream()
+	prev, found, err := Defined(ctx, js, p.Spec.Name)
+	if err != nil {
+		return res, err
+	}
+	if found {
+		old, _ := prev.Payload.(events.StudyDefined)
+		res.DefinedAt = prev.Time
+		if !bytes.Equal(old.Spec, p.Defined.Spec) {
+			return res, fmt.Errorf("%w: study %q was submitted at %s with %d expected runs; give this spec another name",
+				ErrStudyExists, p.Spec.Name, prev.Time.Format(time.RFC3339), old.ExpectedRuns)
+		}
+		res.AlreadyDefined = true
+		return res, nil
+	}
+	subject, err := events.JobSubject(p.Spec.Name)
+	if err != nil {
+		return res, err
+	}
+	for start := 0; start < len(p.Jobs); start += submitWindow {
+		end := min(start+submitWindow, len(p.Jobs))
+		futures := make([]jetstream.PubAckFuture, 0, end-start)
+		for i := start; i < end; i++ {
+			j := &p.Jobs[i]
+			data, err := j.Encode()
+			if err != nil {
+				return res, err
+			}
+			f, err := js.PublishAsync(subject, data, jetstream.WithMsgID(j.MsgID()))
+			if err != nil {
+				return res, fmt.Errorf("study: publish job %s: %w", j.MsgID(), err)
+			}
+			futures = append(futures, f)
+		}
+		for k, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				if ack.Duplicate {
+					res.Duplicates++
+				} else {
+					res.Published++
+				}
+			case err := <-f.Err():
+				return res, fmt.Errorf("study: job %s not acknowledged: %w", p.Jobs[start+k].MsgID(), err)
+			case <-ctx.Done():
+				return res, fmt.Errorf("study: waiting for job acks: %w", ctx.Err())
+			}
+		}
+	}
+	if err := publishDefined(ctx, js, p, source); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// publishDefined publishes study.defined after every job is stored, so that its presence
+// means the whole study was submitted. Its Nats-Msg-Id is derived from the study name rather
+// than the event id, so that two concurrent submissions store it once.
+func publishDefined(ctx context.Context, js jetstream.JetStream, p *Plan, source string) error {
+	if source == "" {
+		source = "producer"
+	}
+	e := events.New(p.Spec.Name, events.StudyRun, time.Now(), p.Defined)
+	e.Seq = 1
+	e.Source = events.Source{Kind: events.SourceHarness, ID: source}
+	data, err := events.Encode(&e)
+	if err != nil {
+		return fmt.Errorf("study: encode study.defined: %w", err)
+	}
+	subject, err := events.SubjectOf(&e)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(p.Spec.Name+"/"+events.StudyRun+"/"+string(events.TypeStudyDefined)),
+		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
+		return fmt.Errorf("study: publish study.defined: %w", err)
+	}
+	return nil
+}
