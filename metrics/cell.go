@@ -151,7 +151,7 @@ func ComputeCell(runs []Run, opt Options) (CellMetrics, error) {
 	if n == 0 {
 		return m, nil
 	}
-	ix := buildIndex(runs)
+	ix := buildIndex(runs, cellIDs)
 	m.fillAgreements(ix)
 	m.TSS = tssOf(runs, ix, opt)
 	m.AC = acOf(runs, ix, opt)

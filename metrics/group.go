@@ -14,10 +14,13 @@ const (
 	numKinds
 )
 
-// keepIDs marks the kinds whose per-run group ids are used later (the DI
+// cellIDs marks the kinds whose per-run group ids ComputeCell uses (the DI
 // jackknife and the TSS pair sample); the others keep only counts and
-// representatives.
-var keepIDs = [numKinds]bool{kTools: true, kStates: true, kOutput: true}
+// representatives. permIDs adds those the permutation test needs.
+var (
+	cellIDs = [numKinds]bool{kTools: true, kStates: true, kOutput: true}
+	permIDs = [numKinds]bool{kTrace: true, kTools: true, kStates: true, kOutput: true, kArgs: true}
+)
 
 // grouping partitions a cell's runs by one kind. Groups are numbered in
 // order of first appearance, so everything derived from a grouping is a
@@ -62,7 +65,7 @@ func frame(b []byte, r *Run, k kind) []byte {
 // buildIndex groups the runs by every kind, one kind at a time so that a
 // single hash table is live: O(total bytes) hashing plus N table
 // operations per kind.
-func buildIndex(runs []Run) *index {
+func buildIndex(runs []Run, keepIDs [numKinds]bool) *index {
 	h := newHasher()
 	ix := &index{n: len(runs)}
 	var t keyTable

@@ -1,0 +1,346 @@
+package metrics
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Quantities compared between two cells.
+const (
+	QuantitySuccess = "success"
+	QuantityRR      = "rr"
+	QuantityDI      = "di"
+	QuantityTSS     = "tss"
+	QuantityAC      = "ac"
+	QuantityTokens  = "tokens"
+	QuantityLatency = "latency_ms"
+)
+
+// Tests named in Comparison.Test.
+const (
+	TestFisher       = "fisher_exact"
+	TestMcNemar      = "mcnemar_exact"
+	TestPermutation  = "permutation"
+	TestMannWhitneyU = "mann_whitney_u"
+)
+
+// Defaults for CompareConfig.
+const (
+	DefaultPermExactDistinct = 256
+	DefaultPermSamplePairs   = 2000
+)
+
+// CompareConfig configures Compare. The zero value gives the defaults.
+type CompareConfig struct {
+	// CellA and CellB label the two cells in every Comparison (e.g.
+	// "study/task/model/baseline"); Compare does not interpret them.
+	CellA, CellB string
+	// Permutations is B of the permutation tests; 0 means
+	// DefaultPermutations.
+	Permutations int
+	// Seed seeds the permutations (and any per-replicate pair sample), so
+	// a report is reproducible.
+	Seed uint64
+	// Cell configures the ComputeCell calls that give both values.
+	Cell Options
+	// PermExactDistinct: the permutation statistic of TSS (AC) is exact
+	// while the pooled cells have at most this many distinct tool
+	// (argument) sequences (O(D²) per replicate); beyond, each replicate
+	// and the observed statistic estimate it from PermSamplePairs sampled
+	// pairs per side, which keeps the test valid at some loss of power.
+	// 0 means DefaultPermExactDistinct.
+	PermExactDistinct int
+	// PermSamplePairs: 0 means DefaultPermSamplePairs.
+	PermSamplePairs int
+}
+
+// Validate reports fields out of range.
+func (c CompareConfig) Validate() error {
+	if c.Permutations < 0 || c.PermExactDistinct < 0 || c.PermSamplePairs < 0 {
+		return fmt.Errorf("%w: CompareConfig: negative Permutations, PermExactDistinct or PermSamplePairs", ErrInvalidOptions)
+	}
+	return c.Cell.Validate()
+}
+
+func (c CompareConfig) withDefaults() CompareConfig {
+	if c.Permutations == 0 {
+		c.Permutations = DefaultPermutations
+	}
+	if c.PermExactDistinct == 0 {
+		c.PermExactDistinct = DefaultPermExactDistinct
+	}
+	if c.PermSamplePairs == 0 {
+		c.PermSamplePairs = DefaultPermSamplePairs
+	}
+	return c
+}
+
+// Comparison is one test of one quantity between cell A (the reference,
+// e.g. baseline) and cell B.
+type Comparison struct {
+	Quantity string `json:"quantity"`
+	CellA    string `json:"cell_a"`
+	CellB    string `json:"cell_b"`
+	NA       int    `json:"n_a"`
+	NB       int    `json:"n_b"`
+	// ValueA and ValueB are the quantity in each cell: the success rate,
+	// the metric, or the median tokens or latency.
+	ValueA Value `json:"value_a"`
+	ValueB Value `json:"value_b"`
+	// Difference is ValueB − ValueA.
+	Difference Value `json:"difference"`
+	// Test is one of the Test* constants; Method refines it ("exact" or
+	// "asymptotic" for Mann–Whitney; "sampled" for a permutation test whose
+	// statistic was estimated from sampled pairs).
+	Test   string `json:"test"`
+	Method string `json:"method,omitempty"`
+	// Statistic is the test statistic: Fisher's sample odds ratio (a·d)/(b·c)
+	// (null when b·c = 0), McNemar's b (pairs where A succeeded and B
+	// failed), the permutation statistic Δ = B − A, or Mann–Whitney's U of A.
+	Statistic Value `json:"statistic"`
+	// EffectSize is Cliff's δ of A against B for Mann–Whitney (positive when
+	// A tends to exceed B); null for the other tests.
+	EffectSize Value `json:"effect_size"`
+	P          Value `json:"p"`
+	// PAdjusted and Significant (PAdjusted < FDRLevel) are filled by
+	// AdjustBH across a whole report.
+	PAdjusted   Value `json:"p_adjusted"`
+	Significant bool  `json:"significant"`
+	// Note gives details (e.g. the discordant counts); Reason says why P is
+	// null.
+	Note   string `json:"note,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Compare produces the spec's comparisons of cell b against cell a:
+// success (Fisher's exact test; also the exact McNemar test when every run
+// of both cells has a PairKey), RR, DI, TSS and AC (permutation tests over
+// runs, sharing one seeded sequence of B permutations), tokens and latency
+// (Mann–Whitney U with Cliff's δ). Comparisons that cannot be made (an
+// empty side, an undefined metric) have a null P and a Reason. Errors
+// report an invalid configuration or invalid runs only.
+func Compare(a, b []Run, cfg CompareConfig) ([]Comparison, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ma, err := ComputeCell(a, cfg.Cell)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: cell %q: %w", cfg.CellA, err)
+	}
+	mb, err := ComputeCell(b, cfg.Cell)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: cell %q: %w", cfg.CellB, err)
+	}
+	base := Comparison{CellA: cfg.CellA, CellB: cfg.CellB, NA: len(a), NB: len(b)}
+	var out []Comparison
+	out = append(out, compareSuccess(a, b, ma, mb, base)...)
+	out = append(out, comparePermutation(a, b, ma, mb, base, cfg)...)
+	out = append(out,
+		compareMWU(QuantityTokens, a, b, ma.Tokens, mb.Tokens, func(r *Run) float64 { return float64(r.Tokens) }, base),
+		compareMWU(QuantityLatency, a, b, ma.Latency, mb.Latency, func(r *Run) float64 { return r.LatencyMS }, base))
+	return out, nil
+}
+
+func withValues(c Comparison, q string, va, vb Value) Comparison {
+	c.Quantity, c.ValueA, c.ValueB = q, va, vb
+	if va.Valid && vb.Valid {
+		c.Difference = Some(vb.V - va.V)
+	}
+	return c
+}
+
+const reasonEmpty = "a cell has no runs"
+
+func compareSuccess(a, b []Run, ma, mb CellMetrics, base Comparison) []Comparison {
+	c := withValues(base, QuantitySuccess, ma.Success.Rate, mb.Success.Rate)
+	c.Test = TestFisher
+	sa, sb := ma.Success.Successes, mb.Success.Successes
+	fa, fb := len(a)-sa, len(b)-sb
+	if len(a) == 0 || len(b) == 0 {
+		c.Reason = reasonEmpty
+	} else {
+		p, err := FisherExact(sa, fa, sb, fb)
+		if err == nil {
+			c.P = Some(p)
+			c.Statistic = Some(float64(sa) * float64(fb) / (float64(fa) * float64(sb)))
+			c.Note = fmt.Sprintf("table [[%d, %d], [%d, %d]] (rows A, B; columns success, failure)", sa, fa, sb, fb)
+		} else {
+			c.Reason = err.Error()
+		}
+	}
+	out := []Comparison{c}
+	if !allPaired(a) || !allPaired(b) {
+		return out
+	}
+	m := withValues(base, QuantitySuccess, ma.Success.Rate, mb.Success.Rate)
+	m.Test = TestMcNemar
+	byKey := make(map[string]bool, len(a))
+	for i := range a {
+		if _, dup := byKey[a[i].PairKey]; dup {
+			m.Reason = fmt.Sprintf("pair key %q repeats in cell A", a[i].PairKey)
+			return append(out, m)
+		}
+		byKey[a[i].PairKey] = a[i].Success
+	}
+	seen := make(map[string]bool, len(b))
+	var pairs, bc, cb int
+	for i := range b {
+		k := b[i].PairKey
+		if seen[k] {
+			m.Reason = fmt.Sprintf("pair key %q repeats in cell B", k)
+			return append(out, m)
+		}
+		seen[k] = true
+		sa, ok := byKey[k]
+		if !ok {
+			continue
+		}
+		pairs++
+		switch {
+		case sa && !b[i].Success:
+			bc++
+		case !sa && b[i].Success:
+			cb++
+		}
+	}
+	if pairs == 0 {
+		m.Reason = "no run of cell B shares a pair key with cell A"
+		return append(out, m)
+	}
+	p, err := McNemarExact(bc, cb)
+	if err != nil {
+		m.Reason = err.Error()
+		return append(out, m)
+	}
+	m.P, m.Statistic = Some(p), Some(float64(bc))
+	m.Note = fmt.Sprintf("%d pairs; b = %d (A succeeded, B failed), c = %d (A failed, B succeeded)", pairs, bc, cb)
+	return append(out, m)
+}
+
+func allPaired(runs []Run) bool {
+	if len(runs) == 0 {
+		return false
+	}
+	for i := range runs {
+		if runs[i].PairKey == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg CompareConfig) []Comparison {
+	qs := [numPermQ]string{QuantityRR, QuantityDI, QuantityTSS, QuantityAC}
+	va := [numPermQ]Value{ma.RR.Value, ma.DI.Value, ma.TSS.Value, ma.AC.Value}
+	vb := [numPermQ]Value{mb.RR.Value, mb.DI.Value, mb.TSS.Value, mb.AC.Value}
+	out := make([]Comparison, numPermQ)
+	for q := range out {
+		out[q] = withValues(base, qs[q], va[q], vb[q])
+		out[q].Test = TestPermutation
+	}
+	if len(a) == 0 || len(b) == 0 {
+		for q := range out {
+			out[q].Reason = reasonEmpty
+		}
+		return out
+	}
+	pool := make([]Run, 0, len(a)+len(b))
+	pool = append(append(pool, a...), b...)
+	e := newPermEngine(pool, buildIndex(pool, permIDs), cfg)
+	if e.tss.sampled {
+		out[qTSS].Method = "sampled"
+	}
+	if e.ac.sampled {
+		out[qAC].Method = "sampled"
+	}
+	na := len(a)
+	ident := make([]int32, len(pool))
+	for i := range ident {
+		ident[i] = int32(i)
+	}
+	sa, sb := e.stats(ident[:na]), e.stats(ident[na:])
+	var obs [numPermQ]float64
+	var live [numPermQ]bool
+	for q := range out {
+		switch {
+		case !sa[q].Valid || !sb[q].Valid:
+			out[q].Reason = fmt.Sprintf("%s is undefined in a cell (fewer than 2 runs, or no aligned calls)", qs[q])
+		default:
+			obs[q], live[q] = sb[q].V-sa[q].V, true
+			out[q].Statistic = Some(obs[q])
+		}
+	}
+	if !slices.Contains(live[:], true) {
+		return out
+	}
+	perm := newPermuter(len(pool), na, cfg.Seed)
+	var extreme, valid [numPermQ]int
+	for rep := 0; rep < cfg.Permutations; rep++ {
+		perm.next()
+		pa, pb := e.stats(perm.idx[:na]), e.stats(perm.idx[na:])
+		for q := range out {
+			if !live[q] || !pa[q].Valid || !pb[q].Valid {
+				continue
+			}
+			valid[q]++
+			if atLeastAsExtreme(pb[q].V-pa[q].V, obs[q]) {
+				extreme[q]++
+			}
+		}
+	}
+	for q := range out {
+		if live[q] {
+			out[q].P = Some(float64(1+extreme[q]) / float64(valid[q]+1))
+			out[q].Note = fmt.Sprintf("B = %d permutations (%d with the statistic defined), seed %d", cfg.Permutations, valid[q], cfg.Seed)
+		}
+	}
+	return out
+}
+
+func compareMWU(q string, a, b []Run, sa, sb Summary, f func(*Run) float64, base Comparison) Comparison {
+	c := withValues(base, q, sa.Median, sb.Median)
+	c.Test = TestMannWhitneyU
+	if len(a) == 0 || len(b) == 0 {
+		c.Reason = reasonEmpty
+		return c
+	}
+	x := make([]float64, len(a))
+	for i := range a {
+		x[i] = f(&a[i])
+	}
+	y := make([]float64, len(b))
+	for i := range b {
+		y[i] = f(&b[i])
+	}
+	res, err := MannWhitneyU(x, y)
+	if err != nil {
+		c.Reason = err.Error()
+		return c
+	}
+	c.Method, c.Statistic, c.P, c.EffectSize = res.Method, Some(res.U1), Some(res.P), Some(res.CliffsDelta)
+	return c
+}
+
+// AdjustBH fills PAdjusted and Significant of every comparison with a
+// defined P, adjusting across all of them (Benjamini–Hochberg); the others
+// keep a null PAdjusted and Significant = false. Call it once per report,
+// over every comparison of the report.
+func AdjustBH(cs []Comparison) {
+	var ps []float64
+	var at []int
+	for i := range cs {
+		cs[i].PAdjusted, cs[i].Significant = Null, false
+		if cs[i].P.Valid {
+			ps = append(ps, cs[i].P.V)
+			at = append(at, i)
+		}
+	}
+	adj, rej, err := BenjaminiHochberg(ps)
+	if err != nil {
+		return // unreachable: every P this package produces is in [0, 1]
+	}
+	for k, i := range at {
+		cs[i].PAdjusted, cs[i].Significant = Some(adj[k]), rej[k]
+	}
+}
