@@ -23,7 +23,7 @@ func divergence(runs []Run, n int, g *grouping) []Value {
 	}
 	h := newHasher()
 	endKey := key128{0x656e645f6f665f63, 0x616c6c735f5f5f5f} // sequence ended
-	class := make([]int32, g.distinct())                    // prefix class of each live group
+	class := make([]int32, g.distinct())                     // prefix class of each live group
 	live := make([]int32, g.distinct())
 	for i := range live {
 		live[i] = int32(i)
