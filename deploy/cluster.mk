@@ -1,0 +1,55 @@
+# Local JetStream cluster, fault tests and sustained load. Included by the Makefile.
+# See deploy/README.md.
+
+NATS_SERVER  := $(TOOLS)/nats-server
+CLUSTER_DIR  ?= $(DATA_DIR)/cluster
+CLUSTER_URLS := nats://127.0.0.1:14221,nats://127.0.0.1:14222,nats://127.0.0.1:14223
+SYNC         ?= always
+RATE         ?= 2000
+DURATION     ?= 30s
+LOAD_MODE    ?= embedded
+FAULT_TIMEOUT ?= 20m
+
+$(NATS_SERVER):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(CURDIR)/$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+
+.PHONY: nats-server
+nats-server: $(NATS_SERVER) ## build nats-server from the pinned module into .bin/
+
+.PHONY: producer-bin
+producer-bin:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/producer ./cmd/producer
+
+.PHONY: cluster-up
+cluster-up: $(NATS_SERVER) $(NATSCLI) producer-bin ## start a 3-node JetStream cluster on loopback (14221-3) with ditto's streams R3 (SYNC=always|default)
+	NATS_SERVER=$(NATS_SERVER) PRODUCER=$(BIN)/producer NATSCLI=$(NATSCLI) CLUSTER_DIR=$(CLUSTER_DIR) SYNC=$(SYNC) \
+		deploy/local/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## stop the local cluster cleanly (SIGTERM by pid file; stores are kept)
+	NATS_SERVER=$(NATS_SERVER) CLUSTER_DIR=$(CLUSTER_DIR) deploy/local/cluster.sh down
+
+.PHONY: cluster-status
+cluster-status: ## show which local cluster nodes run
+	NATS_SERVER=$(NATS_SERVER) CLUSTER_DIR=$(CLUSTER_DIR) deploy/local/cluster.sh status
+
+.PHONY: cluster-clean
+cluster-clean: cluster-down ## stop the local cluster and delete its stores
+	rm -rf $(CLUSTER_DIR)
+
+.PHONY: test-deploy
+test-deploy: ## parse and check every file in deploy/ (YAML, NATS configs)
+	$(GO) test -count=1 ./deploy/...
+
+.PHONY: test-faults
+test-faults: $(NATS_SERVER) ## crash tests with real processes (SIGKILL a NATS node, a worker, the analyzer, the embedded host)
+	DITTO_FAULT_TESTS=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) \
+		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(FAULT_TIMEOUT) -run 'Test' ./internal/faulttest/
+
+.PHONY: load
+load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=events/s DURATION=30s LOAD_MODE=embedded|cluster|both)
+	DITTO_LOAD=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_NATSCLI=$(CURDIR)/$(NATSCLI) \
+	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) \
+		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout 60m -run 'TestLoad' ./internal/faulttest/
