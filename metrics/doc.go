@@ -1,0 +1,98 @@
+// Package metrics computes ditto's determinism metrics and statistical
+// tests: pure computation over runs (standard library and gonum only; no
+// I/O, no SQL, no cgo). The definitions are those of the spec
+// (shared/spec/metrics.md); the reference values of shared/testdata/stats/
+// golden.json are reproduced by the tests to 1e-9.
+//
+// # Cells
+//
+// A caller reduces each run of a cell to a Run and calls ComputeCell:
+//
+//	m, err := metrics.ComputeCell(runs, metrics.Options{Seed: 1})
+//
+// CellMetrics holds Reproducibility Rate (A(sig_trace)), the Determinism
+// Index and its three parts (tools, states, output), plan agreement, output
+// agreement with the distinct count and modal share, Tool Sequence
+// Similarity, Argument Consistency, the success rate with its 95% Wilson
+// interval, pass^k for k = 1, 2, 4, 8 (k ≤ N; per cell C(c, k)/C(N, k)),
+// token and latency Summaries, harness activity (counts and per-run
+// rates), and the divergence profile. Every pairwise metric is an Estimate:
+// value, leave-one-run-out jackknife SE, and, when sampled, Estimated and
+// the Monte Carlo SamplingSE. Undefined values are Value{Valid: false} and
+// marshal to JSON null: pairwise metrics with N < 2, jackknife SEs with
+// N < 3, AC with no aligned calls, everything but counts in an empty cell.
+// No output holds NaN or ±Inf, and nothing panics on valid Go values.
+//
+// # Scale
+//
+// Runs are grouped once per signature kind (plan, states, tools, calls,
+// output, trace, argument sequence) by a 128-bit hash of their framed bytes;
+// every agreement A = Σ n_k(n_k−1)/(N(N−1)) is then O(D). The jackknife needs
+// no pair loop either: leaving out a run of group k lowers Σ n(n−1) by
+// 2(n_k−1), so the runs of a group share their leave-one-out value; for TSS
+// and AC the same holds with the group's row sum Σ_h n_h s(g, h), which the
+// D² loop over distinct sequences yields for free. TSS is exact while the
+// cell has at most Options.MaxExactDistinct distinct tool sequences, AC
+// while it has at most that many distinct argument sequences (computed
+// position by position over distinct arguments); point estimates sum exact
+// rationals (integer numerators per denominator), so they are bit-identical
+// to an all-pairs loop and independent of run order. Beyond the threshold
+// both are estimated from Options.SamplePairs ordered run pairs drawn with
+// a seeded generator as anchor runs × 64 partners: SamplingSE is the
+// delta-method SE over the independent anchors, and the jackknife SE is
+// estimated from the variance of the anchors' row means less their
+// within-anchor noise (accurate to about 35%, or to SamplingSE when runs
+// barely differ in their mean similarity). The divergence profile refines
+// prefix classes of the distinct call sequences step by step and retires a
+// class once it holds a single sequence. Nothing loops over all run pairs.
+//
+// ComputeCell's results are a deterministic function of the runs in the
+// given order (group numbering follows first appearance; hash seeds never
+// reach a result). Exact point estimates do not depend on the order; SEs
+// depend on it only through float rounding, and sampled estimates through
+// which runs the seed picks, so callers wanting byte-identical reports
+// should pass runs in a canonical order (e.g. by run ID).
+//
+// # Definitions fixed here
+//
+//   - Signatures (PlanSignature, …, TraceSignature) are SHA-256 over a
+//     domain tag and the field's framed bytes: every string as its uvarint
+//     length and bytes, every list as its uvarint count and elements, calls
+//     as (tool, args) pairs. sig_trace covers plan, states, calls and output.
+//   - AC leaves are (JSON path, canonical scalar); an empty object or array
+//     below the root is a leaf ("{}" or "[]"), an empty root has no leaves;
+//     arguments that are not JSON are one opaque leaf. See leaves.go.
+//   - Quantiles are Hyndman–Fan type 7 (linear interpolation between order
+//     statistics, h = (n−1)p; NumPy's and R's default, DuckDB's
+//     quantile_cont). SD is the sample SD (n − 1).
+//   - The divergence profile has one entry per step k from 0 to the longest
+//     call sequence − 1; a run without a call at k differs there from one
+//     with a call.
+//   - Mann–Whitney: exact when there are no ties and min(n1, n2) ≤ 8
+//     (computed as a Gaussian binomial, cheap even for 8 against 10⁶),
+//     otherwise normal with tie and continuity correction; when all values
+//     are tied the variance is 0 and p = 1.
+//   - Fisher's exact test sums, in log space, the tables whose probability
+//     is ≤ the observed × (1 + 1e-7); McNemar is the exact binomial form.
+//   - Permutation tests count |Δ*| ≥ |Δ| with a relative tolerance of 1e-9.
+//
+// # Comparing cells
+//
+// Compare(a, b, cfg) returns the spec's comparisons of cell b against the
+// reference cell a (success: Fisher, and McNemar when every run has a
+// PairKey; RR, DI, TSS, AC: permutation tests sharing one seeded sequence
+// of permutations; tokens and latency: Mann–Whitney U with Cliff's δ).
+// Difference is always B − A. After collecting every comparison of a
+// report, AdjustBH fills the Benjamini–Hochberg adjusted p and the verdict
+// (p̃ < 0.05). A comparison that cannot be made has a null P and a Reason.
+//
+// The building blocks are exported for callers that group in SQL:
+// Agreement and AgreementEstimate take the group counts directly;
+// Levenshtein, SequenceSimilarity, ArgumentJaccard, PassHatK, Wilson,
+// FisherExact, McNemarExact, MannWhitneyU (and its Exact and Asymptotic
+// forms), BenjaminiHochberg, Summarize, Quantile and PermutationTest stand
+// alone.
+//
+// Concurrency: every function is safe for concurrent use; none retains its
+// arguments.
+package metrics
