@@ -81,6 +81,45 @@ func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResu
 		res.AlreadyDefined = true
 		return res, nil
 	}
+	jr, err := submitJobs(ctx, js, p)
+	res.Published, res.Duplicates = jr.Published, jr.Duplicates
+	if err != nil {
+		return res, err
+	}
+	if err := publishDefined(ctx, js, p, source); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// publishDefined publishes study.defined after every job is stored, so that its presence
+// means the whole study was submitted. Its Nats-Msg-Id is derived from the study name rather
+// than the event id, so that two concurrent submissions store it once.
+func publishDefined(ctx context.Context, js jetstream.JetStream, p *Plan, source string) error {
+	if source == "" {
+		source = "producer"
+	}
+	e := events.New(p.Spec.Name, events.StudyRun, time.Now(), p.Defined)
+	e.Seq = 1
+	e.Source = events.Source{Kind: events.SourceHarness, ID: source}
+	data, err := events.Encode(&e)
+	if err != nil {
+		return fmt.Errorf("study: encode study.defined: %w", err)
+	}
+	subject, err := events.SubjectOf(&e)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(p.Spec.Name+"/"+events.StudyRun+"/"+string(events.TypeStudyDefined)),
+		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
+		return fmt.Errorf("study: publish study.defined: %w", err)
+	}
+	return nil
+}
+
+// submitJobs publishes every job of p and waits for each acknowledgement.
+func submitJobs(ctx context.Context, js jetstream.JetStream, p *Plan) (SubmitResult, error) {
+	var res SubmitResult
 	subject, err := events.JobSubject(p.Spec.Name)
 	if err != nil {
 		return res, err
@@ -115,33 +154,5 @@ func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResu
 			}
 		}
 	}
-	if err := publishDefined(ctx, js, p, source); err != nil {
-		return res, err
-	}
 	return res, nil
-}
-
-// publishDefined publishes study.defined after every job is stored, so that its presence
-// means the whole study was submitted. Its Nats-Msg-Id is derived from the study name rather
-// than the event id, so that two concurrent submissions store it once.
-func publishDefined(ctx context.Context, js jetstream.JetStream, p *Plan, source string) error {
-	if source == "" {
-		source = "producer"
-	}
-	e := events.New(p.Spec.Name, events.StudyRun, time.Now(), p.Defined)
-	e.Seq = 1
-	e.Source = events.Source{Kind: events.SourceHarness, ID: source}
-	data, err := events.Encode(&e)
-	if err != nil {
-		return fmt.Errorf("study: encode study.defined: %w", err)
-	}
-	subject, err := events.SubjectOf(&e)
-	if err != nil {
-		return err
-	}
-	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(p.Spec.Name+"/"+events.StudyRun+"/"+string(events.TypeStudyDefined)),
-		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
-		return fmt.Errorf("study: publish study.defined: %w", err)
-	}
-	return nil
 }
