@@ -521,7 +521,8 @@ func (r *runner) handleCall(tc llm.ToolCall) (accepted bool, err error) {
 		}
 		next = n
 	}
-	r.toolMsg(id, map[string]any{"ok": true, "output": canonOut})
+	// Built by hand: canonOut is canonical JSON already, and re-marshalling it would scan it again.
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: `{"ok":true,"output":` + string(canonOut) + `}`})
 	if tool.Name == r.task.FinalTool {
 		r.final = canonOut
 	}

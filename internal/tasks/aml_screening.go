@@ -315,15 +315,7 @@ func (s *amlStore) entry(id string) (watchEntry, bool) {
 }
 
 func (s *amlStore) customer(p string) (customerRecord, error) {
-	raw, err := s.get(p)
-	if err != nil {
-		return customerRecord{}, err
-	}
-	var rec customerRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return customerRecord{}, fmt.Errorf("tasks: %s is not a customer record: %w", p, err)
-	}
-	return rec, nil
+	return decoded[customerRecord](s.store, "customer record", p)
 }
 
 func (s *amlStore) load(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {

@@ -171,17 +171,7 @@ func loanECL(l loan, basis string) float64 {
 	return pd * l.LGD * l.EAD
 }
 
-func (s store) portfolio(p string) (portfolio, error) {
-	raw, err := s.get(p)
-	if err != nil {
-		return portfolio{}, err
-	}
-	var pf portfolio
-	if err := json.Unmarshal(raw, &pf); err != nil {
-		return portfolio{}, fmt.Errorf("tasks: %s is not a portfolio: %w", p, err)
-	}
-	return pf, nil
-}
+func (s store) portfolio(p string) (portfolio, error) { return decoded[portfolio](s, "portfolio", p) }
 
 func (s store) creditLoad(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
 	var a struct {
@@ -384,10 +374,18 @@ func (s store) creditReport(_ context.Context, _ *Instance, args json.RawMessage
 
 func validateCreditLoad(out json.RawMessage) []string {
 	var p problems
+	// Pointers tell a missing field from a zero one.
 	var o struct {
-		PortfolioID string           `json:"portfolio_id"`
-		LoanCount   int              `json:"loan_count"`
-		Loans       []map[string]any `json:"loans"`
+		PortfolioID string `json:"portfolio_id"`
+		LoanCount   int    `json:"loan_count"`
+		Loans       []struct {
+			ID         *string  `json:"id"`
+			Stage      *int     `json:"stage"`
+			PD12m      *float64 `json:"pd_12m"`
+			PDLifetime *float64 `json:"pd_lifetime"`
+			LGD        *float64 `json:"lgd"`
+			EAD        *float64 `json:"ead"`
+		} `json:"loans"`
 	}
 	if !decodeOutput(out, &o, &p) {
 		return p
@@ -402,8 +400,9 @@ func validateCreditLoad(out json.RawMessage) []string {
 		p.addf("loaded %d of %d loans: load the whole portfolio (no limit)", len(o.Loans), o.LoanCount)
 	}
 	for _, l := range o.Loans {
-		for _, f := range loanFields {
-			if _, ok := l[f]; !ok {
+		present := []bool{l.ID != nil, l.Stage != nil, l.PD12m != nil, l.PDLifetime != nil, l.LGD != nil, l.EAD != nil}
+		for i, f := range loanFields { // loanFields is in the same order
+			if !present[i] {
 				p.addf("loans lack field %q: load all fields", f)
 				return p
 			}

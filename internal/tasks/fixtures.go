@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 //go:embed fixtures
@@ -44,6 +45,29 @@ func loadStore(task string) (store, []string) {
 
 func datasetPath(task, id string) string { return "data/" + task + "/" + id }
 func reportPath(task, id string) string  { return "reports/" + task + "/" + id }
+
+// parsed caches decoded datasets by type and path: fixtures are immutable, so each is decoded
+// once per process instead of on every tool call. Callers must not modify what they get.
+var parsed sync.Map // kind + "\x00" + path → decoded value
+
+// decoded returns the dataset at p decoded into a T, from the cache when possible.
+func decoded[T any](s store, kind, p string) (T, error) {
+	var zero T
+	raw, err := s.get(p)
+	if err != nil {
+		return zero, err
+	}
+	key := kind + "\x00" + path.Clean(p)
+	if v, ok := parsed.Load(key); ok {
+		return v.(T), nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return zero, fmt.Errorf("tasks: %s is not a %s: %w", p, kind, err)
+	}
+	parsed.Store(key, v)
+	return v, nil
+}
 
 // get resolves a dataset path (cleaned) in the store.
 func (s store) get(p string) (json.RawMessage, error) {

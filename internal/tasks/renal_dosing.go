@@ -195,15 +195,7 @@ func (r regimen) bandFor(crcl float64) band {
 }
 
 func (s store) patient(p string) (patientRecord, error) {
-	raw, err := s.get(p)
-	if err != nil {
-		return patientRecord{}, err
-	}
-	var rec patientRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return patientRecord{}, fmt.Errorf("tasks: %s is not a patient record: %w", p, err)
-	}
-	return rec, nil
+	return decoded[patientRecord](s, "patient record", p)
 }
 
 func (s store) renalLoad(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
