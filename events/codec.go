@@ -34,7 +34,7 @@ func Encode(e *Envelope) ([]byte, error) {
 		payload = u.Raw
 	} else {
 		var err error
-		if payload, err = json.Marshal(e.Payload); err != nil {
+		if payload, err = marshalNoHTMLEscape(e.Payload); err != nil {
 			return nil, fmt.Errorf("events: encode %s payload: %w", e.Type, err)
 		}
 	}
@@ -43,7 +43,7 @@ func Encode(e *Envelope) ([]byte, error) {
 		Attempt: e.Attempt, Seq: e.Seq, Source: e.Source, TraceID: e.TraceID, SpanID: e.SpanID,
 		Ignorable: e.Ignorable, Payload: payload,
 	}
-	b, err := json.Marshal(w)
+	b, err := marshalNoHTMLEscape(w)
 	if err != nil {
 		return nil, fmt.Errorf("events: encode envelope: %w", err)
 	}
@@ -51,6 +51,19 @@ func Encode(e *Envelope) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
 	return b, nil
+}
+
+// marshalNoHTMLEscape is json.Marshal without HTML escaping. json.Marshal rewrites '<', '>',
+// '&', U+2028 and U+2029 inside json.RawMessage values as \u escapes, which would turn canonical
+// arguments and outputs into non-canonical ones on the wire.
+func marshalNoHTMLEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Decode parses and validates one encoded event. Errors wrap ErrMalformed, ErrTooLarge,
