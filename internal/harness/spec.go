@@ -49,7 +49,7 @@ type Result struct {
 	States           []string // states entered, repeats included
 	Tools            []string // tools executed, retries included
 	EscalationReason string
-	Error            string // why a failed or aborted run stopped, when known
+	Error            string // why the run stopped early (model error, cancellation, step cap), when known
 	Totals           events.Totals
 	Latency          time.Duration
 }
