@@ -1,0 +1,453 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/queries"
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// builtRecord is an Arrow record batch and the items it holds.
+type builtRecord struct {
+	rec   arrow.RecordBatch
+	items []*item
+}
+
+func buildFor(items []*item) *builtRecord {
+	good := make([]*item, 0, len(items))
+	for _, it := range items {
+		if it.rej == nil {
+			good = append(good, it)
+		}
+	}
+	return &builtRecord{rec: buildRecord(memory.DefaultAllocator, good), items: good}
+}
+
+func (r *builtRecord) release() {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+}
+
+// commit stores one batch in one transaction and acknowledges it. It returns the new
+// watermark; errRestart when the batch had a gap (the caller restarts the consumer); an error
+// wrapping ErrCommit when DuckDB failed (nothing is acked and the memory of open runs is reset).
+func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, error) {
+	start := time.Now()
+	ing.batchNo++
+	hooks := ing.cfg.Hooks
+	if hooks != nil && hooks.AfterFetch != nil {
+		if err := hooks.AfterFetch(ing.batchNo); err != nil {
+			return wm, fmt.Errorf("%w: after fetch: %v", ErrHook, err)
+		}
+	}
+
+	// Partition by stream sequence: at or below the watermark is a redelivery; the run from
+	// wm+1 without a hole is stored; anything past a hole waits for the consumer's restart.
+	sorted := slices.Clone(b.items)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].streamSeq < sorted[j].streamSeq })
+	next := wm
+	var accepted []*item
+	var redelivered uint64
+	gap := false
+	for _, it := range sorted {
+		switch {
+		case it.streamSeq <= next:
+			redelivered++
+		case it.streamSeq == next+1:
+			accepted = append(accepted, it)
+			next++
+		default:
+			if !gap && len(accepted) == 0 && ing.gapPersists(next) {
+				// The same hole after several consumer restarts: the message is gone from the
+				// stream (deleted by an operator). Step over it.
+				next = it.streamSeq - 1
+				accepted = append(accepted, it)
+				next++
+				continue
+			}
+			gap = true
+		}
+	}
+
+	// Good events, unique by id within the batch; the rest is rejected.
+	var good, rejected []*item
+	var dups uint64
+	seen := make(map[string]struct{}, len(accepted))
+	for _, it := range accepted {
+		if it.rej != nil {
+			rejected = append(rejected, it)
+			continue
+		}
+		if _, dup := seen[it.env.ID]; dup {
+			dups++
+			continue
+		}
+		seen[it.env.ID] = struct{}{}
+		good = append(good, it)
+	}
+
+	ing.current = b.built
+	res, err := ing.store(ctx, good, rejected, next)
+	ing.current = nil
+	if err != nil {
+		ing.tracker.reset()
+		return wm, fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
+	}
+	dups += res.duplicates
+	if hooks != nil && hooks.AfterCommit != nil {
+		if err := hooks.AfterCommit(ing.batchNo); err != nil {
+			return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
+		}
+	}
+	if hooks == nil || hooks.SkipAck == nil || !hooks.SkipAck(ing.batchNo) {
+		ing.ack(sorted, rejected, next)
+	}
+	ing.w.stats.batchDone(batchStats{
+		at: time.Now(), took: time.Since(start), watermark: next, lag: b.lag, messages: len(b.items),
+		events: uint64(len(good)) - res.duplicates, rejected: uint64(len(rejected)), duplicates: dups,
+		redelivered: redelivered, foldErrors: res.foldErrors, folded: res.folded,
+		openRuns: len(ing.tracker.open), openEvents: ing.tracker.events,
+	})
+	if gap {
+		return next, errRestart
+	}
+	return next, nil
+}
+
+// gapPersists counts the consumer restarts caused by a hole just above watermark wm.
+func (ing *ingester) gapPersists(wm uint64) bool {
+	if ing.gapAt != wm {
+		ing.gapAt, ing.gapCount = wm, 0
+	}
+	ing.gapCount++
+	return ing.gapCount > 3
+}
+
+// ack terminates the rejected messages (with their reason) and acknowledges, cumulatively,
+// everything up to the new watermark. A lost ack is harmless: the redelivery is at or below the
+// watermark.
+func (ing *ingester) ack(sorted, rejected []*item, wm uint64) {
+	for _, it := range rejected {
+		if it.ack != nil {
+			_ = it.ack.TermWithReason(truncate(it.rej.reason, 200))
+		}
+	}
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if it := sorted[i]; it.streamSeq <= wm && it.ack != nil {
+			_ = it.ack.Ack()
+			return
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+type storeResult struct {
+	duplicates, folded, foldErrors uint64
+}
+
+// store runs the batch's transaction.
+func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64) (res storeResult, err error) {
+	conn := ing.conn
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+
+	if len(good) > 0 {
+		existing, err := ing.existingIDs(ctx, good)
+		if err != nil {
+			return res, fmt.Errorf("existing ids: %w", err)
+		}
+		if len(existing) > 0 {
+			kept := good[:0:0]
+			for _, it := range good {
+				if _, ok := existing[it.env.ID]; !ok {
+					kept = append(kept, it)
+				}
+			}
+			res.duplicates = uint64(len(good) - len(kept))
+			good = kept
+		}
+	}
+	if len(good) > 0 {
+		if err := ing.loadGood(ctx, good); err != nil {
+			return res, fmt.Errorf("events: %w", err)
+		}
+	}
+	for _, it := range rejected {
+		var msgID any
+		if it.msgID != "" {
+			msgID = it.msgID
+		}
+		if _, err := conn.ExecContext(ctx, queries.IngestRejected.SQL, int64(it.streamSeq), it.subject, msgID,
+			it.raw, it.rej.reason, it.rej.class); err != nil {
+			return res, fmt.Errorf("rejected: %w", err)
+		}
+	}
+	for _, it := range good {
+		ing.tracker.add(it)
+	}
+	folded, foldErrors, err := ing.foldFinished(ctx)
+	if err != nil {
+		return res, fmt.Errorf("fold: %w", err)
+	}
+	res.folded, res.foldErrors = uint64(len(folded)), foldErrors
+	if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, ing.cfg.Stream, int64(wm),
+		int64(len(good)), int64(len(rejected)), int64(res.duplicates)); err != nil {
+		return res, fmt.Errorf("watermark: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return res, err
+	}
+	ing.tracker.endBatch(folded)
+	return res, nil
+}
+
+// loadGood loads the good events, reusing the record the fetcher built when it holds exactly
+// these items (the usual case: no redelivery, no duplicate, no hole).
+func (ing *ingester) loadGood(ctx context.Context, good []*item) error {
+	// The fetcher's record is only usable when it holds the same items; compare identities.
+	if br := ing.current; br != nil && len(br.items) == len(good) && sameItems(br.items, good) {
+		return loadEvents(ctx, ing.conn, br.rec)
+	}
+	br := buildFor(good)
+	defer br.release()
+	return loadEvents(ctx, ing.conn, br.rec)
+}
+
+func sameItems(a, b []*item) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// existingIDs returns the ids of good that are already stored.
+func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]struct{}, error) {
+	ids := make([]string, len(good))
+	lo, hi := good[0].env.ID, good[0].env.ID
+	for i, it := range good {
+		id := it.env.ID
+		ids[i] = id
+		lo, hi = min(lo, id), max(hi, id)
+	}
+	rows, err := ing.conn.QueryContext(ctx, queries.IngestExistingIDs.SQL, lo, hi, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found map[string]struct{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if found == nil {
+			found = map[string]struct{}{}
+		}
+		found[id] = struct{}{}
+	}
+	return found, rows.Err()
+}
+
+// foldFinished writes the run_folds rows of the attempts that finished in this batch and of
+// finished attempts that received a late event. It returns the keys folded.
+func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, error) {
+	t := ing.tracker
+	var newKeys []attemptKey
+	for _, a := range t.batch {
+		if a.isNew {
+			newKeys = append(newKeys, a.key)
+		}
+	}
+	late, err := ing.foldedKeys(ctx, newKeys)
+	if err != nil {
+		return nil, 0, err
+	}
+	var fromMemory []*openAttempt
+	var fromDB []attemptKey
+	for _, a := range t.batch {
+		_, isLate := late[a.key]
+		if !a.finished && !isLate {
+			continue
+		}
+		if !isLate && a.complete() {
+			fromMemory = append(fromMemory, a)
+		} else {
+			fromDB = append(fromDB, a.key)
+		}
+	}
+	var rows []foldRow
+	var keys []attemptKey
+	var foldErrors uint64
+	for _, a := range fromMemory {
+		h := make([]histEvent, len(a.items))
+		for i, it := range a.items {
+			h[i] = histEvent{env: it.env, streamSeq: it.streamSeq}
+		}
+		sortHistory(h)
+		keys = append(keys, a.key)
+		if row, ferr := foldHistory(a.key, h); row != nil {
+			rows = append(rows, row)
+			if ferr {
+				foldErrors++
+			}
+		}
+	}
+	if len(fromDB) > 0 {
+		hist, err := ing.readHistories(ctx, fromDB)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := ing.execKeys(ctx, queries.IngestFoldDelete.SQL, fromDB); err != nil {
+			return nil, 0, err
+		}
+		for _, k := range fromDB {
+			keys = append(keys, k)
+			if row, ferr := foldHistory(k, hist[k]); row != nil {
+				rows = append(rows, row)
+				if ferr {
+					foldErrors++
+				}
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := ing.appendFolds(rows); err != nil {
+			return nil, 0, err
+		}
+	}
+	return keys, foldErrors, nil
+}
+
+func keyLists(keys []attemptKey) (studies, runs []string, attempts []int32) {
+	for _, k := range keys {
+		studies = append(studies, k.study)
+		runs = append(runs, k.run)
+		attempts = append(attempts, int32(k.attempt))
+	}
+	return studies, runs, attempts
+}
+
+func (ing *ingester) execKeys(ctx context.Context, q string, keys []attemptKey) error {
+	s, r, a := keyLists(keys)
+	_, err := ing.conn.ExecContext(ctx, q, s, r, a)
+	return err
+}
+
+// foldedKeys returns which of keys already have a run_folds row.
+func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[attemptKey]struct{}, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	s, r, a := keyLists(keys)
+	rows, err := ing.conn.QueryContext(ctx, queries.IngestFoldedKeys.SQL, s, r, a)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out map[attemptKey]struct{}
+	for rows.Next() {
+		var k attemptKey
+		if err := rows.Scan(&k.study, &k.run, &k.attempt); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = map[attemptKey]struct{}{}
+		}
+		out[k] = struct{}{}
+	}
+	return out, rows.Err()
+}
+
+// storedWire is an event as read back from DuckDB, re-encoded for events.Decode.
+type storedWire struct {
+	Schema    int             `json:"schema"`
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Time      time.Time       `json:"time"`
+	Study     string          `json:"study"`
+	Run       string          `json:"run"`
+	Attempt   int             `json:"attempt"`
+	Seq       int64           `json:"seq"`
+	Source    events.Source   `json:"source"`
+	TraceID   string          `json:"trace_id,omitempty"`
+	SpanID    string          `json:"span_id,omitempty"`
+	Ignorable bool            `json:"ignorable,omitempty"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// readHistories reads the stored events of some attempts, sorted as the fold wants them.
+func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[attemptKey][]histEvent, error) {
+	s, r, a := keyLists(keys)
+	rows, err := ing.conn.QueryContext(ctx, queries.IngestAttemptEvents.SQL, s, r, a)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[attemptKey][]histEvent{}
+	for rows.Next() {
+		var w storedWire
+		var streamSeq int64
+		var traceID, spanID sql.NullString
+		var payload string
+		if err := rows.Scan(&w.Study, &w.Run, &w.Attempt, &w.Seq, &streamSeq, &w.ID, &w.Type, &w.Schema, &w.Time,
+			&w.Source.Kind, &w.Source.ID, &traceID, &spanID, &w.Ignorable, &payload); err != nil {
+			return nil, err
+		}
+		w.TraceID, w.SpanID, w.Payload = traceID.String, spanID.String, json.RawMessage(payload)
+		raw, err := json.Marshal(w)
+		if err != nil {
+			return nil, err
+		}
+		e, err := events.Decode(raw)
+		if err != nil {
+			// Stored events decoded when they arrived; a failure here means a newer schema.
+			return nil, fmt.Errorf("stored event %s: %w", w.ID, err)
+		}
+		k := attemptKey{w.Study, w.Run, w.Attempt}
+		out[k] = append(out[k], histEvent{env: e, streamSeq: uint64(streamSeq)})
+	}
+	return out, rows.Err()
+}
+
+// appendFolds appends run_folds rows with DuckDB's appender, inside the open transaction.
+func (ing *ingester) appendFolds(rows []foldRow) error {
+	return ing.conn.Raw(func(dc any) error {
+		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_folds")
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := app.AppendRow(r...); err != nil {
+				_ = app.Close()
+				return err
+			}
+		}
+		return app.Close()
+	})
+}

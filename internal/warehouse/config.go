@@ -1,0 +1,133 @@
+package warehouse
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+)
+
+// Config says which DuckDB database to open.
+type Config struct {
+	// Path is the DuckDB file; "" opens an in-memory database (tests, benchmarks).
+	Path string
+	// ReadOnly opens an existing file without creating or migrating the schema. DuckDB lets only
+	// one process open a file while another writes it, even read-only.
+	ReadOnly bool
+	// Threads bounds DuckDB's worker threads (0: DuckDB's default, one per core).
+	Threads int
+	// MemoryLimit caps DuckDB's buffer pool, e.g. "1GB" ("" : DuckDB's default, 80% of RAM).
+	MemoryLimit string
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	if c.ReadOnly && c.Path == "" {
+		return fmt.Errorf("%w: read-only needs a file path", ErrConfig)
+	}
+	if c.Threads < 0 {
+		return fmt.Errorf("%w: threads %d", ErrConfig, c.Threads)
+	}
+	return nil
+}
+
+// IngestConfig tunes ingestion. The zero value is usable: every zero field takes its default.
+type IngestConfig struct {
+	// Stream is the stream to ingest (default events.EventsStream).
+	Stream string
+	// Durable names the JetStream durable consumer (default DefaultDurable). One database file,
+	// one durable name: two analyzers with different files must not share a name.
+	Durable string
+	// BatchSize bounds the events in one DuckDB transaction (default 10,000).
+	BatchSize int
+	// BatchWait bounds how long a batch fills before it is committed anyway (default 500ms).
+	BatchWait time.Duration
+	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
+	MaxBatchBytes int
+	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
+	// flow control (default 3 × BatchSize: one batch filling, one queued, one committing).
+	MaxAckPending int
+	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
+	// redelivered message at or below the watermark is acknowledged without being stored again.
+	AckWait time.Duration
+	// MaxOpenEvents bounds the events of unfinished run attempts held in memory for the fold
+	// (default 50,000). Beyond it the fold of an attempt reads its events back from DuckDB.
+	MaxOpenEvents int
+	// Hooks are test hooks (nil in production).
+	Hooks *Hooks
+}
+
+// Defaults.
+const (
+	DefaultDurable       = "ditto-analyzer"
+	DefaultBatchSize     = 10_000
+	DefaultBatchWait     = 500 * time.Millisecond
+	DefaultMaxBatchBytes = 32 << 20
+	DefaultAckWait       = 60 * time.Second
+	DefaultMaxOpenEvents = 50_000
+)
+
+func (c IngestConfig) withDefaults() IngestConfig {
+	if c.Stream == "" {
+		c.Stream = events.EventsStream
+	}
+	if c.Durable == "" {
+		c.Durable = DefaultDurable
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = DefaultBatchWait
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = 3 * c.BatchSize
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.MaxOpenEvents == 0 {
+		c.MaxOpenEvents = DefaultMaxOpenEvents
+	}
+	return c
+}
+
+// Validate reports the first invalid setting.
+func (c IngestConfig) Validate() error {
+	switch {
+	case c.BatchSize < 0:
+		return fmt.Errorf("%w: batch size %d", ErrConfig, c.BatchSize)
+	case c.BatchWait < 0:
+		return fmt.Errorf("%w: batch wait %v", ErrConfig, c.BatchWait)
+	case c.MaxBatchBytes < 0 || (c.MaxBatchBytes > 0 && c.MaxBatchBytes < events.MaxEventSize):
+		return fmt.Errorf("%w: max batch bytes %d, want >= %d (one event)", ErrConfig, c.MaxBatchBytes, events.MaxEventSize)
+	case c.MaxAckPending < 0 || (c.MaxAckPending > 0 && c.MaxAckPending < c.withDefaults().BatchSize):
+		return fmt.Errorf("%w: max ack pending %d, want >= batch size", ErrConfig, c.MaxAckPending)
+	case c.AckWait < 0 || (c.AckWait > 0 && c.AckWait < 100*time.Millisecond):
+		return fmt.Errorf("%w: ack wait %v", ErrConfig, c.AckWait)
+	case c.MaxOpenEvents < 0:
+		return fmt.Errorf("%w: max open events %d", ErrConfig, c.MaxOpenEvents)
+	}
+	if c.Durable != "" {
+		if err := events.ValidateToken("durable", c.Durable); err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
+	return nil
+}
+
+// Hooks let tests stop ingestion at the points where a crash matters. A hook that returns an
+// error makes Ingest return it (wrapped in ErrHook) at once, without acknowledging anything
+// further, as if the process had died there.
+type Hooks struct {
+	// AfterFetch runs after a batch is fetched and decoded, before its transaction begins.
+	AfterFetch func(batch int) error
+	// AfterCommit runs after a batch's transaction commits, before its messages are acked.
+	AfterCommit func(batch int) error
+	// SkipAck, when it returns true, leaves a committed batch unacknowledged (as if the acks
+	// were lost) and goes on: the broker redelivers it after AckWait.
+	SkipAck func(batch int) bool
+}

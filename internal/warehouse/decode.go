@@ -1,0 +1,80 @@
+package warehouse
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dittolab/ditto/events"
+)
+
+// item is one delivered message, decoded.
+type item struct {
+	streamSeq uint64
+	subject   string
+	msgID     string
+	raw       []byte
+	ack       acker // nil in replays without a broker
+
+	env     events.Envelope // valid when rej == nil
+	payload []byte          // the payload as JSON
+	rej     *rejection
+}
+
+// acker is the part of jetstream.Msg the committer uses.
+type acker interface {
+	Ack() error
+	TermWithReason(reason string) error
+}
+
+// rejection says why a message is kept in rejected_events instead of events.
+type rejection struct {
+	class  string
+	reason string
+}
+
+// Error classes of rejected_events.error_class.
+const (
+	classMalformed       = "malformed"
+	classInvalid         = "invalid"
+	classUnknownType     = "unknown_type"
+	classUnknownVersion  = "unknown_version"
+	classTooLarge        = "too_large"
+	classSubjectMismatch = "subject_mismatch"
+)
+
+// decodeItem decodes it.raw into it.env and it.payload, or sets it.rej.
+func decodeItem(it *item) {
+	e, err := events.Decode(it.raw)
+	if err != nil {
+		it.rej = &rejection{class: errorClass(err), reason: err.Error()}
+		return
+	}
+	if want, err := events.SubjectOf(&e); err != nil || want != it.subject {
+		it.rej = &rejection{class: classSubjectMismatch,
+			reason: fmt.Sprintf("warehouse: event %s of %s/%s is on subject %q, want %q", e.Type, e.Study, e.Run, it.subject, want)}
+		return
+	}
+	var payload []byte
+	if u, ok := e.Payload.(events.Unknown); ok {
+		payload = u.Raw
+	} else if payload, err = json.Marshal(e.Payload); err != nil {
+		it.rej = &rejection{class: classInvalid, reason: fmt.Sprintf("warehouse: re-encode payload: %v", err)}
+		return
+	}
+	it.env, it.payload = e, payload
+}
+
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, events.ErrTooLarge):
+		return classTooLarge
+	case errors.Is(err, events.ErrMalformed):
+		return classMalformed
+	case errors.Is(err, events.ErrUnknownType):
+		return classUnknownType
+	case errors.Is(err, events.ErrUnknownVersion):
+		return classUnknownVersion
+	}
+	return classInvalid
+}

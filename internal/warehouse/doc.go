@@ -1,0 +1,43 @@
+// Package warehouse is the analyzer's storage: it ingests DITTO_EVENTS into a DuckDB database and
+// maintains the projection that people and the metrics query (the SQL is in package queries).
+//
+// # Ingestion
+//
+// A durable pull consumer (AckAll policy) delivers messages; a fetching goroutine gathers them
+// into batches bounded by count, bytes and time, decodes each one (events.Decode) and builds an
+// Arrow record batch of the good ones; the committing goroutine stores the batch in one DuckDB
+// transaction and only then acknowledges it. Memory is bounded whatever the backlog: the client
+// buffers at most one pull of BatchSize messages, at most three batches exist at once, and the
+// broker delivers at most MaxAckPending unacknowledged messages.
+//
+// # Exactly once
+//
+// The transaction that stores a batch also advances a watermark, the stream sequence at and
+// below which every message is stored (table ingest_state). A message at or below it is a
+// redelivery and is acknowledged without being stored; a batch whose sequences skip one (a lost
+// delivery) is stored only up to the gap and the consumer is restarted from the watermark. At
+// start the consumer is (re)created from the watermark whenever its state disagrees with the
+// database, so the database, not the broker, says where ingestion stands: an analyzer killed
+// between commit and ack, or between fetch and commit, resumes exactly. Events re-sent after the
+// broker's duplicate window (same id, new stream sequence) are found by an id anti-join against
+// the stored ids, restricted to the batch's id range so that DuckDB reads only the row groups
+// whose min/max statistics overlap it. There is no primary key on events.id: an ART index made
+// appends several times slower (figures in the package's benchmark notes, bench_test.go).
+//
+// # Rejected messages
+//
+// A message that does not decode, fails validation or sits on a subject other than its
+// envelope's is stored in rejected_events (raw bytes, subject, stream sequence, reason) in the
+// same transaction and then terminated (Term): it is never redelivered and never stops
+// ingestion.
+//
+// # Runs
+//
+// The runs of the analysis (spec/metrics.md) are folds of their events (events.Fold). When a
+// run attempt's run.finished is stored, the ingester folds the attempt's events (held in memory
+// while the run is open, read back from DuckDB otherwise) and writes one row of run_folds with
+// the plan, states, tools, calls, output, their signatures (package metrics) and any fold error;
+// a late event of a finished attempt refolds it. The view runs adds the attempts that have not
+// finished. Everything is derived from the stream: Rebuild replays it into a fresh file and
+// yields identical tables.
+package warehouse

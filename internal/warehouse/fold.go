@@ -1,0 +1,170 @@
+package warehouse
+
+import (
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/metrics"
+)
+
+// NoOutput is the value of runs.output (and of the output fed to sig_output) for a run that
+// produced no output. It is not valid JSON, so it never equals a real output.
+const NoOutput = "<none>"
+
+// histEvent is one stored event of an attempt's history.
+type histEvent struct {
+	env       events.Envelope
+	streamSeq uint64
+}
+
+// foldRow is one row of run_folds, in column order.
+type foldRow []driver.Value
+
+// sortHistory orders a history as the fold and ingest_attempt_events.sql do: by seq, then by
+// stream sequence.
+func sortHistory(h []histEvent) {
+	sort.SliceStable(h, func(i, j int) bool {
+		if h[i].env.Seq != h[j].env.Seq {
+			return h[i].env.Seq < h[j].env.Seq
+		}
+		return h[i].streamSeq < h[j].streamSeq
+	})
+}
+
+// micro truncates t to DuckDB's microsecond precision, so that a row computed from events in
+// memory equals one computed from events read back from DuckDB.
+func micro(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }
+
+// foldHistory folds an attempt's sorted history into its run_folds row.
+func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
+	envs := make([]events.Envelope, len(h))
+	for i := range h {
+		envs[i] = h[i].env
+	}
+	r, ferr := events.Fold(envs)
+
+	var started *events.RunStarted
+	var finished *events.RunFinished
+	var startedAt, finishedAt any
+	var st, ft time.Time
+	for i := range envs {
+		switch p := envs[i].Payload.(type) {
+		case events.RunStarted:
+			if started == nil {
+				started, st = &p, micro(envs[i].Time)
+				startedAt = st
+			}
+		case events.RunFinished:
+			finished, ft = &p, micro(envs[i].Time) // the last one wins, as in the fold's refusal
+			finishedAt = ft
+		}
+	}
+	if finished == nil {
+		return nil, false // nothing to write until run.finished is stored
+	}
+	if r.Finished != nil {
+		finished = r.Finished
+	}
+
+	var task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated any
+	if started != nil {
+		task, model, condition = started.Task, started.Model, started.Condition
+		instance = nullString(started.Instance)
+		inputIndex, seedIndex = int32(started.InputIndex), int32(started.SeedIndex)
+		if started.Seed != nil {
+			seed = *started.Seed
+		}
+		c := started.Components
+		if c == nil {
+			c = []string{}
+		}
+		components, simulated = c, started.Simulated
+	}
+	var elapsed any
+	if started != nil {
+		elapsed = float64(ft.Sub(st).Microseconds()) / 1000
+	}
+
+	states := nonNil(r.States)
+	tools := nonNil(r.Tools)
+	calls := make([]metrics.Call, len(r.Calls))
+	for i, c := range r.Calls {
+		calls[i] = metrics.Call{Tool: c.Tool, Args: string(c.Args)}
+	}
+	callsJSON := events.MustCanonical(nonNilCalls(r.Calls))
+	output := NoOutput
+	if len(finished.Output) > 0 {
+		output = string(finished.Output)
+	}
+	mr := metrics.Run{Plan: r.Plan, States: states, Tools: tools, Calls: calls, Output: output}
+
+	var foldErr, checkErr any
+	foldErrors := false
+	if ferr != nil {
+		foldErr, foldErrors = ferr.Error(), true
+	} else if msg := checkTotals(finished.Totals, r); msg != "" {
+		checkErr = msg
+	}
+	src := envs[0].Source
+	row := foldRow{
+		k.study, k.run, int32(k.attempt), string(src.Kind), src.ID,
+		task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated,
+		finished.Status, finished.Success, nullString(finished.Error),
+		startedAt, finishedAt, finished.Totals.LatencyMS, elapsed,
+		r.PromptTokens, r.CompletionTokens, r.PromptTokens + r.CompletionTokens,
+		int32(r.ModelCalls), int32(len(r.Tools)), int32(r.Retries), int32(r.PlanReprompts),
+		int32(r.RejectedToolCalls), int32(r.ValidationsFailed),
+		r.Escalated || finished.Status == events.StatusEscalated,
+		r.Plan, states, tools, string(callsJSON), output,
+		sig(metrics.PlanSignature(mr)), sig(metrics.StatesSignature(mr)), sig(metrics.ToolsSignature(mr)),
+		sig(metrics.CallsSignature(mr)), sig(metrics.OutputSignature(mr)), sig(metrics.TraceSignature(mr)),
+		int32(len(h)), foldErr, checkErr,
+	}
+	return row, foldErrors
+}
+
+func sig(s metrics.Signature) string { return hex.EncodeToString(s[:]) }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilCalls(c []events.Call) []events.Call {
+	if c == nil {
+		return []events.Call{}
+	}
+	return c
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// checkTotals compares run.finished's totals with what the fold counted from the events.
+func checkTotals(t events.Totals, r *events.Run) string {
+	var diffs []string
+	check := func(name string, reported, folded int64) {
+		if reported != folded {
+			diffs = append(diffs, fmt.Sprintf("%s: reported %d, events say %d", name, reported, folded))
+		}
+	}
+	check("prompt_tokens", t.PromptTokens, r.PromptTokens)
+	check("completion_tokens", t.CompletionTokens, r.CompletionTokens)
+	check("model_calls", int64(t.ModelCalls), int64(r.ModelCalls))
+	check("tool_calls", int64(t.ToolCalls), int64(len(r.Tools)))
+	check("retries", int64(t.Retries), int64(r.Retries))
+	check("plan_reprompts", int64(t.PlanReprompts), int64(r.PlanReprompts))
+	check("rejected_tool_calls", int64(t.RejectedToolCalls), int64(r.RejectedToolCalls))
+	return strings.Join(diffs, "; ")
+}

@@ -1,0 +1,260 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errCaughtUp ends a CatchUp session; errRestart asks for a new consumer session (a gap).
+var (
+	errCaughtUp = errors.New("warehouse: caught up")
+	errRestart  = errors.New("warehouse: restart the consumer")
+)
+
+// Ingest consumes the stream into the database until ctx is done, then returns nil. It returns
+// an error only when the database fails (ErrCommit) or a test hook stops it (ErrHook); broker
+// errors (a restarting server, a lost connection) are retried with back-off. Only one Ingest or
+// CatchUp runs at a time per Warehouse; a second call waits for the first.
+func (w *Warehouse) Ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig) error {
+	err := w.ingest(ctx, b, cfg, false)
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == nil) {
+		return nil
+	}
+	return err
+}
+
+// CatchUp consumes the stream until every message in it when ingestion is idle is stored, then
+// returns nil: the demo, the tests and Rebuild use it. It returns ctx's error if ctx ends first.
+func (w *Warehouse) CatchUp(ctx context.Context, b *bus.Bus, cfg IngestConfig) error {
+	err := w.ingest(ctx, b, cfg, true)
+	if errors.Is(err, errCaughtUp) {
+		return nil
+	}
+	if err == nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, untilCaughtUp bool) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if w.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	cfg = cfg.withDefaults()
+	w.ingestMu.Lock()
+	defer w.ingestMu.Unlock()
+	w.stats.setRunning(true)
+	defer w.stats.setRunning(false)
+
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("warehouse: connection: %w", err)
+	}
+	defer conn.Close()
+	ing := &ingester{w: w, js: b.JetStream(), cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
+		untilCaughtUp: untilCaughtUp}
+	backoff := 100 * time.Millisecond
+	for {
+		err := ing.session(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errCaughtUp):
+			return err
+		case errors.Is(err, errRestart):
+			w.stats.restarted()
+			continue
+		case errors.Is(err, ErrCommit), errors.Is(err, ErrHook), errors.Is(err, ErrConfig):
+			return err
+		case err == nil:
+			continue
+		}
+		// A broker error: the server may be restarting or electing a leader. Retry.
+		w.stats.restarted()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// ingester is the state of one Ingest call.
+type ingester struct {
+	w             *Warehouse
+	js            jetstream.JetStream
+	cfg           IngestConfig
+	conn          *sql.Conn
+	tracker       *tracker
+	untilCaughtUp bool
+	batchNo       int
+	current       *builtRecord // the fetcher's record of the batch being committed
+
+	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal
+	gapCount int
+}
+
+// batch is what the fetcher hands the committer.
+type batch struct {
+	items []*item
+	bytes int
+	idle  bool // the fetch timed out with nothing delivered
+	built *builtRecord
+	lag   uint64
+}
+
+// session runs one consumer session: ensure the consumer from the committed watermark, then
+// fetch and commit until an error, a gap or (CatchUp) the end of the stream.
+func (ing *ingester) session(ctx context.Context) error {
+	pos, err := readPosition(ctx, ing.conn, ing.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCommit, err)
+	}
+	s, err := ing.js.Stream(ctx, ing.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("warehouse: stream %s: %w", ing.cfg.Stream, err)
+	}
+	state := s.CachedInfo().State
+	wm := pos.Watermark
+	if state.Msgs > 0 && state.FirstSeq > wm+1 {
+		// Messages below the stream's first sequence are gone (a stream created anew, or
+		// limits); nothing can be stored for them.
+		wm = state.FirstSeq - 1
+	}
+	if ing.untilCaughtUp && state.LastSeq <= wm {
+		return errCaughtUp
+	}
+	cons, err := ensureConsumer(ctx, s, ing.cfg, wm)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *batch, 1)
+	fetchErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		fetchErr <- ing.fetch(sctx, cons, batches)
+	}()
+	drain := func(err error) error {
+		cancel()
+		for b := range batches {
+			b.release()
+		}
+		if ferr := <-fetchErr; err == nil && ferr != nil && sctx.Err() == nil {
+			err = ferr
+		}
+		return err
+	}
+	for b := range batches {
+		if b.idle {
+			if ing.untilCaughtUp {
+				last, err := lastSeq(ctx, s)
+				if err != nil {
+					return drain(err)
+				}
+				if last <= wm {
+					return drain(errCaughtUp)
+				}
+			}
+			continue
+		}
+		next, err := ing.commit(ctx, b, wm)
+		b.release()
+		if err != nil {
+			return drain(err)
+		}
+		wm = next
+	}
+	return drain(nil)
+}
+
+func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("warehouse: stream info: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// fetch gathers delivered messages into batches bounded by count, bytes and time, decodes them
+// and builds their Arrow record, and sends them to the committer. It holds at most one batch
+// while the channel holds another and the committer a third.
+func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- *batch) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(ing.cfg.BatchSize))
+	if err != nil {
+		return fmt.Errorf("warehouse: pull: %w", err)
+	}
+	defer it.Stop()
+	for {
+		b := &batch{}
+		// Wait up to BatchWait for a first message; the batch's own clock starts with it.
+		bctx, bcancel := context.WithTimeout(ctx, ing.cfg.BatchWait)
+		for len(b.items) < ing.cfg.BatchSize && b.bytes < ing.cfg.MaxBatchBytes {
+			msg, err := it.Next(jetstream.NextContext(bctx))
+			if err != nil {
+				bcancel()
+				if ctx.Err() != nil {
+					return nil
+				}
+				if errors.Is(err, context.DeadlineExceeded) {
+					break
+				}
+				return fmt.Errorf("warehouse: next message: %w", err)
+			}
+			if len(b.items) == 0 {
+				bcancel()
+				bctx, bcancel = context.WithTimeout(ctx, ing.cfg.BatchWait)
+			}
+			item, pending := newItem(msg)
+			b.items = append(b.items, item)
+			b.bytes += len(item.raw)
+			b.lag = pending
+		}
+		bcancel()
+		if len(b.items) == 0 {
+			b.idle = true
+		} else {
+			for _, it := range b.items {
+				decodeItem(it)
+			}
+			b.built = buildFor(b.items)
+		}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			b.release()
+			return nil
+		}
+	}
+}
+
+// newItem wraps a delivered message; it also returns the consumer's pending count (the lag).
+func newItem(msg jetstream.Msg) (*item, uint64) {
+	it := &item{subject: msg.Subject(), raw: msg.Data(), ack: msg}
+	var pending uint64
+	if meta, err := msg.Metadata(); err == nil {
+		it.streamSeq, pending = meta.Sequence.Stream, meta.NumPending
+	}
+	if h := msg.Headers(); h != nil {
+		it.msgID = h.Get(jetstream.MsgIDHeader)
+	}
+	return it, pending
+}
+
+func (b *batch) release() {
+	if b.built != nil {
+		b.built.release()
+		b.built = nil
+	}
+}

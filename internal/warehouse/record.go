@@ -1,0 +1,75 @@
+package warehouse
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// eventsSchema is the Arrow schema of a batch of events: the columns of table events, in order.
+var eventsSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "stream_seq", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "type", Type: arrow.BinaryTypes.String},
+	{Name: "schema_version", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "study", Type: arrow.BinaryTypes.String},
+	{Name: "run", Type: arrow.BinaryTypes.String},
+	{Name: "attempt", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "source_kind", Type: arrow.BinaryTypes.String},
+	{Name: "source_id", Type: arrow.BinaryTypes.String},
+	{Name: "trace_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "span_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "ignorable", Type: arrow.FixedWidthTypes.Boolean},
+	{Name: "payload", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// buildRecord converts the good items to one Arrow record batch. The caller releases it.
+func buildRecord(mem memory.Allocator, items []*item) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, eventsSchema)
+	defer b.Release()
+	b.Reserve(len(items))
+	streamSeq := b.Field(0).(*array.Int64Builder)
+	id := b.Field(1).(*array.StringBuilder)
+	typ := b.Field(2).(*array.StringBuilder)
+	schema := b.Field(3).(*array.Int32Builder)
+	ts := b.Field(4).(*array.TimestampBuilder)
+	study := b.Field(5).(*array.StringBuilder)
+	run := b.Field(6).(*array.StringBuilder)
+	attempt := b.Field(7).(*array.Int32Builder)
+	seq := b.Field(8).(*array.Int64Builder)
+	srcKind := b.Field(9).(*array.StringBuilder)
+	srcID := b.Field(10).(*array.StringBuilder)
+	traceID := b.Field(11).(*array.StringBuilder)
+	spanID := b.Field(12).(*array.StringBuilder)
+	ignorable := b.Field(13).(*array.BooleanBuilder)
+	payload := b.Field(14).(*array.StringBuilder)
+	for _, it := range items {
+		e := &it.env
+		streamSeq.Append(int64(it.streamSeq))
+		id.Append(e.ID)
+		typ.Append(string(e.Type))
+		schema.Append(int32(e.Schema))
+		ts.Append(arrow.Timestamp(e.Time.UnixMicro()))
+		study.Append(e.Study)
+		run.Append(e.Run)
+		attempt.Append(int32(e.Attempt))
+		seq.Append(e.Seq)
+		srcKind.Append(string(e.Source.Kind))
+		srcID.Append(e.Source.ID)
+		appendNullable(traceID, e.TraceID)
+		appendNullable(spanID, e.SpanID)
+		ignorable.Append(e.Ignorable)
+		payload.BinaryBuilder.Append(it.payload)
+	}
+	return b.NewRecordBatch()
+}
+
+func appendNullable(b *array.StringBuilder, s string) {
+	if s == "" {
+		b.AppendNull()
+		return
+	}
+	b.Append(s)
+}

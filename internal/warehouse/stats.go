@@ -1,0 +1,167 @@
+package warehouse
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats is a snapshot of this process's ingestion.
+type Stats struct {
+	Running     bool      // an Ingest or CatchUp is running
+	Watermark   uint64    // committed stream sequence
+	Lag         uint64    // messages in the stream beyond the last delivered one (consumer pending)
+	Events      uint64    // events stored by this process
+	Rejected    uint64    // messages stored in rejected_events by this process
+	Duplicates  uint64    // events skipped because their id was already stored
+	Redelivered uint64    // redeliveries at or below the watermark, acknowledged without storing
+	Batches     uint64    // batches committed
+	Restarts    uint64    // consumer restarts (gaps, errors)
+	Rate        float64   // events stored per second, averaged over the last ~10 seconds
+	LastCommit  time.Time // when the last batch committed (zero before the first)
+	LastBatch   time.Duration
+	FoldErrors  uint64 // run attempts folded with an error by this process
+	RunsFolded  uint64 // run_folds rows written by this process
+	OpenRuns    int    // run attempts held open in memory for the fold
+	OpenEvents  int    // their events
+}
+
+type statsRecorder struct {
+	mu sync.Mutex
+	s  Stats
+	// rate: events over a sliding window of recent commits
+	window []rateSample
+
+	lag        prometheus.Gauge
+	watermark  prometheus.Gauge
+	ingested   prometheus.Counter
+	rejected   prometheus.Counter
+	duplicates prometheus.Counter
+	redeliv    prometheus.Counter
+	batchDur   prometheus.Histogram
+	batchSize  prometheus.Histogram
+	foldErrors prometheus.Counter
+	rate       prometheus.GaugeFunc
+}
+
+type rateSample struct {
+	at time.Time
+	n  uint64
+}
+
+func newStatsRecorder() *statsRecorder {
+	r := &statsRecorder{
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ditto_analyzer_consumer_lag",
+			Help: "Messages in DITTO_EVENTS not yet delivered to the analyzer's consumer."}),
+		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ditto_analyzer_watermark",
+			Help: "Stream sequence at and below which every message is stored."}),
+		ingested: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_events_ingested_total",
+			Help: "Events stored in DuckDB."}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_rejected_events_total",
+			Help: "Messages stored in rejected_events and terminated."}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_duplicate_events_total",
+			Help: "Events skipped because their id was already stored (re-sent after the duplicate window)."}),
+		redeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_redelivered_total",
+			Help: "Redelivered messages at or below the watermark, acknowledged without storing."}),
+		batchDur: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ditto_analyzer_batch_seconds",
+			Help:    "Time to store and commit one batch in DuckDB.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ditto_analyzer_batch_events",
+			Help:    "Messages per committed batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
+		foldErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_fold_errors_total",
+			Help: "Finished run attempts whose events the fold refused."}),
+	}
+	r.rate = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ditto_analyzer_ingest_rate",
+		Help: "Events stored per second over the last ~10 seconds."}, func() float64 { return r.snapshot().Rate })
+	return r
+}
+
+func (r *statsRecorder) collectors() []prometheus.Collector {
+	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.redeliv,
+		r.batchDur, r.batchSize, r.foldErrors, r.rate}
+}
+
+// batchDone records one committed batch.
+func (r *statsRecorder) batchDone(b batchStats) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.s
+	s.Watermark = b.watermark
+	s.Lag = b.lag
+	s.Events += b.events
+	s.Rejected += b.rejected
+	s.Duplicates += b.duplicates
+	s.Redelivered += b.redelivered
+	s.Batches++
+	s.LastCommit = b.at
+	s.LastBatch = b.took
+	s.FoldErrors += b.foldErrors
+	s.RunsFolded += b.folded
+	s.OpenRuns, s.OpenEvents = b.openRuns, b.openEvents
+	r.window = append(r.window, rateSample{b.at, b.events})
+	cut := 0
+	for cut < len(r.window)-1 && b.at.Sub(r.window[cut].at) > 10*time.Second {
+		cut++
+	}
+	r.window = r.window[cut:]
+	r.lag.Set(float64(b.lag))
+	r.watermark.Set(float64(b.watermark))
+	r.ingested.Add(float64(b.events))
+	r.rejected.Add(float64(b.rejected))
+	r.duplicates.Add(float64(b.duplicates))
+	r.redeliv.Add(float64(b.redelivered))
+	r.batchDur.Observe(b.took.Seconds())
+	r.batchSize.Observe(float64(b.messages))
+	r.foldErrors.Add(float64(b.foldErrors))
+}
+
+func (r *statsRecorder) setRunning(on bool) {
+	r.mu.Lock()
+	r.s.Running = on
+	r.mu.Unlock()
+}
+
+func (r *statsRecorder) restarted() {
+	r.mu.Lock()
+	r.s.Restarts++
+	r.mu.Unlock()
+}
+
+func (r *statsRecorder) snapshot() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.s
+	if n := len(r.window); n > 0 {
+		span := time.Since(r.window[0].at)
+		if span < time.Second {
+			span = time.Second
+		}
+		var total uint64
+		for _, w := range r.window {
+			total += w.n
+		}
+		if time.Since(r.window[n-1].at) < 10*time.Second {
+			s.Rate = float64(total) / span.Seconds()
+		}
+	}
+	return s
+}
+
+type batchStats struct {
+	at                              time.Time
+	took                            time.Duration
+	watermark, lag                  uint64
+	messages                        int
+	events, rejected, duplicates    uint64
+	redelivered, foldErrors, folded uint64
+	openRuns, openEvents            int
+}
+
+// Stats returns a snapshot of this process's ingestion.
+func (w *Warehouse) Stats() Stats { return w.stats.snapshot() }
+
+// Collectors returns the Prometheus collectors of ingestion (consumer lag, ingest rate, batch
+// latency, rejected events, …) for the caller to register once.
+func (w *Warehouse) Collectors() []prometheus.Collector { return w.stats.collectors() }

@@ -1,0 +1,132 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/queries"
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// Warehouse is a DuckDB database holding the projection of the event stream. It is safe for
+// concurrent use: DB may be queried while Ingest runs (DuckDB isolates readers from the ingest
+// transaction). Only one Ingest may run at a time.
+type Warehouse struct {
+	cfg       Config
+	connector *duckdb.Connector
+	db        *sql.DB
+	stats     *statsRecorder
+
+	ingestMu sync.Mutex // held by Ingest/CatchUp: one ingester per database
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+// Open opens (creating if needed) the database at cfg.Path and creates or updates the schema
+// (queries.Schema) unless cfg.ReadOnly.
+func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dsn := cfg.Path
+	q := url.Values{}
+	if cfg.ReadOnly {
+		q.Set("access_mode", "read_only")
+	}
+	if cfg.Threads > 0 {
+		q.Set("threads", fmt.Sprint(cfg.Threads))
+	}
+	if cfg.MemoryLimit != "" {
+		q.Set("memory_limit", cfg.MemoryLimit)
+	}
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
+	}
+	connector, err := duckdb.NewConnector(dsn, nil)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
+	}
+	w := &Warehouse{cfg: cfg, connector: connector, db: sql.OpenDB(connector), stats: newStatsRecorder()}
+	if !cfg.ReadOnly {
+		if err := w.createSchema(ctx); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *Warehouse) createSchema(ctx context.Context) error {
+	for _, s := range queries.Schema() {
+		if _, err := w.db.ExecContext(ctx, s.SQL); err != nil {
+			return fmt.Errorf("warehouse: schema %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// DB returns the database for queries. Callers must not write to the projection's tables.
+func (w *Warehouse) DB() *sql.DB { return w.db }
+
+// Path returns the database file ("" for an in-memory database).
+func (w *Warehouse) Path() string { return w.cfg.Path }
+
+// Tables returns the names of the projection's tables and views.
+func Tables() []string { return queries.Tables() }
+
+// Position is how far ingestion of a stream has got, as committed in the database.
+type Position struct {
+	Watermark  uint64 // every message at or below this stream sequence is stored
+	Events     int64  // events stored
+	Rejected   int64  // messages kept in rejected_events
+	Duplicates int64  // events not stored again because their id was already stored
+}
+
+// Position reads the committed position for stream ("" means events.EventsStream).
+func (w *Warehouse) Position(ctx context.Context, stream string) (Position, error) {
+	if stream == "" {
+		stream = events.EventsStream
+	}
+	return readPosition(ctx, w.db, stream)
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readPosition(ctx context.Context, q queryer, stream string) (Position, error) {
+	var p Position
+	var wm int64
+	err := q.QueryRowContext(ctx, queries.IngestWatermarkGet.SQL, stream).Scan(&wm, &p.Events, &p.Rejected, &p.Duplicates)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Position{}, nil
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("warehouse: read position: %w", err)
+	}
+	p.Watermark = uint64(wm)
+	return p, nil
+}
+
+// Close closes the database. It does not stop a running Ingest: cancel its context first.
+func (w *Warehouse) Close() error {
+	w.closeMu.Lock()
+	defer w.closeMu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := w.db.Close()
+	if cerr := w.connector.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("warehouse: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+-- ingest_attempt_events: the stored history of some run attempts, for the fold when the ingester
+-- does not hold it in memory (after a restart, or for a late event of a finished attempt).
+-- Inputs: the attempts as three parallel lists: $1 studies (VARCHAR[]), $2 runs (VARCHAR[]),
+--   $3 attempts (INTEGER[]).
+-- Outputs: the envelope columns and payload of each event, ordered as the fold wants them.
+WITH k AS (
+    SELECT unnest($1::VARCHAR[]) AS study, unnest($2::VARCHAR[]) AS run,
+           unnest($3::INTEGER[]) AS attempt
+)
+SELECT e.study, e.run, e.attempt, e.seq, e.stream_seq, e.id, e.type, e.schema_version, e.time,
+       e.source_kind, e.source_id, e.trace_id, e.span_id, e.ignorable,
+       CAST(e.payload AS VARCHAR) AS payload
+FROM events e
+SEMI JOIN k ON e.study = k.study AND e.run = k.run AND e.attempt = k.attempt
+ORDER BY e.study, e.run, e.attempt, e.seq, e.stream_seq;

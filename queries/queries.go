@@ -1,0 +1,107 @@
+// Package queries holds ditto's SQL: the DuckDB schema (tables and views of the projection) and
+// the statements the analyzer runs, one statement per .sql file, each beginning with a comment
+// that names its inputs and outputs. The files are embedded; Go code refers to them only through
+// the variables below, and a test fails if a file is not referenced.
+package queries
+
+import (
+	"embed"
+	"strings"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// Kind classifies a statement.
+type Kind int
+
+// Statement kinds.
+const (
+	Table  Kind = iota // CREATE TABLE: part of the schema
+	View               // CREATE VIEW: part of the schema
+	Ingest             // run by the ingester, with parameters or registered Arrow views
+)
+
+// Statement is one embedded SQL statement.
+type Statement struct {
+	Name string // file name without .sql; for tables and views, the object is the rest after the first '_'
+	Kind Kind
+	SQL  string
+}
+
+// Object returns the table or view a schema statement creates ("" for other kinds).
+func (s Statement) Object() string {
+	if s.Kind != Table && s.Kind != View {
+		return ""
+	}
+	_, obj, _ := strings.Cut(s.Name, "_")
+	return obj
+}
+
+func load(name string, kind Kind) Statement {
+	b, err := files.ReadFile(name + ".sql")
+	if err != nil {
+		panic("queries: " + err.Error()) // a missing embedded file is a build error
+	}
+	return Statement{Name: name, Kind: kind, SQL: string(b)}
+}
+
+// Schema tables.
+var (
+	TableEvents         = load("table_events", Table)
+	TableRejectedEvents = load("table_rejected_events", Table)
+	TableIngestState    = load("table_ingest_state", Table)
+	TableRunFolds       = load("table_run_folds", Table)
+)
+
+// Schema views, in dependency order.
+var (
+	ViewRuns        = load("view_runs", View)
+	ViewPlans       = load("view_plans", View)
+	ViewTransitions = load("view_transitions", View)
+	ViewToolCalls   = load("view_tool_calls", View)
+	ViewValidations = load("view_validations", View)
+	ViewModelCalls  = load("view_model_calls", View)
+	ViewStudies     = load("view_studies", View)
+	ViewCells       = load("view_cells", View)
+	ViewAnomalies   = load("view_anomalies", View)
+)
+
+// Ingester statements.
+var (
+	IngestEvents        = load("ingest_events", Ingest)
+	IngestExistingIDs   = load("ingest_existing_ids", Ingest)
+	IngestRejected      = load("ingest_rejected", Ingest)
+	IngestWatermarkGet  = load("ingest_watermark_get", Ingest)
+	IngestWatermarkSet  = load("ingest_watermark_set", Ingest)
+	IngestAttemptEvents = load("ingest_attempt_events", Ingest)
+	IngestFoldedKeys    = load("ingest_folded_keys", Ingest)
+	IngestFoldDelete    = load("ingest_fold_delete", Ingest)
+)
+
+// Schema returns the statements that create the projection, in the order to run them. They are
+// idempotent (IF NOT EXISTS, OR REPLACE).
+func Schema() []Statement {
+	return []Statement{
+		TableEvents, TableRejectedEvents, TableIngestState, TableRunFolds,
+		ViewRuns, ViewPlans, ViewTransitions, ViewToolCalls, ViewValidations, ViewModelCalls,
+		ViewStudies, ViewCells, ViewAnomalies,
+	}
+}
+
+// All returns every embedded statement.
+func All() []Statement {
+	return append(Schema(),
+		IngestEvents, IngestExistingIDs, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
+		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete,
+	)
+}
+
+// Tables returns the names of the projection's tables and views, the objects users query.
+func Tables() []string {
+	var names []string
+	for _, s := range Schema() {
+		names = append(names, s.Object())
+	}
+	return names
+}
