@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/dittolab/ditto/events"
@@ -23,9 +22,12 @@ type EmitterFunc func(ctx context.Context, p events.Payload) error
 func (f EmitterFunc) Emit(ctx context.Context, p events.Payload) error { return f(ctx, p) }
 
 // Sequencer is the Emitter a worker wraps around its publisher: it puts each payload in an
-// envelope with the run's identity and the next sequence number (from 1, gapless), validates
-// it, and hands it to Publish. Use one Sequencer per run attempt; it is not safe for concurrent
-// use (a run emits from one goroutine).
+// envelope with the run's identity and the next sequence number (from 1, gapless) and hands it
+// to Publish. It does not validate the envelope itself: Publish is expected to encode it with
+// events.Encode, which validates (payloads carry canonical JSON that is costly to re-check, so
+// the check is done once, there). A Publish error leaves the sequence number unused, so a retried
+// Emit reuses it. Use one Sequencer per run attempt; it is not safe for concurrent use (a run
+// emits from one goroutine).
 type Sequencer struct {
 	Study   string
 	Run     string
@@ -55,9 +57,6 @@ func (s *Sequencer) Emit(ctx context.Context, p events.Payload) error {
 	}
 	e.Seq = s.seq + 1
 	e.Source = s.Source
-	if err := e.Validate(); err != nil {
-		return fmt.Errorf("harness: event %d (%s) is invalid: %w", e.Seq, e.Type, err)
-	}
 	if err := s.Publish(ctx, &e); err != nil {
 		return err
 	}

@@ -18,11 +18,13 @@ import (
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
-// Recorder is a harness.Emitter that wraps every payload in a validated envelope (through a
-// harness.Sequencer) and keeps it. Safe for one run at a time.
+// Recorder is a harness.Emitter that wraps every payload in an envelope (through a
+// harness.Sequencer), encodes it with events.Encode (which validates it, so an invalid event
+// fails the Emit as it would in a worker) and keeps both. Safe for one run at a time.
 type Recorder struct {
 	mu        sync.Mutex
 	Envelopes []events.Envelope
+	Encoded   [][]byte
 	seq       *harness.Sequencer
 	// Fail, when set, is returned by Emit for the event of that type (to test emit failures).
 	Fail events.Type
@@ -34,7 +36,11 @@ func NewRecorder() *Recorder {
 	r.seq = &harness.Sequencer{Study: "test", Run: "r1", Attempt: 1,
 		Source: events.Source{Kind: events.SourceHarness, ID: "harnesstest"},
 		Publish: func(_ context.Context, e *events.Envelope) error {
-			r.Envelopes = append(r.Envelopes, *e)
+			b, err := events.Encode(e)
+			if err != nil {
+				return err
+			}
+			r.Envelopes, r.Encoded = append(r.Envelopes, *e), append(r.Encoded, b)
 			return nil
 		}}
 	return r
@@ -77,17 +83,13 @@ func (r *Recorder) Payloads(t events.Type) []events.Payload {
 // Count returns how many events of type t were emitted.
 func (r *Recorder) Count(t events.Type) int { return len(r.Payloads(t)) }
 
-// Fold folds the recorded history with events.Fold, after an encode/decode round trip of each
-// envelope so that what is folded is what a consumer would read.
+// Fold decodes the encoded events and folds them with events.Fold, so that what is folded is
+// what a consumer would read.
 func (r *Recorder) Fold() (*events.Run, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hist := make([]events.Envelope, 0, len(r.Envelopes))
-	for _, e := range r.Envelopes {
-		b, err := events.Encode(&e)
-		if err != nil {
-			return nil, err
-		}
+	hist := make([]events.Envelope, 0, len(r.Encoded))
+	for _, b := range r.Encoded {
 		d, err := events.Decode(b)
 		if err != nil {
 			return nil, err
