@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/warehouse"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "ingest",
+		Summary: "store DITTO_EVENTS in the DuckDB database until interrupted (--once: until caught up)",
+		Run:     runIngest,
+	})
+}
+
+type ingestConfig struct {
+	bus       bus.Config
+	db        warehouse.Config
+	ingest    warehouse.IngestConfig
+	once      bool
+	statEvery time.Duration
+}
+
+func runIngest(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	var cfg ingestConfig
+	cfg.bus.RegisterFlags(fs)
+	cfg.db.RegisterFlags(fs)
+	cfg.ingest.RegisterFlags(fs)
+	fs.BoolVar(&cfg.once, "once", false, "stop once every message in the stream is stored")
+	fs.DurationVar(&cfg.statEvery, "stats-every", 10*time.Second, "log ingestion statistics this often (0: never)")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+	}
+	cfg.db.ResolvePath(cfg.bus.DataDir)
+	for _, err := range []error{cfg.bus.Validate(), cfg.db.Validate(), cfg.ingest.Validate()} {
+		if err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+	}
+	return ingest(ctx, cfg)
+}
+
+func ingest(ctx context.Context, cfg ingestConfig) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	b, err := bus.Open(ctx, cfg.bus)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.bus.DataDir, 0o755); err != nil && cfg.db.Path == warehouse.DefaultPath(cfg.bus.DataDir) {
+		return err
+	}
+	w, err := warehouse.Open(ctx, cfg.db)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	log.Info("ingesting", "db", cfg.db.Path, "nats", b.URL(), "durable", cfg.ingest.Durable, "load", warehouse.LoadPath)
+
+	if cfg.statEvery > 0 {
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			t := time.NewTicker(cfg.statEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-sctx.Done():
+					return
+				case <-t.C:
+					s := w.Stats()
+					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
+						"rejected", s.Rejected, "duplicates", s.Duplicates, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors)
+				}
+			}
+		}()
+	}
+	if cfg.once {
+		err = w.CatchUp(ctx, b, cfg.ingest)
+	} else {
+		err = w.Ingest(ctx, b, cfg.ingest)
+	}
+	s := w.Stats()
+	log.Info("stopped", "watermark", s.Watermark, "events", s.Events, "rejected", s.Rejected, "duplicates", s.Duplicates)
+	return err
+}
