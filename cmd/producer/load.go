@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/loadgen"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "load",
+		Summary: "publish realistic run events at --rate for --duration and measure the analyzer's end-to-end rate, lag and memory",
+		Run:     runLoad,
+	})
+}
+
+func runLoad(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	var cfg bus.Config
+	cfg.RegisterFlags(fs)
+	var lc loadgen.Config
+	fs.Float64Var(&lc.Rate, "rate", 1000, "events per second")
+	fs.DurationVar(&lc.Duration, "duration", 30*time.Second, "how long to publish")
+	fs.StringVar(&lc.Study, "study", "", "study id of the generated runs (default load-<unix time>)")
+	fs.Uint64Var(&lc.Seed, "seed", 1, "seed of the generated content")
+	fs.IntVar(&lc.OpenRuns, "open-runs", loadgen.DefaultOpenRuns, "runs in progress at once")
+	fs.IntVar(&lc.MaxInFlight, "max-in-flight", loadgen.DefaultMaxInFlight, "publishes awaiting acknowledgement")
+	fs.StringVar(&lc.Consumer, "consumer", loadgen.DefaultConsumer, "the analyzer's durable consumer (empty: measure publishing only)")
+	fs.DurationVar(&lc.Sample, "sample", loadgen.DefaultSample, "interval of lag and memory samples")
+	fs.DurationVar(&lc.DrainTimeout, "drain-timeout", loadgen.DefaultDrainTimeout, "how long to wait for the analyzer after publishing")
+	watch := fs.String("watch", "", "processes to sample memory of: name=pid,name=pid")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if lc.Watch, err = parseWatch(*watch); err != nil {
+		return fmt.Errorf("%w: --watch: %v", command.ErrUsage, err)
+	}
+	if err := lc.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	if b.Hosting() {
+		fmt.Fprintf(os.Stderr, "note: this process hosts the embedded server (%s); start the analyzer on the same --data-dir to measure it\n", b.URL())
+	}
+	rep, err := loadgen.Run(ctx, b, lc)
+	if rep != nil {
+		rep.Print(os.Stdout)
+		if *jsonOut != "" {
+			raw, jerr := json.MarshalIndent(rep, "", "  ")
+			if jerr == nil {
+				jerr = os.WriteFile(*jsonOut, raw, 0o644)
+			}
+			if jerr != nil && err == nil {
+				err = jerr
+			}
+		}
+	}
+	return err
+}
+
+func parseWatch(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]int{}
+	for _, kv := range strings.Split(s, ",") {
+		name, pid, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(pid)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("%q is not name=pid", kv)
+		}
+		out[name] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Run publishes generated runs on b at cfg.Rate events per second for cfg.Duration, then, with a
+// consumer to watch, waits up to cfg.DrainTimeout for it to commit everything. The Report is
+// returned even with an error (ErrNotDrained, publish failures, ctx ending).
+func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cfg = cfg.withDefaults(start)
+	js := b.JetStream()
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: stream %s: %w", cfg.Stream, err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: stream %s: %w", cfg.Stream, err)
+	}
+	// This run's events are those after base in the stream: the analyzer has committed k of
+	// them when its acknowledgement floor is base+k (the consumer acknowledges in stream order).
+	base := info.State.LastSeq
+	pub, err := b.NewPublisher(bus.WithMaxInFlight(cfg.MaxInFlight))
+	if err != nil {
+		return nil, err
+	}
+	m := &meter{cfg: cfg, stream: stream, base: base, start: start, peak: map[string]ProcMemory{}}
+	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Consumer: cfg.Consumer}
+
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); m.sampleEvery(sctx, cfg.Sample) }()
+	defer func() {
+		stopSampling()
+		wg.Wait()
+		m.finish(rep)
+	}()
+
+	perr := publish(ctx, pub, cfg, start, &m.published)
+	publishEnd := time.Now()
+	rep.Published = int(m.published.Load())
+	rep.PublishRate = float64(rep.Published) / publishEnd.Sub(start).Seconds()
+	wctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
+	defer cancel()
+	if werr := pub.Wait(wctx); werr != nil {
+		if failed, ok := bus.IsAckError(werr); ok {
+			rep.Failed = len(failed)
+		}
+		perr = errors.Join(perr, werr)
+	}
+	if perr != nil || cfg.Consumer == "" {
+		return rep, perr
+	}
+	// Wait for the analyzer to commit everything the stream stored.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s, err := m.observe(wctx)
+		if err == nil && s.Stored == rep.Published-rep.Failed && s.Committed >= s.Stored {
+			rep.Drained = true
+			done := time.Now()
+			rep.Drain = done.Sub(publishEnd)
+			rep.EndToEnd = done.Sub(start)
+			rep.EndToEndRate = float64(s.Committed) / rep.EndToEnd.Seconds()
+			rep.Stored, rep.Committed = s.Stored, s.Committed
+			m.mu.Lock()
+			m.samples = append(m.samples, s)
+			m.mu.Unlock()
+			return rep, nil
+		}
+		select {
+		case <-wctx.Done():
+			return rep, fmt.Errorf("%w within %s of the end of publishing", ErrNotDrained, cfg.DrainTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// publish paces the events: by time t since start, rate·t events have been handed over.
+// Several runs are open at once and their events interleave.
+func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Time, published *atomic.Int64) error {
+	gen := newRuns(cfg.Study, cfg.Seed)
+	pick := rand.New(rand.NewPCG(cfg.Seed, 0x91c))
+	open := make([][]*events.Envelope, cfg.OpenRuns)
+	for i := range open {
+		open[i] = gen.next(start)
+	}
+	n := 0
+	for {
+		elapsed := time.Since(start)
+		if elapsed >= cfg.Duration {
+			return nil
+		}
+		due := int(cfg.Rate * elapsed.Seconds())
+		for ; n < due; n++ {
+			i := pick.IntN(len(open))
+			e := open[i][0]
+			if open[i] = open[i][1:]; len(open[i]) == 0 {
+				open[i] = gen.next(time.Now())
+			}
+			if err := pub.PublishEvent(ctx, e); err != nil {
+				return err
+			}
+			published.Add(1)
+		}
+		// Sleep until the next event is due, but wake often enough to keep bursts small.
+		next := time.Duration(float64(n+1) / cfg.Rate * float64(time.Second))
+		wait := min(next-time.Since(start), 5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(wait, 0)):
+		}
+	}
+}
+
+// meter samples the stream, the analyzer's consumer and the watched processes.
+type meter struct {
+	cfg       Config
+	stream    jetstream.Stream
+	base      uint64
+	start     time.Time
+	published atomic.Int64
+
+	mu      sync.Mutex
+	samples []Sample
+	peak    map[string]ProcMemory
+	memErr  map[string]error
+}
+
+// observe reads the stream's last sequence and the consumer's acknowledgement floor.
+func (m *meter) observe(ctx context.Context) (Sample, error) {
+	s := Sample{At: time.Since(m.start), Published: int(m.published.Load())}
+	info, err := m.stream.Info(ctx)
+	if err != nil {
+		return s, err
+	}
+	last := info.State.LastSeq
+	s.Stored = int(last - m.base)
+	if m.cfg.Consumer == "" {
+		return s, nil
+	}
+	var floor uint64
+	ci, err := m.stream.Consumer(ctx, m.cfg.Consumer)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		// The analyzer has not started yet: nothing committed.
+	case err != nil:
+		return s, err
+	default:
+		cinfo, err := ci.Info(ctx)
+		if err != nil {
+			return s, err
+		}
+		floor = cinfo.AckFloor.Stream
+	}
+	if floor > m.base {
+		s.Committed = int(floor - m.base)
+	}
+	if last > floor {
+		s.Lag = int(last - floor)
+	}
+	return s, nil
+}
+
+func (m *meter) sampleEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s, err := m.observe(ctx)
+		if err != nil {
+			continue // a leader election; the next sample will do
+		}
+		s.RSS = map[string]int64{}
+		m.mu.Lock()
+		for name, pid := range m.cfg.Watch {
+			pm, err := ReadProcMemory(pid)
+			if err != nil {
+				if m.memErr == nil {
+					m.memErr = map[string]error{}
+				}
+				m.memErr[name] = err
+				continue
+			}
+			s.RSS[name] = pm.RSS
+			if pm.Peak > m.peak[name].Peak {
+				m.peak[name] = pm
+			}
+		}
+		m.samples = append(m.samples, s)
+		m.mu.Unlock()
+	}
+}
+
+// finish fills in the report's samples, lag figures and memory.
+func (m *meter) finish(rep *Report) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, pid := range m.cfg.Watch {
+		if pm, err := ReadProcMemory(pid); err == nil && pm.Peak > m.peak[name].Peak {
+			m.peak[name] = pm
+		}
+		mem := Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}
+		if mem.PeakKiB == 0 && m.memErr[name] != nil {
+			mem.Err = m.memErr[name].Error()
+		}
+		rep.Memory = append(rep.Memory, mem)
+	}
+	rep.Samples = m.samples
+	var xs, ys []float64
+	for _, s := range m.samples {
+		rep.MaxLag = max(rep.MaxLag, s.Lag)
+		if s.At >= m.cfg.Duration/2 && s.At <= m.cfg.Duration {
+			xs = append(xs, s.At.Seconds())
+			ys = append(ys, float64(s.Lag))
+		}
+	}
+	rep.LagSlope = slope(xs, ys)
+	if n := len(m.samples); n > 0 && !rep.Drained {
+		last := m.samples[n-1]
+		rep.Stored, rep.Committed = last.Stored, last.Committed
+	}
+}

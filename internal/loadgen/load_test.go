@@ -1,0 +1,102 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// committer stands in for the analyzer: a durable consumer with the analyzer's name and its
+// AckAll policy, acknowledging each fetched batch as the analyzer does after a DuckDB commit.
+func committer(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.EventsStream, jetstream.ConsumerConfig{
+		Durable: DefaultConsumer, AckPolicy: jetstream.AckAllPolicy, MaxAckPending: 30_000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ctx.Err() == nil {
+			batch, err := cons.FetchNoWait(5000)
+			if err != nil {
+				continue
+			}
+			var last jetstream.Msg
+			for m := range batch.Messages() {
+				last = m
+			}
+			if last != nil {
+				_ = last.Ack()
+			} else {
+				time.Sleep(10 * time.Millisecond) // nothing pending: poll again shortly
+			}
+		}
+	}()
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	committer(ctx, t, b.JetStream())
+
+	const rate, dur = 1500.0, 2 * time.Second
+	rep, err := Run(ctx, b, Config{Rate: rate, Duration: dur, Consumer: DefaultConsumer,
+		Sample: 200 * time.Millisecond, Watch: map[string]int{"test": os.Getpid()}})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	var out strings.Builder
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+	if rep.Published == 0 || rep.Published > int(rate*dur.Seconds())+1 {
+		t.Errorf("published %d, want 1..%d", rep.Published, int(rate*dur.Seconds())+1)
+	}
+	if !rep.Drained || rep.Stored != rep.Published || rep.Committed != rep.Stored || rep.Failed != 0 {
+		t.Errorf("drained %v published %d stored %d committed %d failed %d: want all equal, none failed",
+			rep.Drained, rep.Published, rep.Stored, rep.Committed, rep.Failed)
+	}
+	if len(rep.Samples) == 0 || len(rep.Memory) != 1 || rep.Memory[0].PeakKiB <= 0 {
+		t.Errorf("samples %d memory %+v: want samples and the test's peak memory", len(rep.Samples), rep.Memory)
+	}
+	// The stream holds exactly the study's events, once each.
+	info, err := b.JetStream().Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := info.Info(ctx, jetstream.WithSubjectFilter("ditto.events."+rep.Study+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.State.Msgs != uint64(rep.Published) {
+		t.Errorf("stream holds %d messages of %s, want %d", si.State.Msgs, rep.Study, rep.Published)
+	}
+}
+
+func TestRunNotDrained(t *testing.T) {
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	ctx := context.Background()
+	// A consumer that never acknowledges: the analyzer is stuck.
+	if _, err := b.JetStream().CreateOrUpdateConsumer(ctx, events.EventsStream, jetstream.ConsumerConfig{
+		Durable: "stuck", AckPolicy: jetstream.AckAllPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, b, Config{Rate: 200, Duration: 300 * time.Millisecond, Consumer: "stuck",
+		DrainTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, ErrNotDrained) {
+		t.Fatalf("Run = %v, want ErrNotDrained", err)
+	}
+	if rep == nil || rep.Drained || rep.Sustained() {
+		t.Errorf("report %+v: want not drained, not sustained", rep)
+	}
+}

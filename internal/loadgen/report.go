@@ -1,0 +1,128 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// Sample is one observation during a load run. Counts are of this run's events only.
+type Sample struct {
+	At        time.Duration    `json:"at"`        // since the start
+	Published int              `json:"published"` // handed to the connection
+	Stored    int              `json:"stored"`    // in the stream
+	Committed int              `json:"committed"` // acknowledged by the analyzer (committed in DuckDB)
+	Lag       int              `json:"lag"`       // stream messages the analyzer has not committed
+	RSS       map[string]int64 `json:"rss_kib,omitempty"`
+}
+
+// Memory is the peak memory of one watched process.
+type Memory struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	PeakKiB int64  `json:"peak_kib"` // VmHWM
+	Err     string `json:"error,omitempty"`
+}
+
+// Report is the outcome of a load run.
+type Report struct {
+	Study     string        `json:"study"`
+	Rate      float64       `json:"rate"` // target, events/s
+	Duration  time.Duration `json:"duration"`
+	Published int           `json:"published"`
+	Failed    int           `json:"failed"` // publishes JetStream did not acknowledge
+	// PublishRate is Published over the publishing time.
+	PublishRate float64 `json:"publish_rate"`
+	Stored      int     `json:"stored"`
+	Committed   int     `json:"committed"`
+	// EndToEnd is from the first publish until the analyzer had committed every stored event;
+	// EndToEndRate is Committed over it: the rate held from publish to DuckDB.
+	EndToEnd     time.Duration `json:"end_to_end"`
+	EndToEndRate float64       `json:"end_to_end_rate"`
+	// Drain is how long the analyzer needed after publishing stopped.
+	Drain   time.Duration `json:"drain"`
+	Drained bool          `json:"drained"`
+	MaxLag  int           `json:"max_lag"`
+	// LagSlope is the least-squares slope of the lag over the second half of the publishing
+	// time, in events/s: about 0 when the analyzer keeps up, about Rate minus its capacity
+	// when it does not.
+	LagSlope float64  `json:"lag_slope"`
+	Samples  []Sample `json:"samples"`
+	Memory   []Memory `json:"memory"`
+	Consumer string   `json:"consumer,omitempty"`
+}
+
+// Sustained reports whether the analyzer kept up: the publisher held at least 95% of the target
+// rate, every event was committed, the lag did not grow during the second half (slope under 2%
+// of the rate) and the backlog left at the end drained within max(5 s, 5% of the duration).
+func (r *Report) Sustained() bool {
+	allowed := max(5*time.Second, r.Duration/20)
+	return r.Consumer != "" && r.Drained && r.Failed == 0 &&
+		r.PublishRate >= 0.95*r.Rate && r.LagSlope < 0.02*r.Rate && r.Drain <= allowed
+}
+
+// Print writes the samples (at most about 30 lines) and the summary.
+func (r *Report) Print(w io.Writer) {
+	names := make([]string, 0, len(r.Memory))
+	for _, m := range r.Memory {
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "%8s %10s %10s %10s %8s", "t", "published", "stored", "committed", "lag")
+	for _, n := range names {
+		fmt.Fprintf(w, " %12s", n+"MiB")
+	}
+	fmt.Fprintln(w)
+	step := max(1, len(r.Samples)/30)
+	for i, s := range r.Samples {
+		if i%step != 0 && i != len(r.Samples)-1 {
+			continue
+		}
+		fmt.Fprintf(w, "%8s %10d %10d %10d %8d", s.At.Round(100*time.Millisecond), s.Published, s.Stored, s.Committed, s.Lag)
+		for _, n := range names {
+			if kib, ok := s.RSS[n]; ok {
+				fmt.Fprintf(w, " %12.1f", float64(kib)/1024)
+			} else {
+				fmt.Fprintf(w, " %12s", "-")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "study %s: target %.0f events/s for %s\n", r.Study, r.Rate, r.Duration)
+	fmt.Fprintf(w, "published %d (%.0f events/s), failed %d, stored %d, committed %d\n",
+		r.Published, r.PublishRate, r.Failed, r.Stored, r.Committed)
+	if r.Consumer == "" {
+		fmt.Fprintln(w, "no analyzer consumer measured")
+	} else {
+		fmt.Fprintf(w, "end to end %.0f events/s (%s from first publish to last commit), drain %s, max lag %d, lag slope %+.1f events/s, sustained %v\n",
+			r.EndToEndRate, r.EndToEnd.Round(time.Millisecond), r.Drain.Round(time.Millisecond), r.MaxLag, r.LagSlope, r.Sustained())
+	}
+	for _, m := range r.Memory {
+		if m.Err != "" {
+			fmt.Fprintf(w, "peak memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
+			continue
+		}
+		fmt.Fprintf(w, "peak memory %s (pid %d): %.1f MiB (VmHWM)\n", m.Name, m.PID, float64(m.PeakKiB)/1024)
+	}
+}
+
+// slope is the least-squares slope of y over x.
+func slope(x, y []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx += x[i]
+		sy += y[i]
+		sxx += x[i] * x[i]
+		sxy += x[i] * y[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
