@@ -86,7 +86,7 @@ console.log(JSON.stringify(out));
 // npm, and its row counts equal the database's.
 func TestExternalReader(t *testing.T) {
 	nodeDir := nodeDuckDB(t)
-	ts, db := newTestServer(t, testToken, nil)
+	ts, db := newTestServer(t, testToken)
 	dir := t.TempDir()
 	m, err := NewClient(ts.URL, testToken).Export(context.Background(), dir)
 	if err != nil {

@@ -36,8 +36,11 @@ type Config struct {
 	// ExportTables are the tables and views exported; default: none (the caller passes the
 	// projection's, queries.Tables()).
 	ExportTables []string
-	// Stats feeds the ingestion metrics of /metrics; nil leaves them out.
-	Stats StatsFunc
+	// Collectors are added to /metrics: the warehouse's ingestion metrics (consumer lag, ingest
+	// rate, batch latency, rejected events), read live from its own statistics.
+	Collectors []prometheus.Collector
+	// Status, if set, is added to the /healthz answer as "ingest" (the warehouse's Stats).
+	Status func() any
 	// MaxBodyBytes bounds a request body; default 1 MiB.
 	MaxBodyBytes int64
 	// Logger receives one line per failed request; default slog.Default().
@@ -74,7 +77,9 @@ func NewServer(db *sql.DB, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: db, cfg: cfg, guard: guard}
-	s.reg, s.metrics = newRegistry(cfg.Stats)
+	if s.reg, s.metrics, err = newRegistry(cfg.Collectors); err != nil {
+		return nil, err
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("POST /v1/sql", s.auth(http.HandlerFunc(s.sql)))
@@ -110,16 +115,22 @@ func (s *Server) auth(next http.Handler) http.Handler {
 type Health struct {
 	Status string `json:"status"` // ok, or unavailable when the database does not answer
 	Error  string `json:"error,omitempty"`
+	Ingest any    `json:"ingest,omitempty"` // Config.Status()
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	h := Health{Status: "ok"}
+	if s.cfg.Status != nil {
+		h.Ingest = s.cfg.Status()
+	}
 	if err := s.db.PingContext(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Error: err.Error()})
+		h.Status, h.Error = "unavailable", err.Error()
+		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, h)
 }
 
 // SQLRequest is the JSON body of POST /v1/sql. A body of any other content type is the SQL
