@@ -1,7 +1,6 @@
 package simllm
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/dittolab/ditto/internal/tasks"
@@ -86,6 +85,19 @@ func containsWord(text, word string) bool {
 	if word == "" {
 		return false
 	}
-	re, err := regexp.Compile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(word) + `($|[^A-Za-z0-9_])`)
-	return err == nil && re.MatchString(text)
+	isIdent := func(c byte) bool {
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for from := 0; from <= len(text)-len(word); {
+		i := strings.Index(text[from:], word)
+		if i < 0 {
+			return false
+		}
+		start, end := from+i, from+i+len(word)
+		if (start == 0 || !isIdent(text[start-1])) && (end == len(text) || !isIdent(text[end])) {
+			return true
+		}
+		from = start + 1
+	}
+	return false
 }

@@ -10,6 +10,8 @@ import (
 	mrand "math/rand/v2"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // dice is the randomness of one request. Each decision draws from its own labelled sub-stream,
@@ -56,11 +58,11 @@ func requestFingerprint(req *chatRequest) []byte {
 		ToolCallID string `json:"tool_call_id"`
 	}
 	type tool struct {
-		Type        string `json:"type"`
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		Parameters  any    `json:"parameters"`
-		Strict      *bool  `json:"strict"`
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
 	}
 	v := struct {
 		Model          string `json:"model"`
@@ -80,7 +82,9 @@ func requestFingerprint(req *chatRequest) []byte {
 		ct := tool{Type: t.Type}
 		if t.Function != nil {
 			ct.Name, ct.Description, ct.Strict = t.Function.Name, t.Function.Description, t.Function.Strict
-			ct.Parameters = canonicalAny(t.Function.Parameters)
+			if len(t.Function.Parameters) > 0 {
+				ct.Parameters = canonicalJSON(t.Function.Parameters)
+			}
 		}
 		v.Tools = append(v.Tools, ct)
 	}
@@ -88,7 +92,7 @@ func requestFingerprint(req *chatRequest) []byte {
 		m := map[string]any{"type": rf.Type}
 		if js := rf.JSONSchema; js != nil {
 			m["json_schema"] = map[string]any{
-				"name": js.Name, "description": js.Description, "strict": js.Strict, "schema": canonicalAny(js.Schema),
+				"name": js.Name, "description": js.Description, "strict": js.Strict, "schema": json.RawMessage(canonicalJSON(js.Schema)),
 			}
 		}
 		v.ResponseFormat = m
@@ -96,6 +100,36 @@ func requestFingerprint(req *chatRequest) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // only plain values above
+	}
+	return b
+}
+
+// canonicalCache memoises canonicalJSON for the large values that recur in every request of a
+// run (tool schemas, response schemas). It is bounded: past canonicalCacheMax entries nothing
+// more is stored.
+var (
+	canonicalCache      sync.Map // string(raw) → []byte
+	canonicalCacheCount atomic.Int64
+)
+
+const (
+	canonicalCacheMax     = 4096
+	canonicalCacheMinSize = 256 // small values are cheaper to recompute than to look up
+)
+
+// canonicalJSON is raw re-encoded with sorted keys and no insignificant space (numbers keep
+// their literal); invalid JSON is returned as a JSON string holding it.
+func canonicalJSON(raw []byte) []byte {
+	if len(raw) >= canonicalCacheMinSize {
+		if b, ok := canonicalCache.Load(string(raw)); ok {
+			return b.([]byte)
+		}
+	}
+	b, _ := json.Marshal(canonicalAny(raw))
+	if len(raw) >= canonicalCacheMinSize && canonicalCacheCount.Load() < canonicalCacheMax {
+		if _, loaded := canonicalCache.LoadOrStore(string(raw), b); !loaded {
+			canonicalCacheCount.Add(1)
+		}
 	}
 	return b
 }

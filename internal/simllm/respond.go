@@ -91,8 +91,9 @@ func (t *turn) errRate(nominal float64, attempts int) float64 {
 	return clamp01(nominal * t.scale * math.Pow(t.p.RepairFactor, float64(attempts)))
 }
 
-// respond computes a persona's answer to a validated request.
-func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chatRequest) (answer, *apiError) {
+// respond computes a persona's answer to a validated request; d is the request's randomness
+// (newDice(req)).
+func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chatRequest, d dice) (answer, *apiError) {
 	conv, aerr := parseConversation(req.Messages)
 	if aerr != nil {
 		return answer{}, aerr
@@ -101,7 +102,7 @@ func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chat
 	if aerr != nil {
 		return answer{}, aerr
 	}
-	t := &turn{p: p, req: req, conv: conv, d: newDice(req), choice: choice, offered: map[string]*functionDef{}, scale: p.scale(req)}
+	t := &turn{p: p, req: req, conv: conv, d: d, choice: choice, offered: map[string]*functionDef{}, scale: p.scale(req)}
 	names := append([]string(nil), conv.called...)
 	for _, tool := range req.Tools {
 		t.offered[tool.Function.Name] = tool.Function

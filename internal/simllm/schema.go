@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -23,9 +24,25 @@ func asNode(v any) schemaNode {
 	return nil
 }
 
+// parsedSchemas memoises parseSchema (bounded like canonicalCache). Callers never modify a
+// schemaNode, so sharing them is safe.
+var (
+	parsedSchemas      sync.Map // string(raw) → schemaNode
+	parsedSchemasCount atomic.Int64
+)
+
 // parseSchema decodes a raw schema; nil for anything that is not an object.
 func parseSchema(raw json.RawMessage) schemaNode {
-	return asNode(canonicalAny(raw))
+	if n, ok := parsedSchemas.Load(string(raw)); ok {
+		return n.(schemaNode)
+	}
+	n := asNode(canonicalAny(raw))
+	if parsedSchemasCount.Load() < canonicalCacheMax {
+		if _, loaded := parsedSchemas.LoadOrStore(string(raw), n); !loaded {
+			parsedSchemasCount.Add(1)
+		}
+	}
+	return n
 }
 
 func (s schemaNode) props() map[string]schemaNode {
@@ -179,10 +196,10 @@ type compiled struct {
 // validatorFor compiles raw (draft 2020-12 unless it says otherwise); nil when it cannot be
 // compiled, in which case callers skip validation-driven choices.
 func validatorFor(raw json.RawMessage) *jsonschema.Schema {
-	canon, err := json.Marshal(canonicalAny(raw))
-	if err != nil || len(raw) == 0 {
+	if len(raw) == 0 {
 		return nil
 	}
+	canon := canonicalJSON(raw)
 	key := sha256.Sum256(canon)
 	if c, ok := validators.Load(key); ok {
 		return c.(*compiled).sch

@@ -1,6 +1,7 @@
 package simllm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,7 +168,8 @@ func (s *Server) complete(ctx context.Context, body []byte) (*chatResponse, time
 	if aerr != nil {
 		return nil, 0, aerr
 	}
-	a, aerr := respond(ctx, s.tasks, p, &req)
+	d := newDice(&req)
+	a, aerr := respond(ctx, s.tasks, p, &req, d)
 	if aerr != nil {
 		return nil, 0, aerr
 	}
@@ -179,7 +181,6 @@ func (s *Server) complete(ctx context.Context, body []byte) (*chatResponse, time
 		limit = *req.MaxCompletionTokens
 	}
 	a = p.truncate(a, limit)
-	d := newDice(&req)
 	prompt, completion := p.promptTokens(&req), p.completionTokens(a)
 	if a.finish == "length" && limit > 0 {
 		completion = limit
@@ -246,7 +247,7 @@ func (s *Server) validate(req *chatRequest) (*Persona, *apiError) {
 		}
 		names[t.Function.Name] = true
 		if ps := t.Function.Parameters; len(ps) > 0 {
-			if _, ok := canonicalAny(ps).(map[string]any); !ok {
+			if !isJSONObject(ps) {
 				return nil, badRequest(fmt.Sprintf("tools[%d].function.parameters", i), "invalid_value", "tools[%d].function.parameters must be a JSON Schema object", i)
 			}
 		}
@@ -268,7 +269,7 @@ func (s *Server) validate(req *chatRequest) (*Persona, *apiError) {
 			if rf.JSONSchema == nil || rf.JSONSchema.Name == "" {
 				return nil, badRequest("response_format.json_schema", "missing_required_parameter", "response_format json_schema needs json_schema.name and json_schema.schema")
 			}
-			if _, ok := canonicalAny(rf.JSONSchema.Schema).(map[string]any); !ok {
+			if !isJSONObject(rf.JSONSchema.Schema) {
 				return nil, badRequest("response_format.json_schema.schema", "invalid_value", "response_format json_schema.schema must be a JSON Schema object")
 			}
 		default:
@@ -276,6 +277,12 @@ func (s *Server) validate(req *chatRequest) (*Persona, *apiError) {
 		}
 	}
 	return p, nil
+}
+
+// isJSONObject reports whether raw, already known to be valid JSON, is an object.
+func isJSONObject(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '{'
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

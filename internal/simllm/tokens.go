@@ -1,7 +1,6 @@
 package simllm
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 )
@@ -42,8 +41,7 @@ func compactJSON(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(canonicalAny(raw))
-	return string(b)
+	return string(canonicalJSON(raw))
 }
 
 // completionTokens estimates the size of an answer.
