@@ -153,7 +153,11 @@ func TestSkipsAndReordersWhenFree(t *testing.T) {
 	task, _ := tasks.Get("renal_dosing")
 	ideal := []string{"load_patient", "validate_patient", "calculate_dose", "generate_dosing_report"}
 	var reorders, skips int
-	for seed := range int64(150) {
+	n := int64(150)
+	if testing.Short() {
+		n = 100
+	}
+	for seed := range n {
 		l := drive(t, s, "sim-wobbly", task, &task.Instances[0], seed, runOpts{})
 		var ok []string // successful calls, in order, first occurrence only
 		for _, c := range l.calls {
@@ -171,7 +175,7 @@ func TestSkipsAndReordersWhenFree(t *testing.T) {
 		}
 	}
 	if reorders == 0 || skips == 0 {
-		t.Errorf("150 free runs: %d reorders, %d skips; want both", reorders, skips)
+		t.Errorf("%d free runs: %d reorders, %d skips; want both", n, reorders, skips)
 	}
 }
 
@@ -237,7 +241,10 @@ func TestJSONPlans(t *testing.T) {
 		}
 		return
 	}
-	const n = 300
+	n := 300
+	if testing.Short() {
+		n = 150
+	}
 	nj, si, wp := count("sim-wobbly", false, 0, n)
 	t.Logf("wobbly, not strict: %d not JSON, %d schema-invalid, %d wrong path of %d", nj, si, wp, n)
 	if nj == 0 || si == 0 || wp == 0 {
