@@ -1,0 +1,171 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// attempt is the event path of one run attempt: a Sequencer numbering the events, a fold
+// checking them, and a Publisher of its own so that Wait covers this attempt only.
+type attempt struct {
+	w    *Worker
+	pub  *bus.Publisher
+	seq  harness.Sequencer
+	fold events.Run
+}
+
+func (w *Worker) newAttempt(job *study.Job, n int) (*attempt, error) {
+	pub, err := w.bus.NewPublisher()
+	if err != nil {
+		return nil, err
+	}
+	a := &attempt{w: w, pub: pub}
+	a.seq = harness.Sequencer{
+		Study: job.Study, Run: job.Run, Attempt: n,
+		Source:  events.Source{Kind: events.SourceHarness, ID: w.cfg.ID},
+		Publish: a.publish,
+	}
+	return a, nil
+}
+
+func (a *attempt) emitter() harness.Emitter { return &a.seq }
+
+// publish folds e and hands it to the publisher. The acknowledgement is collected by Wait.
+func (a *attempt) publish(ctx context.Context, e *events.Envelope) error {
+	t0 := time.Now()
+	if err := a.fold.Apply(e); err != nil {
+		return fmt.Errorf("%w: %v", ErrIllFormed, err)
+	}
+	// The run's context ends at shutdown, but what the run did must still be recorded (its
+	// run.finished above all); the publisher's own ack timeout bounds the wait for room.
+	if err := a.pub.PublishEvent(context.WithoutCancel(ctx), e); err != nil {
+		return err
+	}
+	m := a.w.m
+	m.emitLatency.Observe(time.Since(t0).Seconds())
+	m.events.WithLabelValues(string(e.Type)).Inc()
+	if mc, ok := e.Payload.(events.ModelCalled); ok {
+		m.steps.Inc()
+		m.modelLatency.Observe(mc.LatencyMS / 1000)
+	}
+	return nil
+}
+
+// abort closes an unfinished attempt with run.finished aborted, if the fold allows it.
+func (a *attempt) abort(reason string) error {
+	if a.fold.Started == nil || a.fold.Done() {
+		return nil
+	}
+	return a.seq.Emit(context.Background(), events.RunFinished{Status: events.StatusAborted, Error: reason})
+}
+
+// record publishes a whole attempt that was not run (run.started then run.finished) and waits
+// for both to be acknowledged.
+func (a *attempt) record(started events.RunStarted, finished events.RunFinished, timeout time.Duration) error {
+	if err := a.seq.Emit(context.Background(), started); err != nil {
+		return err
+	}
+	if err := a.seq.Emit(context.Background(), finished); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return a.pub.Wait(ctx)
+}
+
+// startedOf is the run.started of an attempt recorded without running: what the job says.
+func startedOf(job *study.Job) events.RunStarted {
+	comps := slices.Clone(job.Components)
+	slices.Sort(comps)
+	return events.RunStarted{
+		Task: job.Task, InputIndex: max(job.InputIndex, 0), SeedIndex: max(job.SeedIndex, 0), Model: job.Model,
+		Condition: job.Condition, Components: comps, Seed: job.Seed, Sampling: job.Sampling,
+		Endpoint: job.Endpoint.Name, Simulated: job.Endpoint.Sim,
+	}
+}
+
+// exhaust records a job delivered more than MaxAttempts times as a failed final attempt and
+// terminates it. If the record cannot be stored, the job is Nak'ed: the consumer keeps
+// deliveries beyond MaxAttempts for exactly this.
+func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, log *slog.Logger) {
+	w.m.errors.WithLabelValues(errExhausted).Inc()
+	reason := fmt.Sprintf("deliveries exhausted: the job was delivered %d times and no attempt finished (max attempts %d)", n, w.cfg.MaxAttempts)
+	a, err := w.newAttempt(job, n)
+	if err == nil {
+		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusFailed, Error: reason}, w.cfg.AckTimeout)
+	}
+	if err != nil {
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not record an exhausted job", err)
+		return
+	}
+	w.m.runs.WithLabelValues(events.StatusFailed).Inc()
+	if err := msg.TermWithReason(reason); err != nil {
+		w.m.errors.WithLabelValues(errAck).Inc()
+	}
+	w.stats.Exhausted.Add(1)
+	log.Warn("job exhausted its deliveries; recorded as failed", "attempts", n)
+}
+
+// reject keeps a malformed job on DITTO_REJECTED_JOBS with its reason, records it as a failed
+// run when it names enough of itself, and terminates it. meta may be nil.
+func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *study.Job, cause error) {
+	reason := cause.Error()
+	log := w.log.With("subject", msg.Subject())
+	w.m.errors.WithLabelValues(errPoison).Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckTimeout)
+	defer cancel()
+
+	token := "_unknown"
+	if events.ValidateToken("study", job.Study) == nil {
+		token = job.Study
+	}
+	out := nats.NewMsg(RejectedPrefix + "." + token)
+	out.Data = msg.Data()
+	out.Header.Set(HeaderReason, reason)
+	out.Header.Set(HeaderWorker, w.cfg.ID)
+	if meta != nil {
+		seq := fmt.Sprint(meta.Sequence.Stream)
+		out.Header.Set(HeaderJobSeq, seq)
+		out.Header.Set(jetstream.MsgIDHeader, "rejected/"+seq) // one copy per job, however often delivered
+	}
+	if _, err := w.bus.JetStream().PublishMsg(ctx, out); err != nil {
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not keep a rejected job", err)
+		return
+	}
+	// Record it in the study too, when it says which run it is.
+	attemptN := 1
+	if meta != nil {
+		attemptN = int(meta.NumDelivered)
+	}
+	started := startedOf(job)
+	if events.ValidateToken("study", job.Study) == nil && events.ValidateToken("run", job.Run) == nil &&
+		job.Run != events.StudyRun && started.Validate() == nil {
+		a, err := w.newAttempt(job, attemptN)
+		if err == nil {
+			err = a.record(started, events.RunFinished{Status: events.StatusFailed, Error: "malformed job: " + reason}, w.cfg.AckTimeout)
+		}
+		if err != nil {
+			w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not record a rejected job", err)
+			return
+		}
+		w.m.runs.WithLabelValues(events.StatusFailed).Inc()
+	}
+	if len(reason) > 512 {
+		reason = reason[:512]
+	}
+	if err := msg.TermWithReason(reason); err != nil {
+		w.m.errors.WithLabelValues(errAck).Inc()
+	}
+	w.stats.Rejected.Add(1)
+	log.Warn("malformed job rejected", "reason", reason)
+}

@@ -1,0 +1,46 @@
+// Package worker is ditto's harness worker: it pulls run jobs (study.Job) from the DITTO_JOBS
+// work queue through one durable pull consumer shared by every worker, runs each through the
+// harness against the job's model, publishes every event on DITTO_EVENTS, and acknowledges the
+// job only after JetStream has acknowledged every event of the run.
+//
+// # Attempts
+//
+// The attempt number of a run is the JetStream delivery count of its job
+// (MsgMetadata.NumDelivered): a redelivered job is re-run as a new attempt with its own
+// gapless sequence numbers from 1. An attempt interrupted by a crash has no run.finished; the
+// analyzer marks an unfinished attempt that a later attempt supersedes as aborted. A worker
+// never publishes into an attempt it does not own, so it never writes a run.finished for an
+// earlier attempt (it could not know that attempt's next sequence number).
+//
+// # Failure classes
+//
+//   - The run's own failures (a model returning garbage, timing out, a run escalating) are
+//     outcomes: the harness records them and the job is acknowledged.
+//   - Infrastructure failures (events not acknowledged by JetStream, an endpoint this worker
+//     cannot reach or has no key for) are retried: the job is NakWithDelay'ed and re-run as a
+//     new attempt.
+//   - A malformed job (undecodable, unknown task or component, an unsafe name) is terminated
+//     with a reason (TermWithReason). Its raw bytes and the reason are kept on the
+//     DITTO_REJECTED_JOBS stream (subject ditto.rejected.jobs.<study>), and when the job
+//     names its study, run, task, model and condition, the run is also recorded in
+//     DITTO_EVENTS as failed, so that it counts in the study.
+//   - A job delivered more than Config.MaxAttempts times is not run again: the worker records
+//     a final attempt whose run.finished is failed with an error saying the deliveries were
+//     exhausted, then terminates the job. The consumer's MaxDeliver leaves two deliveries
+//     beyond MaxAttempts for that record, so a run is never silently dropped.
+//
+// # Shutdown
+//
+// When the context given to Run ends the worker stops fetching jobs and lets the runs in
+// flight finish for up to Config.ShutdownGrace. Runs still going then are cancelled: the
+// harness records them with run.finished status aborted (the attempt's next sequence number),
+// the worker waits for those events to be acknowledged and Naks the job, which is redelivered
+// and re-run as a new attempt.
+//
+// # The event path
+//
+// Each run has its own bus.Publisher (so that waiting for acknowledgements waits for that run
+// only) wrapped in a harness.Sequencer, and the worker folds every event (events.Run.Apply)
+// before publishing it: a harness bug that would produce an ill-formed history fails the run
+// instead of polluting the stream.
+package worker

@@ -1,0 +1,13 @@
+package worker
+
+import "errors"
+
+// Sentinel errors.
+var (
+	// ErrConfig reports an invalid Config.
+	ErrConfig = errors.New("worker: invalid config")
+	// ErrNoSim is returned for a job on the simulated models when this worker hosts none.
+	ErrNoSim = errors.New("worker: job needs the simulated models, and this worker hosts none (run with --sim)")
+	// ErrIllFormed reports a harness history that does not fold; the run is not recorded.
+	ErrIllFormed = errors.New("worker: the harness emitted an ill-formed history")
+)

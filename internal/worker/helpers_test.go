@@ -1,0 +1,257 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/worker"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// env is one embedded nats-server and the simulated models on loopback.
+type env struct {
+	t      *testing.T
+	srv    *bustest.Server
+	bus    *bus.Bus // the producer's and the test's connection
+	simURL string
+}
+
+func newEnv(t *testing.T, latencyScale float64) *env {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	url, wait, err := simllm.Serve(ctx, "", simllm.Config{LatencyScale: latencyScale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = wait() })
+	return &env{t: t, srv: srv, bus: srv.Connect(t), simURL: url}
+}
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// running is a worker started by startWorker.
+type running struct {
+	*worker.Worker
+	bus    *bus.Bus
+	cancel context.CancelFunc // begins the worker's shutdown
+	done   chan struct{}      // closed when Run has returned
+	err    error              // Run's result, once done is closed
+}
+
+// startWorker runs a worker on its own connection until the test ends.
+func (e *env) startWorker(cfg worker.Config) *running {
+	e.t.Helper()
+	b := e.srv.Connect(e.t)
+	if cfg.SimBaseURL == "" {
+		cfg.SimBaseURL = e.simURL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	w, err := worker.New(b, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Worker: w, bus: b, cancel: cancel, done: make(chan struct{})}
+	go func() { r.err = w.Run(ctx); close(r.done) }()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			e.t.Errorf("worker %s did not stop", w.ID())
+		}
+	})
+	return r
+}
+
+// spec builds a study spec on the simulated models.
+func simSpec(t *testing.T, name string, tasks, conditions []string, runs int) *study.Plan {
+	t.Helper()
+	s := &study.Spec{
+		Name: name, Tasks: tasks, Models: []string{"sim-steady", "sim-wobbly"}, Conditions: conditions, Runs: runs,
+		Endpoints: map[string]study.Endpoint{"sim": {Sim: true}},
+		Seeds:     study.Seeds{Base: 7},
+	}
+	s.Normalize()
+	p, err := study.Expand(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) submit(ctx context.Context, p *study.Plan) {
+	e.t.Helper()
+	if _, err := study.Submit(ctx, e.bus, p, "test"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// streamCount returns the messages of a stream matching filter ("" for all).
+func (e *env) streamCount(ctx context.Context, stream, filter string) uint64 {
+	e.t.Helper()
+	s, err := e.bus.JetStream().Stream(ctx, stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if filter == "" {
+		info, err := s.Info(ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// finished counts the study's run.finished events.
+func (e *env) finished(ctx context.Context, studyName string) uint64 {
+	return e.streamCount(ctx, events.EventsStream, fmt.Sprintf("%s.%s.*.%s", events.EventsPrefix, studyName, events.TypeRunFinished))
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// readStudy returns every stored event of a study, decoded, in stream order.
+func (e *env) readStudy(ctx context.Context, studyName string) []events.Envelope {
+	e.t.Helper()
+	filter, _ := events.StudyEventsSubject(studyName)
+	want := e.streamCount(ctx, events.EventsStream, filter)
+	cons, err := e.bus.JetStream().OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []events.Envelope
+	for uint64(len(out)) < want {
+		batch, err := cons.Fetch(int(min(want-uint64(len(out)), 1000)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			ev, err := events.Decode(m.Data())
+			if err != nil {
+				e.t.Fatalf("stored event on %s does not decode: %v\n%s", m.Subject(), err, m.Data())
+			}
+			out = append(out, ev)
+		}
+		if n == 0 {
+			e.t.Fatalf("read %d of %d events, then nothing", len(out), want)
+		}
+	}
+	return out
+}
+
+type attemptKey struct {
+	run     string
+	attempt int
+}
+
+// histories groups run events by (run, attempt), each sorted by seq, and fails the test on a
+// duplicate event id or (run, attempt, seq).
+func histories(t *testing.T, evs []events.Envelope) map[attemptKey][]events.Envelope {
+	t.Helper()
+	ids := map[string]bool{}
+	seqs := map[string]bool{}
+	out := map[attemptKey][]events.Envelope{}
+	for _, ev := range evs {
+		if ids[ev.ID] {
+			t.Errorf("event id %s stored twice", ev.ID)
+		}
+		ids[ev.ID] = true
+		if ev.Run == events.StudyRun {
+			continue
+		}
+		k := fmt.Sprintf("%s/%d/%d", ev.Run, ev.Attempt, ev.Seq)
+		if seqs[k] {
+			t.Errorf("(run, attempt, seq) %s stored twice", k)
+		}
+		seqs[k] = true
+		ak := attemptKey{ev.Run, ev.Attempt}
+		out[ak] = append(out[ak], ev)
+	}
+	for k, h := range out {
+		sort.Slice(h, func(i, j int) bool { return h[i].Seq < h[j].Seq })
+		out[k] = h
+	}
+	return out
+}
+
+// blockingModel wraps a model and blocks its n-th call (from 1) until release is closed or
+// the call's context ends, after closing blocked.
+type blockingModel struct {
+	inner   llm.Model
+	n       int
+	mu      sync.Mutex
+	calls   int
+	blocked chan struct{}
+	release chan struct{}
+}
+
+func (m *blockingModel) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	return m.calls
+}
+
+func (m *blockingModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if m.count() == m.n {
+		close(m.blocked)
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return llm.Response{}, &llm.CallError{Attempts: 1, Err: ctx.Err()}
+		}
+	}
+	return m.inner.Chat(ctx, req)
+}
+
+func sortedRuns(p *study.Plan) []string {
+	var out []string
+	for _, j := range p.Jobs {
+		out = append(out, j.Run)
+	}
+	slices.Sort(out)
+	return out
+}

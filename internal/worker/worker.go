@@ -1,0 +1,310 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Worker pulls run jobs and runs them. Create it with New and call Run once.
+type Worker struct {
+	bus     *bus.Bus
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	clients *clients
+	stats   Stats
+}
+
+// Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
+type Stats struct {
+	Acked     atomic.Int64 // jobs acknowledged: their run attempt is recorded
+	Requeued  atomic.Int64 // jobs Nak'ed for redelivery (infrastructure error or shutdown)
+	Rejected  atomic.Int64 // malformed jobs terminated
+	Exhausted atomic.Int64 // jobs terminated after MaxAttempts deliveries, recorded as failed
+}
+
+// New returns a worker on b. The streams must exist (bus.EnsureStreams).
+func New(b *bus.Bus, cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registry, cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency)}
+	return w, nil
+}
+
+// Registry returns the registry holding the worker's metrics.
+func (w *Worker) Registry() *prometheus.Registry { return w.cfg.Registry }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() *Stats { return &w.stats }
+
+// ID returns the worker id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Run pulls and runs jobs until ctx ends, then shuts down as the package doc describes: no new
+// job is taken, runs in flight get Config.ShutdownGrace to finish, the others are recorded as
+// aborted and Nak'ed. It returns nil after a clean shutdown, or the error that stopped it
+// (the connection closed for good, the consumer could not be created).
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := ensure(ctx, w.bus.JetStream(), w.cfg, w.bus.Config().Replicas)
+	if err != nil {
+		return err
+	}
+	// Runs get their own context: shutdown (ctx) stops fetching at once but cancels the runs
+	// only when the grace period is over.
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	var wg sync.WaitGroup
+	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "consumer", w.cfg.Consumer, "sim", w.cfg.SimBaseURL != "")
+	loopErr := w.fetchLoop(ctx, runCtx, cons, &wg)
+
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	grace := time.NewTimer(w.cfg.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		w.log.Warn("shutdown grace period over: abandoning runs in flight", "grace", w.cfg.ShutdownGrace)
+		cancelRuns()
+		<-done
+	}
+	w.log.Info("worker stopped", "acked", w.stats.Acked.Load(), "requeued", w.stats.Requeued.Load(),
+		"rejected", w.stats.Rejected.Load(), "exhausted", w.stats.Exhausted.Load())
+	return loopErr
+}
+
+// fetchLoop fetches as many jobs as there are free run slots and starts each at once, so
+// that no job waits in this process while its ack timer runs.
+func (w *Worker) fetchLoop(ctx, runCtx context.Context, cons jetstream.Consumer, wg *sync.WaitGroup) error {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		n := 1
+	more:
+		for n < cap(slots) {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if err != nil {
+			for range n {
+				<-slots
+			}
+			if w.bus.Conn().IsClosed() {
+				return fmt.Errorf("worker: connection closed: %w", err)
+			}
+			w.m.errors.WithLabelValues(errFetch).Inc()
+			w.log.Warn("fetch failed", "err", err, "retry_in", backoff)
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			if ctx.Err() != nil {
+				// Shutting down: hand the job back at once rather than start it.
+				_ = msg.Nak()
+				w.stats.Requeued.Add(1)
+				<-slots
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				w.handle(runCtx, msg)
+			}()
+		}
+		for range n - got {
+			<-slots
+		}
+		if err := batch.Error(); err != nil && w.bus.Conn().IsClosed() {
+			return fmt.Errorf("worker: connection closed: %w", err)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// handle runs one delivery of a job and settles it: Ack, Nak, NakWithDelay or Term.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.m.errors.WithLabelValues(errPoison).Inc()
+		_ = msg.TermWithReason("not a JetStream message: " + err.Error())
+		return
+	}
+	attempt := int(meta.NumDelivered)
+	job, err := study.DecodeJob(msg.Data())
+	if err == nil {
+		if want, _ := job.Subject(); msg.Subject() != want {
+			err = fmt.Errorf("%w: job of study %s published on %s", study.ErrInvalidJob, job.Study, msg.Subject())
+		}
+	}
+	stop := w.keepAlive(msg)
+	defer stop()
+	if err != nil {
+		w.reject(msg, meta, &job, err)
+		return
+	}
+	log := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
+	if attempt > w.cfg.MaxAttempts {
+		w.exhaust(msg, &job, attempt, log)
+		return
+	}
+	var model llm.Model
+	if w.cfg.Models != nil {
+		model, err = w.cfg.Models(job.Endpoint, w.cfg.SimBaseURL)
+	} else {
+		model, err = w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
+	}
+	if err != nil {
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "cannot reach the job's model", err)
+		return
+	}
+	w.execute(ctx, msg, &job, attempt, model, log)
+}
+
+// execute runs the harness for one attempt and settles the job.
+func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job, attempt int, model llm.Model, log *slog.Logger) {
+	spec, err := job.RunSpec()
+	if err != nil { // DecodeJob validated the condition; unreachable unless the build changed
+		w.reject(msg, nil, job, err)
+		return
+	}
+	a, err := w.newAttempt(job, attempt)
+	if err != nil {
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "publisher", err)
+		return
+	}
+	w.m.inFlight.Inc()
+	start := time.Now()
+	res, runErr := harness.Run(ctx, spec, model, a.emitter())
+	w.m.inFlight.Dec()
+	w.m.runDuration.Observe(time.Since(start).Seconds())
+	if runErr != nil {
+		if errors.Is(runErr, ErrIllFormed) {
+			w.m.errors.WithLabelValues(errIllFormed).Inc()
+		}
+		// The history is incomplete: close the attempt with the next sequence number if the
+		// fold still allows it, so that it reads as aborted rather than cut off.
+		if ferr := a.abort("worker: " + runErr.Error()); ferr != nil {
+			log.Debug("could not close the attempt", "err", ferr)
+		}
+	}
+	ackStart := time.Now()
+	wctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckTimeout)
+	waitErr := a.pub.Wait(wctx)
+	cancel()
+	w.m.ackWait.Observe(time.Since(ackStart).Seconds())
+	switch {
+	case waitErr != nil:
+		w.m.errors.WithLabelValues(errPublish).Inc()
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "events not acknowledged; the run will be re-run as a new attempt", waitErr)
+	case runErr != nil:
+		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "run stopped", runErr)
+	case res.Status == events.StatusAborted:
+		// Cancelled by shutdown: recorded as aborted; the next worker re-runs it at once.
+		w.m.runs.WithLabelValues(res.Status).Inc()
+		w.requeue(msg, 0, "", log, "run abandoned at shutdown", nil)
+	default:
+		w.m.runs.WithLabelValues(res.Status).Inc()
+		actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := msg.DoubleAck(actx)
+		cancel()
+		if err != nil {
+			// The events are stored; if the job comes back, the run is simply re-run as a new
+			// attempt, which the analyzer resolves (the last finished attempt counts).
+			w.m.errors.WithLabelValues(errAck).Inc()
+			log.Warn("job ack not confirmed", "err", err)
+			return
+		}
+		w.stats.Acked.Add(1)
+		log.Debug("run recorded", "status", res.Status, "events", a.seq.Seq())
+	}
+}
+
+// requeue Naks the job (with delay > 0, NakWithDelay) and counts why.
+func (w *Worker) requeue(msg jetstream.Msg, delay time.Duration, kind string, log *slog.Logger, why string, err error) {
+	if kind != "" {
+		w.m.errors.WithLabelValues(kind).Inc()
+	}
+	if err != nil {
+		log.Warn(why, "err", err, "redelivery_in", delay)
+	} else {
+		log.Info(why)
+	}
+	var nerr error
+	if delay > 0 {
+		nerr = msg.NakWithDelay(delay)
+	} else {
+		nerr = msg.Nak()
+	}
+	if nerr != nil {
+		w.m.errors.WithLabelValues(errAck).Inc()
+		log.Warn("nak failed; the job will be redelivered after the ack wait", "err", nerr)
+	}
+	w.stats.Requeued.Add(1)
+}
+
+// keepAlive sends in-progress acks every AckWait/3 until stop is called.
+func (w *Worker) keepAlive(msg jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(w.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					w.log.Debug("in-progress ack failed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
+}
