@@ -227,3 +227,35 @@ func TestRequestStructsCarryNoCondition(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentRequestsAreIndependent: the server keeps no state between requests, so the
+// same requests sent concurrently, in any interleaving, get the same bytes as sent one by one.
+func TestConcurrentRequestsAreIndependent(t *testing.T) {
+	cases := blindCases(t)
+	names := sortedKeys(cases)
+	h := mustServer(t, Config{})
+	want := map[string]string{}
+	for _, n := range names {
+		_, body := doRequest(t, h, "POST", "/v1/chat/completions", string(cases[n]))
+		want[n] = string(body)
+	}
+	type result struct{ name, body string }
+	out := make(chan result, 4*len(names))
+	for w := range 4 {
+		go func() {
+			for i := range names {
+				n := names[(i+w*7)%len(names)]
+				req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(cases[n]))
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				out <- result{n, rec.Body.String()}
+			}
+		}()
+	}
+	for range 4 * len(names) {
+		r := <-out
+		if r.body != want[r.name] {
+			t.Errorf("%s: concurrent response differs:\n%s\nwant\n%s", r.name, r.body, want[r.name])
+		}
+	}
+}

@@ -39,6 +39,19 @@
 // the smallest positive float32, which is 0 here for all purposes.) The backfill choice and the
 // latency jitter are not scaled.
 //
+// # Fidelity details
+//
+// Responses follow the OpenAI chat.completion shape: content null beside tool calls, one
+// choice, usage with prompt/completion/total tokens (estimated from the canonical size of the
+// request and of the answer at the persona's characters per token), system_fingerprint from the
+// persona, finish_reason "tool_calls" for a call the model chose, "stop" for text and for a call
+// forced by tool_choice (as OpenAI reports it), "length" when max_tokens or
+// max_completion_tokens cut the answer. A json_object request gets an object ({"plan": [...]}
+// for a plan); a json_schema request gets a value of the schema's shape (a bare array if the
+// schema's root is one). Under strict json_schema a plan is always schema-valid JSON; it can
+// still be a wrong path of the graph. Errors use the OpenAI error body with a "simllm:" message.
+// Streaming and n > 1 are refused with 400.
+//
 // # Tasks
 //
 // The task is recognised from the request alone: the task's instructions or name in a system
