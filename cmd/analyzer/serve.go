@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/warehouse"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "serve",
+		Summary: "ingest DITTO_EVENTS and serve the HTTP API (read-only SQL, studies, export, metrics)",
+		Run:     runServe,
+	})
+}
+
+// DefaultListen is serve's default address: loopback only.
+const DefaultListen = "127.0.0.1:8470"
+
+// ExportSpoolDir is the directory, inside the data directory, where serve's exports are
+// written before they are streamed; the only directory the hardened database may write.
+const ExportSpoolDir = "export-spool"
+
+type serveConfig struct {
+	bus      bus.Config
+	db       warehouse.Config
+	ingest   warehouse.IngestConfig
+	limits   sqlguard.Config
+	listen   string
+	token    string
+	noIngest bool
+}
+
+func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
+	c.bus.RegisterFlags(fs)
+	c.db.RegisterFlags(fs)
+	c.ingest.RegisterFlags(fs)
+	listen := os.Getenv("DITTO_ANALYZER_LISTEN")
+	if listen == "" {
+		listen = DefaultListen
+	}
+	fs.StringVar(&c.listen, "listen", listen, "HTTP address of the API (env DITTO_ANALYZER_LISTEN); port 0 picks a free one")
+	fs.StringVar(&c.token, "token", os.Getenv("DITTO_ANALYZER_TOKEN"), "bearer token required on every endpoint but /healthz (prefer env DITTO_ANALYZER_TOKEN)")
+	fs.DurationVar(&c.limits.Timeout, "query-timeout", sqlguard.DefaultTimeout, "default timeout of a query")
+	fs.DurationVar(&c.limits.MaxTimeout, "max-query-timeout", sqlguard.DefaultMaxTimeout, "the longest timeout a client may ask for")
+	fs.IntVar(&c.limits.MaxRows, "max-rows", sqlguard.DefaultMaxRows, "default row limit of a query")
+	fs.IntVar(&c.limits.RowsCap, "rows-cap", sqlguard.DefaultRowsCap, "the highest row limit a client may ask for")
+	fs.BoolVar(&c.noIngest, "no-ingest", false, "serve the API without ingesting (the database still cannot be opened by another process)")
+}
+
+func (c *serveConfig) validate() error {
+	c.db.ResolvePath(c.bus.DataDir)
+	if c.db.ReadOnly {
+		return errors.New("serve needs a writable database")
+	}
+	if _, _, err := net.SplitHostPort(c.listen); err != nil {
+		return fmt.Errorf("listen %q: %v", c.listen, err)
+	}
+	for _, err := range []error{c.bus.Validate(), c.db.Validate(), c.ingest.Validate(), c.limits.Validate()} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg serveConfig
+	cfg.registerFlags(fs)
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	return serve(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+}
+
+// serve runs ingestion and the API until ctx ends or one of them fails.
+func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	b, err := bus.Open(ctx, cfg.bus)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.bus.DataDir, 0o755); err != nil {
+		return err
+	}
+	w, err := warehouse.Open(ctx, cfg.db)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	// The spool is the one directory the database may write once hardened; leftovers of a
+	// killed export are removed.
+	spool := filepath.Join(cfg.bus.DataDir, ExportSpoolDir)
+	if err := os.RemoveAll(spool); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return err
+	}
+	if err := sqlguard.Harden(ctx, w.DB(), spool); err != nil {
+		return err
+	}
+	srv, err := api.NewServer(w.DB(), api.Config{
+		Token:        cfg.token,
+		Limits:       cfg.limits,
+		ExportSpool:  spool,
+		ExportTables: warehouse.Tables(),
+		Collectors:   w.Collectors(),
+		Status:       func() any { return w.Stats() },
+		Logger:       log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	baseURL := serveBaseURL(ln.Addr().(*net.TCPAddr))
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http: %w", err)
+		}
+	}()
+	ingestDone := make(chan struct{})
+	if cfg.noIngest {
+		close(ingestDone)
+	} else {
+		go func() {
+			defer close(ingestDone)
+			if err := w.Ingest(ctx, b, cfg.ingest); err != nil {
+				errc <- fmt.Errorf("ingest: %w", err)
+			}
+		}()
+	}
+	if err := api.WriteURLFile(cfg.bus.DataDir, baseURL); err != nil {
+		return err
+	}
+	defer func() {
+		if err := api.RemoveURLFile(cfg.bus.DataDir, baseURL); err != nil {
+			log.Warn("remove url file", "err", err)
+		}
+	}()
+	log.Info("serving", "url", baseURL, "db", cfg.db.Path, "nats", b.URL(), "ingest", !cfg.noIngest,
+		"token", cfg.token != "", "load", warehouse.LoadPath)
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-errc:
+	}
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		log.Warn("http shutdown", "err", serr)
+	}
+	<-ingestDone
+	s := w.Stats()
+	log.Info("stopped", "watermark", s.Watermark, "events", s.Events, "rejected", s.Rejected)
+	return err
+}
+
+// serveBaseURL is the URL clients on this machine use: a wildcard listen address is reached
+// on loopback.
+func serveBaseURL(a *net.TCPAddr) string {
+	host := a.IP.String()
+	if a.IP == nil || a.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(a.Port))
+}

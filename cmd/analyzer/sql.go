@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/sqlguard"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "sql",
+		Summary: `run one read-only query: analyzer sql "SELECT …" (through a serving analyzer, else the file)`,
+		Run:     runSQLCommand,
+	})
+}
+
+type sqlCommandConfig struct {
+	target  target
+	format  string // table, csv or json
+	limit   int
+	timeout time.Duration
+	query   string
+}
+
+func runSQLCommand(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+	var cfg sqlCommandConfig
+	cfg.target.registerFlags(fs)
+	fs.StringVar(&cfg.format, "format", "table", "output: table (aligned), csv or json")
+	fs.IntVar(&cfg.limit, "limit", 0, "row limit (default: the server's, 10,000 for a local file)")
+	fs.DurationVar(&cfg.timeout, "timeout", 0, "query timeout (default: the server's, 30s for a local file)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: analyzer sql [flags] \"SELECT …\"   (or - to read the query from stdin)\n")
+		fs.PrintDefaults()
+	}
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() != 1:
+		return fmt.Errorf("%w: analyzer sql [flags] \"SELECT …\" (one query argument; - reads stdin)", command.ErrUsage)
+	case cfg.format != "table" && cfg.format != "csv" && cfg.format != "json":
+		return fmt.Errorf("%w: --format %q, want table, csv or json", command.ErrUsage, cfg.format)
+	case cfg.limit < 0 || cfg.timeout < 0:
+		return fmt.Errorf("%w: negative --limit or --timeout", command.ErrUsage)
+	}
+	cfg.query = fs.Arg(0)
+	if cfg.query == "-" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		cfg.query = string(b)
+	}
+	if strings.TrimSpace(cfg.query) == "" {
+		return fmt.Errorf("%w: empty query", command.ErrUsage)
+	}
+	cfg.target.resolve()
+	return sqlCommand(ctx, cfg, os.Stdout)
+}
+
+func sqlCommand(ctx context.Context, cfg sqlCommandConfig, out io.Writer) error {
+	c, err := cfg.target.client(ctx)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return sqlRemote(ctx, c, cfg, out)
+	}
+	db, err := cfg.target.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	g, err := sqlguard.New(db, sqlguard.Config{})
+	if err != nil {
+		return err
+	}
+	res, err := g.Query(ctx, cfg.query, sqlguard.Limits{Rows: cfg.limit, Timeout: cfg.timeout})
+	if err != nil {
+		return err
+	}
+	switch cfg.format {
+	case "csv":
+		return api.WriteCSV(out, res)
+	case "json":
+		return api.WriteJSON(out, res)
+	}
+	return api.WriteAligned(out, api.NewTable(res))
+}
+
+func sqlRemote(ctx context.Context, c *api.Client, cfg sqlCommandConfig, out io.Writer) error {
+	req := api.SQLRequest{SQL: cfg.query, Limit: cfg.limit, Format: cfg.format}
+	if cfg.timeout > 0 {
+		req.Timeout = cfg.timeout.String()
+	}
+	if cfg.format == "table" {
+		t, err := c.Query(ctx, req)
+		if err != nil {
+			return err
+		}
+		return api.WriteAligned(out, t)
+	}
+	body, err := c.QueryRaw(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(out, body)
+	return err
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/warehouse"
+)
+
+// target is where the query-side subcommands (sql, export, status) find the data: the API of
+// an analyzer serving the data directory, or else the database file opened read-only. DuckDB
+// lets no other process open a file that one process is writing, even read-only, so while
+// `analyzer serve` runs the API is the only way in.
+type target struct {
+	dataDir string
+	dbPath  string
+	url     string // an analyzer's base URL; overrides <data-dir>/analyzer.url
+	token   string
+	local   bool // never use the API
+}
+
+func (t *target) registerFlags(fs *flag.FlagSet) {
+	dataDir := os.Getenv("DITTO_DATA_DIR")
+	if dataDir == "" {
+		dataDir = bus.DefaultDataDir
+	}
+	fs.StringVar(&t.dataDir, "data-dir", dataDir, "data directory (finds <data-dir>/analyzer.url and the database)")
+	fs.StringVar(&t.dbPath, "db", "", "DuckDB database file (default <data-dir>/"+warehouse.DefaultFile+")")
+	fs.StringVar(&t.url, "url", os.Getenv("DITTO_ANALYZER_URL"), "a serving analyzer's base URL (default: the one in <data-dir>/analyzer.url)")
+	fs.StringVar(&t.token, "token", os.Getenv("DITTO_ANALYZER_TOKEN"), "bearer token of the analyzer's API (prefer env DITTO_ANALYZER_TOKEN)")
+	fs.BoolVar(&t.local, "local", false, "open the database file read-only even if an analyzer serves it")
+}
+
+func (t *target) resolve() {
+	if t.dbPath == "" {
+		t.dbPath = warehouse.DefaultPath(t.dataDir)
+	}
+}
+
+// client returns the API client to use, or nil to open the file. An explicit --url must
+// answer; a stale analyzer.url is ignored.
+func (t *target) client(ctx context.Context) (*api.Client, error) {
+	if t.local {
+		return nil, nil
+	}
+	if t.url != "" {
+		c := api.NewClient(t.url, t.token)
+		if err := c.Health(ctx); err != nil {
+			return nil, fmt.Errorf("analyzer at %s: %w", t.url, err)
+		}
+		return c, nil
+	}
+	c, err := api.Discover(ctx, t.dataDir, t.token)
+	if errors.Is(err, api.ErrNoServer) {
+		return nil, nil
+	}
+	return c, err
+}
+
+// open opens the database file read-only and hardened; allowedDirs stay writable for COPY.
+func (t *target) open(ctx context.Context, allowedDirs ...string) (*sql.DB, error) {
+	db, err := sqlguard.OpenReadOnly(ctx, t.dbPath, allowedDirs...)
+	if err == nil {
+		return db, nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s (has the analyzer ingested anything? see --data-dir, --db)", t.dbPath)
+	}
+	if strings.Contains(strings.ToLower(err.Error()), "lock") {
+		return nil, fmt.Errorf("%s is open in another process (a running analyzer?) and no analyzer API answers for %s; "+
+			"pass its address with --url: %w", t.dbPath, t.dataDir, err)
+	}
+	return nil, err
+}
