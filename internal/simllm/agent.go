@@ -23,6 +23,7 @@ type step struct {
 	State string
 	Tool  string
 	Args  json.RawMessage
+	Desc  string // what the tool does, for free-text plans
 }
 
 // ideal asks the task's Ideal for the next action. A panic inside Ideal is a defect of the

@@ -214,6 +214,16 @@ func (t *turn) textPlanAnswer() (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	// A free-text plan explains its steps with what the model knows of each tool.
+	for i := range steps {
+		if f := t.offered[steps[i].Tool]; f != nil && f.Description != "" {
+			steps[i].Desc = f.Description
+		} else if t.ag != nil {
+			if tool, ok := t.ag.task.ToolByName(steps[i].Tool); ok {
+				steps[i].Desc = tool.Description
+			}
+		}
+	}
 	return answer{content: textPlan(t.d, t.rate(t.p.PlanWording), t.rate(t.p.Skip), steps), finish: "stop"}, nil
 }
 

@@ -46,6 +46,19 @@ var (
 		"Run %[2]s in order to %[3]s.",
 	}
 	prosePrefixes = []string{"First", "Then", "Next", "After that", "Finally"}
+	descForms     = []string{
+		" — %[1]s.",
+		" (%[2]s).",
+		", which will %[2]s.",
+		"; this step is to %[2]s.",
+		"%.0[1]s.", // no explanation
+	}
+	planRationales = []string{
+		"I will work through the steps strictly in this order, since each one depends on the output of the one before, and use only the datasets named in the request.",
+		"The order matters: every step needs the previous step's result, and I will not touch any dataset other than the one given.",
+		"Following this sequence keeps the work auditable, and each result will be checked before moving on.",
+		"I will keep to the given data and check each intermediate result before continuing.",
+	}
 )
 
 // textPlan words a free-text plan of steps. rate is the persona's wording rate (scaled); skip
@@ -65,6 +78,10 @@ func textPlan(d dice, rate, skip float64, steps []step) string {
 		}
 		phr := wording(d, labelf("textplan/step", i), rate, stepPhrasings)
 		line := fmt.Sprintf(phr, s.State, s.Tool, human, capitalise(human))
+		if desc := strings.TrimSuffix(strings.TrimSpace(s.Desc), "."); desc != "" {
+			form := wording(d, labelf("textplan/desc", i), rate, descForms)
+			line = strings.TrimSuffix(line, ".") + fmt.Sprintf(form, desc, lowerFirst(desc))
+		}
 		switch layout {
 		case "numbered":
 			lines = append(lines, fmt.Sprintf("%d. %s", i+1, line))
@@ -82,7 +99,7 @@ func textPlan(d dice, rate, skip float64, steps []step) string {
 	if layout == "prose" {
 		sep = " "
 	}
-	out := intro + "\n" + strings.Join(lines, sep)
+	out := intro + "\n" + strings.Join(lines, sep) + "\n" + wording(d, "textplan/rationale", rate, planRationales)
 	if c := wording(d, "textplan/closing", rate, planClosings); c != "" {
 		out += "\n" + c
 	}
