@@ -305,7 +305,7 @@ func TestFreeTextPlans(t *testing.T) {
 				t.Fatal(aerr.Message)
 			}
 			c := *resp.Choices[0].Message.Content
-			if !strings.Contains(c, "load_customer") || resp.Choices[0].FinishReason != "stop" {
+			if !strings.Contains(c, "load_customer") || strings.Contains(c, "%!") || resp.Choices[0].FinishReason != "stop" {
 				t.Fatalf("plan %q does not name the first tool", c)
 			}
 			seen[c] = true

@@ -3,6 +3,7 @@ package simllm
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/dittolab/ditto/internal/tasks"
@@ -71,6 +72,9 @@ func drive(t *testing.T, s *Server, model string, task *tasks.Task, inst *tasks.
 		}
 		b, _ := json.Marshal(resp)
 		log.bodies = append(log.bodies, b)
+		if strings.Contains(string(b), "%!") {
+			t.Errorf("response carries a formatting error: %s", b)
+		}
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		return m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
