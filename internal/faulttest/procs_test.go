@@ -17,7 +17,7 @@ import (
 
 // bins are the binaries under test, built once per test binary run.
 type bins struct {
-	dir                                     string
+	dir                                    string
 	producer, worker, analyzer, natsServer string
 }
 
