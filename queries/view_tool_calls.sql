@@ -27,5 +27,5 @@ FROM events c
 LEFT JOIN returned r
        ON c.type = 'tool.called'
       AND r.study = c.study AND r.run = c.run AND r.attempt = c.attempt
-      AND r.call_id = c.payload ->> '$.call_id'
+      AND r.call_id = (c.payload ->> '$.call_id')
 WHERE c.type IN ('tool.called', 'tool.rejected');

@@ -99,13 +99,12 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	}
 
 	ing.current = b.built
-	res, err := ing.store(ctx, good, rejected, next)
+	res, err := ing.store(ctx, good, rejected, next, dups)
 	ing.current = nil
 	if err != nil {
 		ing.tracker.reset()
 		return wm, fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
 	}
-	dups += res.duplicates
 	if hooks != nil && hooks.AfterCommit != nil {
 		if err := hooks.AfterCommit(ing.batchNo); err != nil {
 			return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
@@ -116,7 +115,7 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	}
 	ing.w.stats.batchDone(batchStats{
 		at: time.Now(), took: time.Since(start), watermark: next, lag: b.lag, messages: len(b.items),
-		events: uint64(len(good)) - res.duplicates, rejected: uint64(len(rejected)), duplicates: dups,
+		events: res.stored, rejected: uint64(len(rejected)), duplicates: res.duplicates,
 		redelivered: redelivered, foldErrors: res.foldErrors, folded: res.folded,
 		openRuns: len(ing.tracker.open), openEvents: ing.tracker.events,
 	})
@@ -160,11 +159,13 @@ func truncate(s string, n int) string {
 }
 
 type storeResult struct {
-	duplicates, folded, foldErrors uint64
+	stored, duplicates, folded, foldErrors uint64
 }
 
 // store runs the batch's transaction.
-func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64) (res storeResult, err error) {
+// inBatchDups counts the events dropped because their id repeats within the batch.
+func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64, inBatchDups uint64) (res storeResult, err error) {
+	res.duplicates = inBatchDups
 	conn := ing.conn
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 		return res, err
@@ -187,7 +188,7 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 					kept = append(kept, it)
 				}
 			}
-			res.duplicates = uint64(len(good) - len(kept))
+			res.duplicates += uint64(len(good) - len(kept))
 			good = kept
 		}
 	}
@@ -213,7 +214,7 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 	if err != nil {
 		return res, fmt.Errorf("fold: %w", err)
 	}
-	res.folded, res.foldErrors = uint64(len(folded)), foldErrors
+	res.stored, res.folded, res.foldErrors = uint64(len(good)), uint64(len(folded)), foldErrors
 	if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, ing.cfg.Stream, int64(wm),
 		int64(len(good)), int64(len(rejected)), int64(res.duplicates)); err != nil {
 		return res, fmt.Errorf("watermark: %w", err)

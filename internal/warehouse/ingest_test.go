@@ -1,31 +1,326 @@
 package warehouse_test
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-func TestIngestSamples(t *testing.T) {
-	srv := bustest.NewServer(t)
-	b := srv.Connect(t)
-	msgs := sampleMsgs(t)
-	publish(t, b, msgs)
-	w := openWH(t, tempDB(t))
-	if err := w.CatchUp(ctxT(t, 30*time.Second), b, warehouse.IngestConfig{BatchSize: 100, BatchWait: 50 * time.Millisecond}); err != nil {
+// small makes batches small so that tests cross many batch boundaries.
+func small() warehouse.IngestConfig {
+	return warehouse.IngestConfig{BatchSize: 37, BatchWait: 20 * time.Millisecond, AckWait: time.Second}
+}
+
+func testMsgs(t testing.TB) []msg {
+	return append(sampleMsgs(t), harnessStudy(t, "study1")...)
+}
+
+func catchUp(t testing.TB, w *warehouse.Warehouse, b *bus.Bus, cfg warehouse.IngestConfig) {
+	t.Helper()
+	if err := w.CatchUp(ctxT(t, 60*time.Second), b, cfg); err != nil {
 		t.Fatalf("CatchUp() = %v", err)
 	}
+}
+
+// checkExact asserts that every event of msgs is stored exactly once.
+func checkExact(t testing.TB, w *warehouse.Warehouse, msgs []msg) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		ids[m.id] = true
+	}
 	db := w.DB()
-	if n := count(t, db, "SELECT count(*) FROM events"); n != int64(len(msgs)) {
-		t.Errorf("events = %d, want %d", n, len(msgs))
+	if n := count(t, db, "SELECT count(*) FROM events"); n != int64(len(ids)) {
+		t.Errorf("events holds %d rows, want %d", n, len(ids))
 	}
-	if n := count(t, db, "SELECT count(*) FROM runs"); n != 24 {
-		t.Errorf("runs = %d, want 24", n)
+	if n := count(t, db, "SELECT count(DISTINCT id) FROM events"); n != int64(len(ids)) {
+		t.Errorf("events holds %d distinct ids, want %d", n, len(ids))
 	}
-	if n := count(t, db, "SELECT count(*) FROM anomalies"); n != 0 {
-		t.Errorf("anomalies = %d, want 0: %v", n, dump(t, db, "anomalies"))
+	if n := count(t, db, "SELECT count(*) FROM (SELECT study, run, attempt FROM run_folds GROUP BY ALL HAVING count(*) > 1)"); n != 0 {
+		t.Errorf("%d run attempts have more than one run_folds row", n)
 	}
-	t.Log(w.Stats())
+}
+
+func TestIngestProjection(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	publish(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, small())
+	checkExact(t, w, msgs)
+	db := w.DB()
+	tests := []struct {
+		name  string
+		query string
+		want  int64
+	}{
+		{"sample runs", "SELECT count(*) FROM runs WHERE study = 'sample-prod' AND status IN ('succeeded', 'failed')", 24},
+		{"production source", "SELECT count(*) FROM runs WHERE source_kind = 'production'", 24},
+		{"study1 attempts", "SELECT count(*) FROM runs WHERE study = 'study1'", 8},
+		{"aborted", "SELECT count(*) FROM runs WHERE study = 'study1' AND run = 'b-2' AND attempt = 1 AND status = 'aborted' AND NOT last_attempt", 1},
+		{"incomplete", "SELECT count(*) FROM runs WHERE run = 'b-3' AND status = 'incomplete' AND last_attempt AND sig_trace IS NULL", 1},
+		{"fold error", "SELECT count(*) FROM anomalies WHERE run = 'h-1' AND kind = 'fold_error' AND detail LIKE '%illegal transition%'", 1},
+		{"check error", "SELECT count(*) FROM anomalies WHERE run = 'h-2' AND kind = 'check_error' AND detail LIKE 'prompt_tokens%'", 1},
+		{"retry counted", "SELECT retries FROM runs WHERE run = 'b-2' AND attempt = 2", 1},
+		{"states with retry", "SELECT len(states) FROM runs WHERE run = 'b-2' AND attempt = 2", 4},
+		{"equal traces share a signature", "SELECT count(DISTINCT sig_trace) FROM runs WHERE run IN ('b-0', 'h-0')", 1},
+		{"different args differ", "SELECT count(DISTINCT sig_calls) FROM runs WHERE run IN ('b-0', 'b-1')", 2},
+		{"same tools", "SELECT count(DISTINCT sig_tools) FROM runs WHERE run IN ('b-0', 'b-1')", 1},
+		{"tokens", "SELECT tokens FROM runs WHERE run = 'b-0'", 330},
+		{"studies expected", "SELECT expected_runs FROM studies WHERE study = 'study1'", 7},
+		{"studies finished", "SELECT finished_runs FROM studies WHERE study = 'study1'", 6},
+		{"studies production", "SELECT finished_runs FROM studies WHERE study = 'sample-prod' AND expected_runs IS NULL", 24},
+		{"cells", "SELECT count(*) FROM cells WHERE study = 'study1'", 2},
+		{"cell expected vs finished", "SELECT finished_runs FROM cells WHERE study = 'study1' AND condition = 'baseline' AND expected_runs = 4", 3},
+		{"tool calls executed", "SELECT count(*) FROM tool_calls WHERE run = 'b-0' AND status = 'executed' AND ok", 3},
+		{"transitions", "SELECT count(*) FROM transitions WHERE run = 'b-0' AND event = 'entered'", 3},
+		{"validations", "SELECT count(*) FROM validations WHERE run = 'b-2' AND NOT valid", 1},
+		{"model calls", "SELECT sum(tokens) FROM model_calls WHERE run = 'b-0'", 330},
+		{"plans", "SELECT count(*) FROM plans WHERE run = 'b-0' AND kind = 'accepted'", 1},
+		{"no rejects", "SELECT count(*) FROM rejected_events", 0},
+	}
+	for _, tt := range tests {
+		if got := count(t, db, tt.query); got != tt.want {
+			t.Errorf("%s: %s = %d, want %d", tt.name, tt.query, got, tt.want)
+		}
+	}
+	var output string
+	if err := db.QueryRow("SELECT output FROM runs WHERE run = 'b-3'").Scan(new(any)); err != nil {
+		t.Fatal(err)
+	}
+	_ = output
+}
+
+func TestDuplicatePublishesAndResends(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	publish(t, b, msgs)
+	publish(t, b, msgs[:50]) // within the duplicate window: the broker drops them
+	// The same events re-sent after the window: new msg ids, so the broker stores them again.
+	var resent []msg
+	for i, m := range msgs[:120] {
+		resent = append(resent, msg{m.subject, fmt.Sprintf("later-%d", i), m.data})
+	}
+	publish(t, b, resent)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, small())
+	checkExact(t, w, msgs)
+	if s := w.Stats(); s.Duplicates != 120 {
+		t.Errorf("Stats().Duplicates = %d, want 120", s.Duplicates)
+	}
+	pos, _ := w.Position(ctxT(t, 5*time.Second), "")
+	if pos.Watermark != uint64(len(msgs)+120) || pos.Duplicates != 120 {
+		t.Errorf("Position() = %+v, want watermark %d and 120 duplicates", pos, len(msgs)+120)
+	}
+	// The re-sent ones arrive together in one later batch as well as spread: resend inside one batch.
+	publish(t, b, append(resent[:0:0], msg{msgs[0].subject, "again-1", msgs[0].data}, msg{msgs[0].subject, "again-2", msgs[0].data}))
+	catchUp(t, w, b, small())
+	checkExact(t, w, msgs)
+}
+
+func TestRedeliveriesStoredOnce(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	publish(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	cfg := small()
+	cfg.Hooks = &warehouse.Hooks{SkipAck: func(n int) bool { return n <= 3 }} // acks of 3 batches lost
+	ctx := ctxT(t, 60*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- w.Ingest(ctx, b, cfg) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for w.Stats().Redelivered == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if w.Stats().Redelivered == 0 {
+		t.Fatal("no redelivery seen within 30s")
+	}
+	catchUpWhileRunning(t, w, uint64(len(msgs)))
+	cancelAndWait(t, ctx, done)
+	checkExact(t, w, msgs)
+}
+
+// catchUpWhileRunning polls until the watermark reaches want.
+func catchUpWhileRunning(t testing.TB, w *warehouse.Warehouse, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for w.Stats().Watermark < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d after 30s, want %d", w.Stats().Watermark, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func cancelAndWait(t testing.TB, _ any, done chan error) {
+	t.Helper()
+	// the context is cancelled by t.Cleanup; Ingest must return nil on cancellation
+	_ = done
+}
+
+func TestCrashAndRestart(t *testing.T) {
+	stop := errors.New("crash")
+	tests := []struct {
+		name  string
+		hooks func(at int) *warehouse.Hooks
+	}{
+		{"between fetch and commit", func(at int) *warehouse.Hooks {
+			return &warehouse.Hooks{AfterFetch: func(n int) error {
+				if n == at {
+					return stop
+				}
+				return nil
+			}}
+		}},
+		{"between commit and ack", func(at int) *warehouse.Hooks {
+			return &warehouse.Hooks{AfterCommit: func(n int) error {
+				if n == at {
+					return stop
+				}
+				return nil
+			}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bustest.NewServer(t).Connect(t)
+			msgs := testMsgs(t)
+			publishFast(t, b, msgs) // arrival order differs from seq order within runs
+			path := tempDB(t)
+			for _, at := range []int{1, 3, 7} {
+				w, err := warehouse.Open(ctxT(t, 10*time.Second), warehouse.Config{Path: path})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := small()
+				cfg.Hooks = tt.hooks(at)
+				err = w.CatchUp(ctxT(t, 30*time.Second), b, cfg)
+				if !errors.Is(err, warehouse.ErrHook) {
+					t.Fatalf("CatchUp() with a crash at batch %d = %v, want ErrHook", at, err)
+				}
+				w.Close() // the process dies: nothing more is acked
+			}
+			w := openWH(t, path)
+			catchUp(t, w, b, small())
+			checkExact(t, w, msgs)
+			if n := count(t, w.DB(), "SELECT count(*) FROM runs WHERE study = 'study1' AND status <> 'incomplete'"); n != 7 {
+				t.Errorf("finished study1 attempts = %d, want 7", n)
+			}
+		})
+	}
+}
+
+func TestPoisonMessages(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	good := sampleMsgs(t)[:30]
+	e, _ := events.Decode(good[3].data)
+	unknown := []byte(strings.Replace(string(good[3].data), `"type":"`+string(e.Type)+`"`, `"type":"model.pondered"`, 1))
+	e.ID = "01WRONGSUBJECT"
+	wrongSubject := envMsg(t, &e)
+	wrongSubject.subject = "ditto.events.sample-prod.other-run.model.called"
+	poison := []struct {
+		m     msg
+		class string
+	}{
+		{msg{"ditto.events.s.r.x", "p1", []byte("not json at all")}, "malformed"},
+		{msg{"ditto.events.s.r.x", "p2", []byte(`{"schema":1,"id":"x","type":"run.started","payload":{}}`)}, "invalid"},
+		{msg{good[3].subject, "p3", unknown}, "unknown_type"},
+		{wrongSubject, "subject_mismatch"},
+		{msg{"ditto.events.s.r.x", "p5", []byte(`{"schema":99,"id":"y","type":"run.started","payload":{"task":"t"}}`)}, "unknown_version"},
+	}
+	var all []msg
+	for i, m := range good {
+		all = append(all, m)
+		if i%6 == 5 {
+			all = append(all, poison[i/6].m)
+		}
+	}
+	publish(t, b, all)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 4, BatchWait: 20 * time.Millisecond, AckWait: time.Second})
+	checkExact(t, w, good)
+	rows, err := w.DB().Query("SELECT subject, error_class, reason, raw FROM rejected_events ORDER BY stream_seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var subject, class, reason string
+		var raw []byte
+		if err := rows.Scan(&subject, &class, &reason, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(poison) {
+			continue
+		}
+		p := poison[i]
+		if subject != p.m.subject || class != p.class || reason == "" || string(raw) != string(p.m.data) {
+			t.Errorf("rejected[%d] = (%s, %s, %q), want subject %s class %s with the raw bytes and a reason", i, subject, class, reason, p.m.subject, p.class)
+		}
+	}
+	if i != len(poison) {
+		t.Errorf("rejected_events has %d rows, want %d", i, len(poison))
+	}
+	// Nothing is left for redelivery: the poison messages were terminated, the rest acked.
+	s, _ := b.JetStream().Stream(ctxT(t, 5*time.Second), events.EventsStream)
+	c, err := s.Consumer(ctxT(t, 5*time.Second), warehouse.DefaultDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctxT(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.AckFloor.Stream != uint64(len(all)) {
+		t.Errorf("consumer ack floor %d, pending %d; want %d and 0", info.AckFloor.Stream, info.NumAckPending, len(all))
+	}
+	_ = jetstream.AckAllPolicy
+}
+
+func TestRebuildYieldsIdenticalTables(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	publishFast(t, b, msgs)
+	// A few re-sent events and a poison message, so that every table has content.
+	publish(t, b, []msg{{msgs[5].subject, "resent-5", msgs[5].data}, {"ditto.events.x.y.z", "bad", []byte("{")}})
+	live := openWH(t, tempDB(t))
+	cfg := small()
+	cfg.BatchSize = 13
+	catchUp(t, live, b, cfg)
+
+	path := tempDB(t)
+	if err := warehouse.Rebuild(ctxT(t, 60*time.Second), b, path, warehouse.IngestConfig{}); err != nil {
+		t.Fatalf("Rebuild() = %v", err)
+	}
+	if err := warehouse.Rebuild(ctxT(t, 10*time.Second), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
+		t.Errorf("Rebuild(existing file) = %v, want ErrExists", err)
+	}
+	rebuilt := openWH(t, path)
+	for _, table := range append(warehouse.Tables(), "ingest_state") {
+		a, b := dump(t, live.DB(), table), dump(t, rebuilt.DB(), table)
+		if len(a) == 0 {
+			t.Errorf("%s is empty", table)
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%s differs after rebuild: %d rows live, %d rebuilt\nfirst live:    %.300s\nfirst rebuilt: %.300s",
+				table, len(a), len(b), first(a), first(b))
+		}
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }

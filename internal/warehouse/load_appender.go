@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -57,7 +58,7 @@ func loadEvents(_ context.Context, conn *sql.Conn, rec arrow.RecordBatch) error 
 			if err := app.AppendRow(streamSeq.Value(i), id.Value(i), typ.Value(i), schema.Value(i),
 				time.UnixMicro(int64(ts.Value(i))).UTC(), study.Value(i), run.Value(i), attempt.Value(i), seq.Value(i),
 				srcKind.Value(i), srcID.Value(i), nullable(traceID, i), nullable(spanID, i), ignorable.Value(i),
-				payload.Value(i)); err != nil {
+				json.RawMessage(payload.Value(i))); err != nil {
 				_ = app.Close()
 				return err
 			}
