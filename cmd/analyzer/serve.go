@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		ExportSpool:  spool,
 		ExportTables: warehouse.Tables(),
 		Collectors:   w.Collectors(),
-		Status:       func() any { return w.Stats() },
+		Status:       func() any { return ingestStatus(w.Stats()) },
 		Logger:       log,
 	})
 	if err != nil {
@@ -199,4 +199,27 @@ func serveBaseURL(a *net.TCPAddr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, fmt.Sprint(a.Port))
+}
+
+// ingestStatusJSON is the "ingest" member of /healthz.
+type ingestStatusJSON struct {
+	Running     bool      `json:"running"`
+	Watermark   uint64    `json:"watermark"`
+	Lag         uint64    `json:"lag"`
+	Events      uint64    `json:"events"`
+	Rejected    uint64    `json:"rejected"`
+	Duplicates  uint64    `json:"duplicates"`
+	Batches     uint64    `json:"batches"`
+	Rate        float64   `json:"rate_events_per_second"`
+	LastCommit  time.Time `json:"last_commit"`
+	LastBatchMS float64   `json:"last_batch_ms"`
+	FoldErrors  uint64    `json:"fold_errors"`
+}
+
+func ingestStatus(s warehouse.Stats) ingestStatusJSON {
+	return ingestStatusJSON{
+		Running: s.Running, Watermark: s.Watermark, Lag: s.Lag, Events: s.Events, Rejected: s.Rejected,
+		Duplicates: s.Duplicates, Batches: s.Batches, Rate: s.Rate, LastCommit: s.LastCommit,
+		LastBatchMS: float64(s.LastBatch.Microseconds()) / 1000, FoldErrors: s.FoldErrors,
+	}
 }
