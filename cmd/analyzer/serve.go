@@ -58,6 +58,7 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.limits.MaxTimeout, "max-query-timeout", sqlguard.DefaultMaxTimeout, "the longest timeout a client may ask for")
 	fs.IntVar(&c.limits.MaxRows, "max-rows", sqlguard.DefaultMaxRows, "default row limit of a query")
 	fs.IntVar(&c.limits.RowsCap, "rows-cap", sqlguard.DefaultRowsCap, "the highest row limit a client may ask for")
+	fs.IntVar(&c.limits.MaxConcurrent, "max-queries", sqlguard.DefaultConcurrent, "queries running at once (others wait within their timeout)")
 	fs.BoolVar(&c.noIngest, "no-ingest", false, "serve the API without ingesting (the database still cannot be opened by another process)")
 }
 

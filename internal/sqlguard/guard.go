@@ -17,6 +17,10 @@ type Config struct {
 	MaxTimeout time.Duration // the most a caller may ask for; default 5m
 	MaxRows    int           // default row limit; default 10,000
 	RowsCap    int           // the most rows a caller may ask for; default 1,000,000
+	// MaxConcurrent bounds the queries running at once (each already uses all of DuckDB's
+	// threads; more would only share them and crowd out ingestion); default 4. A query waits
+	// for a slot within its own timeout.
+	MaxConcurrent int
 }
 
 // Defaults for Config.
@@ -25,6 +29,7 @@ const (
 	DefaultMaxTimeout = 5 * time.Minute
 	DefaultMaxRows    = 10_000
 	DefaultRowsCap    = 1_000_000
+	DefaultConcurrent = 4
 )
 
 func (c Config) withDefaults() Config {
@@ -39,6 +44,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RowsCap == 0 {
 		c.RowsCap = DefaultRowsCap
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultConcurrent
 	}
 	return c
 }
@@ -55,6 +63,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative row limit", ErrConfig)
 	case c.MaxRows > c.RowsCap:
 		return fmt.Errorf("%w: row limit %d above rows cap %d", ErrConfig, c.MaxRows, c.RowsCap)
+	case c.MaxConcurrent < 0:
+		return fmt.Errorf("%w: negative max concurrent", ErrConfig)
 	}
 	return nil
 }
@@ -62,8 +72,9 @@ func (c Config) Validate() error {
 // Guard runs user queries against one DuckDB database. It is safe for concurrent use; each
 // query takes its own connection from db's pool for its duration.
 type Guard struct {
-	db  *sql.DB
-	cfg Config
+	db    *sql.DB
+	cfg   Config
+	slots chan struct{} // one token per running query
 }
 
 // New returns a Guard over db. It does not harden db; see Harden.
@@ -71,7 +82,8 @@ func New(db *sql.DB, cfg Config) (*Guard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Guard{db: db, cfg: cfg.withDefaults()}, nil
+	cfg = cfg.withDefaults()
+	return &Guard{db: db, cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent)}, nil
 }
 
 // Limits are a caller's per-query bounds; zero fields take the Guard's defaults and values
@@ -102,6 +114,13 @@ func (g *Guard) Query(ctx context.Context, query string, lim Limits) (*Result, e
 	qctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 
+	select {
+	case g.slots <- struct{}{}:
+		defer func() { <-g.slots }()
+	case <-qctx.Done():
+		return nil, g.classify(ctx, qctx, lim, fmt.Errorf("sqlguard: waiting for a query slot: %w", qctx.Err()))
+	}
+
 	conn, err := g.db.Conn(qctx)
 	if err != nil {
 		return nil, g.classify(ctx, qctx, lim, fmt.Errorf("sqlguard: connection: %w", err))
@@ -131,6 +150,9 @@ func (g *Guard) Query(ctx context.Context, query string, lim Limits) (*Result, e
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
+
+// Running returns the number of queries running (holding a slot) now.
+func (g *Guard) Running() int { return len(g.slots) }
 
 // classify turns a failure into the documented error classes.
 func (g *Guard) classify(ctx, qctx context.Context, lim Limits, err error) error {

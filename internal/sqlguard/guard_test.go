@@ -387,3 +387,35 @@ func TestLeadingKeyword(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrencyLimit: with one slot taken by a slow query, the next query waits and times
+// out within its own timeout; once the slot is free, queries run again.
+func TestConcurrencyLimit(t *testing.T) {
+	f := newFixture(t, true)
+	g, err := New(f.db, Config{MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := g.Query(context.Background(), "SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 3",
+			Limits{Timeout: 3 * time.Second})
+		slowDone <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Running() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow query never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := g.Query(context.Background(), "SELECT 1", Limits{Timeout: 200 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
+		t.Errorf("query while the slot is taken = %v, want ErrTimeout", err)
+	}
+	if err := <-slowDone; !errors.Is(err, ErrTimeout) {
+		t.Errorf("slow query = %v, want ErrTimeout", err)
+	}
+	if _, err := g.Query(context.Background(), "SELECT 1", Limits{}); err != nil {
+		t.Errorf("query after the slot is free: %v", err)
+	}
+}
