@@ -2,9 +2,11 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -47,7 +49,14 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.NewTextHandler(logOut(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+func logOut() io.Writer {
+	if os.Getenv("DITTO_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
 
 // running is a worker started by startWorker.
 type running struct {
@@ -67,6 +76,9 @@ func (e *env) startWorker(cfg worker.Config) *running {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = 250 * time.Millisecond // quick shutdowns
 	}
 	w, err := worker.New(b, cfg)
 	if err != nil {
@@ -255,3 +267,5 @@ func sortedRuns(p *study.Plan) []string {
 	slices.Sort(out)
 	return out
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

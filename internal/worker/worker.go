@@ -98,6 +98,9 @@ func (w *Worker) fetchLoop(ctx, runCtx context.Context, cons jetstream.Consumer,
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	backoff := 100 * time.Millisecond
 	for {
+		if ctx.Err() != nil { // checked first: select would pick at random between ready cases
+			return nil
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/simllm"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "sim-serve",
+		Summary: "serve the simulated models as an OpenAI-compatible API on a loopback address",
+		Run:     runSimServe,
+	})
+}
+
+// simServeConfig is the configuration of `harness-worker sim-serve`.
+type simServeConfig struct {
+	Addr         string
+	LatencyScale float64
+	Personas     string // persona file (JSON); empty: the default personas
+}
+
+func (c simServeConfig) Validate() error {
+	if c.LatencyScale < 0 {
+		return fmt.Errorf("%w: --latency-scale must be >= 0", command.ErrUsage)
+	}
+	return nil
+}
+
+func runSimServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sim-serve", flag.ContinueOnError)
+	var cfg simServeConfig
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "loopback address to listen on (port 0: any free port)")
+	fs.Float64Var(&cfg.LatencyScale, "latency-scale", 1, "scale of the modelled latency (0: answer at once)")
+	fs.StringVar(&cfg.Personas, "personas", "", "persona file (JSON, as internal/simllm/personas.json); default: the built-in personas")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	sc := simllm.Config{LatencyScale: cfg.LatencyScale}
+	if cfg.Personas != "" {
+		ps, err := simllm.LoadPersonas(cfg.Personas)
+		if err != nil {
+			return err
+		}
+		sc.Personas = ps
+	}
+	url, wait, err := simllm.Serve(ctx, cfg.Addr, sc)
+	if err != nil {
+		return err
+	}
+	names := []string{}
+	for _, p := range sc.Personas {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		for _, p := range simllm.DefaultPersonas() {
+			names = append(names, p.Name)
+		}
+	}
+	fmt.Fprintf(os.Stdout, "simulated models (%s) at %s\nany OpenAI-compatible client: base URL %s, any API key; Ctrl-C to stop\n",
+		strings.Join(names, ", "), url, url)
+	return wait()
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "study",
+		Summary: "study submit SPEC | study validate SPEC: run a study spec (tasks × models × conditions × N)",
+		Run:     runStudy,
+	})
+}
+
+const studyUsage = `usage:
+  producer study validate SPEC     check a spec and show the runs it expands to
+  producer study submit [flags] SPEC
+                                   publish its jobs and study.defined (idempotent)
+SPEC is a JSON file, or builtin:NAME for a shipped spec (%s).`
+
+func runStudy(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", command.ErrUsage, fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
+	}
+	switch args[0] {
+	case "validate":
+		return runStudyValidate(args[1:])
+	case "submit":
+		return runStudySubmit(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintf(os.Stderr, studyUsage+"\n", strings.Join(study.ShippedSpecs(), ", "))
+		return nil
+	}
+	return fmt.Errorf("%w: unknown study command %q\n%s", command.ErrUsage, args[0], fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
+}
+
+// loadSpec reads a spec file or a shipped spec (builtin:NAME) and expands it.
+func loadSpec(arg string) (*study.Plan, error) {
+	var s *study.Spec
+	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
+		raw, err := study.ShippedSpec(name)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = study.Parse(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", arg, err)
+		}
+	} else {
+		var err error
+		if s, err = study.Load(arg); err != nil {
+			return nil, err
+		}
+	}
+	return study.Expand(s)
+}
+
+func runStudyValidate(args []string) error {
+	fs := flag.NewFlagSet("study validate", flag.ContinueOnError)
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: producer study validate SPEC", command.ErrUsage)
+	}
+	p, err := loadSpec(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	printPlan(os.Stdout, p)
+	fmt.Printf("valid: %d jobs would be published on ditto.jobs.%s\n", len(p.Jobs), p.Spec.Name)
+	return nil
+}
+
+// submitConfig is the configuration of `producer study submit`.
+type submitConfig struct {
+	Bus     bus.Config
+	Wait    bool          // wait until every run has finished
+	Timeout time.Duration // bound on Wait; 0: none
+}
+
+func (c submitConfig) Validate() error {
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w: --timeout must be >= 0", command.ErrUsage)
+	}
+	return c.Bus.Validate()
+}
+
+func runStudySubmit(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("study submit", flag.ContinueOnError)
+	var cfg submitConfig
+	cfg.Bus.RegisterFlags(fs)
+	fs.BoolVar(&cfg.Wait, "wait", false, "wait until every run of the study has finished, showing progress")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "with --wait, give up after this long (0: no limit)")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: producer study submit [flags] SPEC", command.ErrUsage)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	p, err := loadSpec(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if cfg.Bus.Name == "" {
+		cfg.Bus.Name = "ditto-producer"
+	}
+	b, err := bus.Open(ctx, cfg.Bus)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	printPlan(os.Stdout, p)
+	res, err := study.Submit(ctx, b, p, "producer")
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.AlreadyDefined:
+		fmt.Printf("study %s was already submitted at %s with this spec: nothing published\n",
+			res.Study, res.DefinedAt.Format(time.RFC3339))
+	default:
+		fmt.Printf("submitted study %s: %d jobs published on ditto.jobs.%s", res.Study, res.Published, res.Study)
+		if res.Duplicates > 0 {
+			fmt.Printf(" (%d already queued)", res.Duplicates)
+		}
+		fmt.Println("; study.defined recorded")
+	}
+	if !cfg.Wait {
+		return nil
+	}
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	return waitForStudy(ctx, b.JetStream(), p, os.Stdout)
+}
+
+// printPlan shows the matrix of a plan.
+func printPlan(w io.Writer, p *study.Plan) {
+	d := p.Defined
+	paired := "unpaired"
+	if d.Paired {
+		paired = "paired across conditions"
+	}
+	fmt.Fprintf(w, "study %s: %d cells, %d runs, %s, seeds %s", d.Name, len(d.Cells), d.ExpectedRuns, paired, p.Spec.Seeds.Mode)
+	if len(d.Simulated) > 0 {
+		fmt.Fprintf(w, ", simulated models: %s", strings.Join(d.Simulated, ", "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  task\tmodel\tcondition\truns\tendpoint")
+	for _, c := range d.Cells {
+		ep := ""
+		for _, j := range p.Jobs {
+			if j.Task == c.Task && j.Model == c.Model && j.Condition == c.Condition {
+				ep = j.Endpoint.Name
+				break
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", c.Task, c.Model, c.Condition, c.Runs, ep)
+	}
+	tw.Flush()
+}
+
+// waitForStudy polls the streams until no job of the study is queued or in flight and
+// every run has a run.finished, printing progress.
+func waitForStudy(ctx context.Context, js jetstream.JetStream, p *study.Plan, w io.Writer) error {
+	jobsSubject, _ := events.JobSubject(p.Spec.Name)
+	finishedFilter := fmt.Sprintf("%s.%s.*.%s", events.EventsPrefix, p.Spec.Name, events.TypeRunFinished)
+	want := p.Defined.ExpectedRuns
+	start := time.Now()
+	last := -1
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		queued, err := subjectCount(ctx, js, events.JobsStream, jobsSubject)
+		if err != nil {
+			return err
+		}
+		finished, err := distinctSubjects(ctx, js, events.EventsStream, finishedFilter)
+		if err != nil {
+			return err
+		}
+		if finished != last {
+			fmt.Fprintf(w, "  %5.0fs  %d/%d runs finished, %d jobs queued or running\n", time.Since(start).Seconds(), finished, want, queued)
+			last = finished
+		}
+		if queued == 0 && finished >= want {
+			fmt.Fprintf(w, "study %s complete: %d runs in %s\n", p.Spec.Name, finished, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("study %s: %d/%d runs finished: %w (is a harness-worker running?)", p.Spec.Name, finished, want, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func streamInfo(ctx context.Context, js jetstream.JetStream, stream, filter string) (*jetstream.StreamInfo, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.Info(ctx, jetstream.WithSubjectFilter(filter))
+}
+
+func subjectCount(ctx context.Context, js jetstream.JetStream, stream, filter string) (int, error) {
+	info, err := streamInfo(ctx, js, stream, filter)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n, nil
+}
+
+// distinctSubjects counts the subjects matching filter: one per run for run.finished.
+func distinctSubjects(ctx context.Context, js jetstream.JetStream, stream, filter string) (int, error) {
+	info, err := streamInfo(ctx, js, stream, filter)
+	if err != nil {
+		return 0, err
+	}
+	return len(info.State.Subjects), nil
+}

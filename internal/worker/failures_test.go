@@ -1,0 +1,169 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/worker"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// oneJob submits a study of a single run and returns its job.
+func oneJob(t *testing.T, e *env, ctx context.Context, name string) study.Job {
+	t.Helper()
+	p := simSpec(t, name, []string{"renal_dosing"}, []string{"harness"}, 1)
+	p.Jobs = p.Jobs[:1]
+	p.Defined.Cells = p.Defined.Cells[:1]
+	p.Defined.Cells[0].Runs, p.Defined.ExpectedRuns = 1, 1
+	e.submit(ctx, p)
+	return p.Jobs[0]
+}
+
+func TestMalformedJobsAreRejectedAndKept(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	js := e.bus.JetStream()
+	if _, err := js.Publish(ctx, "ditto.jobs.junk", []byte("{not a job")); err != nil {
+		t.Fatal(err)
+	}
+	// A job that names itself but asks for a task this build does not know.
+	p := simSpec(t, "badtask", []string{"renal_dosing"}, []string{"harness"}, 1)
+	bad := p.Jobs[0]
+	bad.Task = "tax_return"
+	raw, _ := jsonMarshal(bad)
+	if _, err := js.Publish(ctx, "ditto.jobs.badtask", raw); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker(worker.Config{ID: "w", Concurrency: 2})
+	waitFor(t, ctx, "both jobs to be rejected", func() bool { return w.Stats().Rejected.Load() == 2 })
+	if n := e.streamCount(ctx, worker.RejectedStream, ""); n != 2 {
+		t.Fatalf("%s holds %d jobs, want 2", worker.RejectedStream, n)
+	}
+	s, _ := js.Stream(ctx, worker.RejectedStream)
+	msg, err := s.GetLastMsgForSubject(ctx, worker.RejectedPrefix+".badtask")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg.Header.Get(worker.HeaderReason), "unknown task") || string(msg.Data) != string(raw) {
+		t.Errorf("kept job: reason %q, data %s", msg.Header.Get(worker.HeaderReason), msg.Data)
+	}
+	if _, err := s.GetLastMsgForSubject(ctx, worker.RejectedPrefix+"._unknown"); err != nil {
+		t.Errorf("the undecodable job is not kept: %v", err)
+	}
+	// The job that named its run is recorded as a failed run of its study.
+	hs := histories(t, e.readStudy(ctx, "badtask"))
+	r, err := events.Fold(hs[attemptKey{bad.Run, 1}])
+	if err != nil || !r.Done() || r.Finished.Status != events.StatusFailed || !strings.Contains(r.Finished.Error, "malformed job") {
+		t.Errorf("recorded run = %+v, %v; want failed with a malformed-job error", r.Finished, err)
+	}
+	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+}
+
+func TestExhaustedJobIsRecordedAsFailed(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "exhaust")
+	unreachable := errors.New("endpoint unreachable")
+	w := e.startWorker(worker.Config{ID: "w", Concurrency: 1, MaxAttempts: 2, NakDelay: 10 * time.Millisecond,
+		Models: func(study.JobEndpoint, string) (llm.Model, error) { return nil, unreachable }})
+	waitFor(t, ctx, "the job to be exhausted", func() bool { return w.Stats().Exhausted.Load() == 1 })
+	if got := w.Stats().Requeued.Load(); got != 2 {
+		t.Errorf("requeued %d times, want 2 (MaxAttempts)", got)
+	}
+	hs := histories(t, e.readStudy(ctx, "exhaust"))
+	if len(hs) != 1 {
+		t.Fatalf("attempts %v, want only the recorded third", keys(hs))
+	}
+	r, err := events.Fold(hs[attemptKey{job.Run, 3}])
+	if err != nil || !r.Done() || r.Finished.Status != events.StatusFailed || !strings.Contains(r.Finished.Error, "deliveries exhausted") {
+		t.Fatalf("attempt 3 = %+v, %v; want failed, deliveries exhausted", r.Finished, err)
+	}
+	if r.Started.Task != job.Task || r.Started.Condition != job.Condition || r.Started.Model != job.Model {
+		t.Errorf("recorded run.started = %+v", r.Started)
+	}
+	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+}
+
+func TestShutdownAbandonsRunsAfterGrace(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "shutdown")
+	inner, err := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
+	w1 := e.startWorker(worker.Config{ID: "leaving", Concurrency: 1, ShutdownGrace: 200 * time.Millisecond,
+		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
+	<-bm.blocked
+	w1.cancel() // SIGTERM
+	select {
+	case <-w1.done:
+		if w1.err != nil {
+			t.Errorf("Run after shutdown = %v, want nil", w1.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("worker did not shut down")
+	}
+	if w1.Stats().Requeued.Load() != 1 || w1.Stats().Acked.Load() != 0 {
+		t.Errorf("requeued %d, acked %d; want the job handed back", w1.Stats().Requeued.Load(), w1.Stats().Acked.Load())
+	}
+	w2 := e.startWorker(worker.Config{ID: "next"})
+	waitFor(t, ctx, "the job to be re-run", func() bool { return w2.Stats().Acked.Load() == 1 })
+
+	hs := histories(t, e.readStudy(ctx, "shutdown"))
+	a1, err1 := events.Fold(hs[attemptKey{job.Run, 1}])
+	a2, err2 := events.Fold(hs[attemptKey{job.Run, 2}])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("fold: %v, %v", err1, err2)
+	}
+	if !a1.Done() || a1.Finished.Status != events.StatusAborted {
+		t.Errorf("attempt 1 finished %+v, want aborted", a1.Finished)
+	}
+	if !a2.Done() || a2.Finished.Status == events.StatusAborted {
+		t.Errorf("attempt 2 finished %+v, want a real outcome", a2.Finished)
+	}
+}
+
+func TestInProgressAcksKeepALongRun(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "long")
+	inner, err := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ackWait = 600 * time.Millisecond
+	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
+	w1 := e.startWorker(worker.Config{ID: "slow", Concurrency: 1, AckWait: ackWait,
+		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
+	// A second worker would get the job if it were redelivered.
+	w2 := e.startWorker(worker.Config{ID: "eager", Concurrency: 1, AckWait: ackWait})
+	<-bm.blocked
+	time.AfterFunc(4*ackWait, func() { close(bm.release) }) // the model takes 4 ack waits to answer
+	waitFor(t, ctx, "the long run to be acked", func() bool { return w1.Stats().Acked.Load() == 1 })
+	if w2.Stats().Acked.Load() != 0 {
+		t.Errorf("the job was redelivered to another worker despite in-progress acks")
+	}
+	hs := histories(t, e.readStudy(ctx, "long"))
+	if len(hs) != 1 || len(hs[attemptKey{job.Run, 1}]) == 0 {
+		t.Errorf("attempts %v, want attempt 1 only", keys(hs))
+	}
+}
+
+func TestConsumerLeavesDeliveriesToRecordExhaustion(t *testing.T) {
+	c := worker.ConsumerConfig("x", time.Minute, 4)
+	if c.MaxDeliver <= 4 || c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != events.JobsSubject {
+		t.Errorf("ConsumerConfig = %+v", c)
+	}
+}
