@@ -106,7 +106,7 @@ func TestKubernetesWorkloads(t *testing.T) {
 		// The main container: probes on /healthz, R3 streams for ditto processes.
 		main := get(pod, "spec", "containers", "0")
 		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
-			if path := str(main, probe, "httpGet", "path"); !strings.HasPrefix(path, "/healthz") {
+			if path := str(main, probe, "httpGet", "path"); !strings.HasPrefix(path, "/healthz") && !(probe == "readinessProbe" && path == "/readyz") {
 				t.Errorf("%s %s: %s path %q, want /healthz", w.kind, w.name, probe, path)
 			}
 			port := str(main, probe, "httpGet", "port")

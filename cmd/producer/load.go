@@ -37,7 +37,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&lc.Consumer, "consumer", loadgen.DefaultConsumer, "the analyzer's durable consumer (empty: measure publishing only)")
 	fs.DurationVar(&lc.Sample, "sample", loadgen.DefaultSample, "interval of lag and memory samples")
 	fs.DurationVar(&lc.DrainTimeout, "drain-timeout", loadgen.DefaultDrainTimeout, "how long to wait for the analyzer after publishing")
-	watch := fs.String("watch", "", "processes to sample memory of: name=pid,name=pid")
+	watch := fs.String("watch", "", "other processes to sample memory of, name=pid,name=pid (this one is always watched)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := command.Parse(fs, args); err != nil {
 		return err
@@ -46,6 +46,10 @@ func runLoad(ctx context.Context, args []string) error {
 	if lc.Watch, err = parseWatch(*watch); err != nil {
 		return fmt.Errorf("%w: --watch: %v", command.ErrUsage, err)
 	}
+	if lc.Watch == nil {
+		lc.Watch = map[string]int{}
+	}
+	lc.Watch["producer"] = os.Getpid()
 	if err := lc.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}

@@ -52,9 +52,13 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 		m.finish(rep)
 	}()
 
-	perr := publish(ctx, pub, cfg, start, &m.published)
+	var bytes atomic.Int64
+	perr := publish(ctx, pub, cfg, start, &m.published, &bytes)
 	publishEnd := time.Now()
 	rep.Published = int(m.published.Load())
+	if rep.Published > 0 {
+		rep.MeanSize = int(bytes.Load()) / rep.Published
+	}
 	rep.PublishRate = float64(rep.Published) / publishEnd.Sub(start).Seconds()
 	wctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
@@ -94,7 +98,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 
 // publish paces the events: by time t since start, rate·t events have been handed over.
 // Several runs are open at once and their events interleave.
-func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Time, published *atomic.Int64) error {
+func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
 	gen := newRuns(cfg.Study, cfg.Seed)
 	pick := rand.New(rand.NewPCG(cfg.Seed, 0x91c))
 	open := make([][]*events.Envelope, cfg.OpenRuns)
@@ -114,10 +118,19 @@ func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Tim
 			if open[i] = open[i][1:]; len(open[i]) == 0 {
 				open[i] = gen.next(time.Now())
 			}
-			if err := pub.PublishEvent(ctx, e); err != nil {
+			data, err := events.Encode(e)
+			if err != nil {
+				return err
+			}
+			subject, err := events.SubjectOf(e)
+			if err != nil {
+				return err
+			}
+			if err := pub.Publish(ctx, subject, e.ID, data); err != nil {
 				return err
 			}
 			published.Add(1)
+			bytes.Add(int64(len(data)))
 		}
 		// Sleep until the next event is due, but wake often enough to keep bursts small.
 		next := time.Duration(float64(n+1) / cfg.Rate * float64(time.Second))

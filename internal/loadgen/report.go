@@ -31,7 +31,8 @@ type Report struct {
 	Rate      float64       `json:"rate"` // target, events/s
 	Duration  time.Duration `json:"duration"`
 	Published int           `json:"published"`
-	Failed    int           `json:"failed"` // publishes JetStream did not acknowledge
+	Failed    int           `json:"failed"`    // publishes JetStream did not acknowledge
+	MeanSize  int           `json:"mean_size"` // bytes per encoded event
 	// PublishRate is Published over the publishing time.
 	PublishRate float64 `json:"publish_rate"`
 	Stored      int     `json:"stored"`
@@ -54,12 +55,14 @@ type Report struct {
 }
 
 // Sustained reports whether the analyzer kept up: the publisher held at least 95% of the target
-// rate, every event was committed, the lag did not grow during the second half (slope under 2%
-// of the rate) and the backlog left at the end drained within max(5 s, 5% of the duration).
+// rate, every event was committed, the lag stayed bounded (at most 10 seconds' worth of events:
+// the analyzer commits in batches, so the lag is a sawtooth, not a constant) and the backlog
+// left when publishing stopped drained within max(5 s, 5% of the duration). LagSlope is
+// reported beside it: clearly positive over a long run means the lag was still growing.
 func (r *Report) Sustained() bool {
 	allowed := max(5*time.Second, r.Duration/20)
-	return r.Consumer != "" && r.Drained && r.Failed == 0 &&
-		r.PublishRate >= 0.95*r.Rate && r.LagSlope < 0.02*r.Rate && r.Drain <= allowed
+	return r.Consumer != "" && r.Drained && r.Failed == 0 && r.PublishRate >= 0.95*r.Rate &&
+		float64(r.MaxLag) <= 10*r.Rate && r.Drain <= allowed
 }
 
 // Print writes the samples (at most about 30 lines) and the summary.
@@ -90,8 +93,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "study %s: target %.0f events/s for %s\n", r.Study, r.Rate, r.Duration)
-	fmt.Fprintf(w, "published %d (%.0f events/s), failed %d, stored %d, committed %d\n",
-		r.Published, r.PublishRate, r.Failed, r.Stored, r.Committed)
+	fmt.Fprintf(w, "published %d (%.0f events/s, %d bytes each on average), failed %d, stored %d, committed %d\n",
+		r.Published, r.PublishRate, r.MeanSize, r.Failed, r.Stored, r.Committed)
 	if r.Consumer == "" {
 		fmt.Fprintln(w, "no analyzer consumer measured")
 	} else {
