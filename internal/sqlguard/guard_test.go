@@ -125,6 +125,8 @@ func TestRefused(t *testing.T) {
 		{"checkpoint", "CHECKPOINT", KindStatement},
 		{"vacuum", "VACUUM", KindStatement},
 		{"explain analyze", "EXPLAIN ANALYZE SELECT 1", KindStatement},
+		{"explain", "EXPLAIN SELECT 1", KindStatement},
+		{"pivot creating a type", "PIVOT runs ON study USING count(*)", KindStatement},
 		{"begin", "BEGIN TRANSACTION", KindStatement},
 		{"use", "USE memory", KindStatement},
 		{"prepare", "PREPARE p AS SELECT 1", KindStatement},
@@ -264,6 +266,9 @@ func TestAllowed(t *testing.T) {
 		{"leading comment", "/* hi */ SELECT 1", 1},
 		{"json", "SELECT json_extract('{\"a\":1}', '$.a') AS a", 1},
 		{"dotted column", "SELECT r.study FROM runs r", 2},
+		{"pivot with IN list", "PIVOT runs ON study IN ('s1') USING count(*)", 2},
+		{"recursive cte", "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t", 3},
+		{"settings", "SELECT value FROM duckdb_settings() WHERE name = 'enable_external_access'", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
