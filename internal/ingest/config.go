@@ -27,9 +27,9 @@ type Config struct {
 	DefaultStudy string
 
 	MaxBodyBytes  int64         // request body limit, after gzip decompression; default 8 MiB
-	MaxEvents     int           // events per /v1/events request; default 10,000
+	MaxEvents     int           // events per /v1/events request; default 5,000
 	MaxPending    int           // events published and not yet acknowledged, server-wide; default 8,192
-	MaxConcurrent int           // requests processed at once (bounds body memory); default 64
+	MaxConcurrent int           // requests processed at once (bounds body memory); default 16
 	AdmitWait     time.Duration // how long a request may wait for room before 429; default 200ms
 	RetryAfter    time.Duration // Retry-After on 429/503; default 1s
 	AckTimeout    time.Duration // per publish; default 10s
@@ -46,7 +46,7 @@ const (
 	DefaultAddr         = "127.0.0.1:4318"
 	DefaultStudy        = "production"
 	DefaultMaxBodyBytes = 8 << 20
-	DefaultMaxEvents    = 10_000
+	DefaultMaxEvents    = 5_000
 	DefaultMaxPending   = 8192
 )
 
@@ -68,7 +68,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxPending = DefaultMaxPending
 	}
 	if c.MaxConcurrent <= 0 {
-		c.MaxConcurrent = 64
+		c.MaxConcurrent = 16
 	}
 	if c.AdmitWait <= 0 {
 		c.AdmitWait = 200 * time.Millisecond
@@ -132,7 +132,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", DefaultMaxBodyBytes, "request body limit in bytes (after gzip)")
 	fs.IntVar(&c.MaxEvents, "max-events", DefaultMaxEvents, "events per /v1/events request")
 	fs.IntVar(&c.MaxPending, "max-pending", DefaultMaxPending, "events awaiting JetStream acknowledgement, server-wide, before 429")
-	fs.IntVar(&c.MaxConcurrent, "max-concurrent", 64, "requests processed at once")
+	fs.IntVar(&c.MaxConcurrent, "max-concurrent", 16, "requests processed at once")
 	fs.DurationVar(&c.AdmitWait, "admit-wait", 200*time.Millisecond, "how long a request may wait for room before 429")
 	fs.DurationVar(&c.RetryAfter, "retry-after", time.Second, "Retry-After given with 429 and 503")
 	fs.Func("bucket", "time bucket folded into production run ids: none, hour, day (default), week, month", func(s string) error {
