@@ -41,18 +41,28 @@ func runSQLCommand(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: analyzer sql [flags] \"SELECT …\"   (or - to read the query from stdin)\n")
 		fs.PrintDefaults()
 	}
-	if err := command.Parse(fs, args); err != nil {
-		return err
+	// Flags may come after the query too (analyzer sql "SELECT 1" --format csv): parse
+	// again after each positional argument.
+	var positional []string
+	for rest := args; ; {
+		if err := command.Parse(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
 	switch {
-	case fs.NArg() != 1:
+	case len(positional) != 1:
 		return fmt.Errorf("%w: analyzer sql [flags] \"SELECT …\" (one query argument; - reads stdin)", command.ErrUsage)
 	case cfg.format != "table" && cfg.format != "csv" && cfg.format != "json":
 		return fmt.Errorf("%w: --format %q, want table, csv or json", command.ErrUsage, cfg.format)
 	case cfg.limit < 0 || cfg.timeout < 0:
 		return fmt.Errorf("%w: negative --limit or --timeout", command.ErrUsage)
 	}
-	cfg.query = fs.Arg(0)
+	cfg.query = positional[0]
 	if cfg.query == "-" {
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {
