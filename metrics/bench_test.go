@@ -126,3 +126,20 @@ func BenchmarkAllPairsSpeedup(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompare times one Compare call (B = 10,000 permutations) for
+// two cells of n runs each: a harnessed cell against a baseline cell.
+func BenchmarkCompare(b *testing.B) {
+	for _, n := range []int{100, 1000, 10_000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			base := genRuns(n, shapeDistinct, 1)
+			harn := genRuns(n, shapeFew, 2)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := Compare(base, harn, CompareConfig{Seed: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

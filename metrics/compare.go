@@ -27,7 +27,7 @@ const (
 // Defaults for CompareConfig.
 const (
 	DefaultPermExactDistinct = 256
-	DefaultPermSamplePairs   = 2000
+	DefaultPermSamplePairs   = 500
 )
 
 // CompareConfig configures Compare. The zero value gives the defaults.

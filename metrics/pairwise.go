@@ -77,7 +77,7 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 		for b := a + 1; b < d; b++ {
 			nb := g.count[b]
 			m := max(len(seqs[a]), len(seqs[b]))
-			dist := levenshtein(seqs[a], seqs[b], scratch)
+			dist := levenshtein(seqs[a], seqs[b], &scratch)
 			fs.add(m-dist, m, 2*na*nb)
 			s := 1.0
 			if m > 0 {
@@ -291,7 +291,7 @@ func tssPair(g *grouping, seqs [][]int32) pairFunc {
 		if m == 0 {
 			return 1, 1
 		}
-		return 1 - float64(levenshtein(a, b, scratch))/float64(m), 1
+		return 1 - float64(levenshtein(a, b, &scratch))/float64(m), 1
 	}
 }
 
@@ -316,6 +316,38 @@ func acPair(runs []Run) pairFunc {
 		for t := 0; t < k; t++ {
 			other = p.leafSet(cj[t].Args, other)
 			inter, union := jaccardCounts(anchor[t], other)
+			if union == 0 {
+				s++
+			} else {
+				s += float64(inter) / float64(union)
+			}
+		}
+		return s, float64(k)
+	}
+}
+
+// acPairGrouped is acPair for repeated sampling (the permutation test):
+// leaf sets are parsed once per distinct argument sequence, on first use.
+func acPairGrouped(runs []Run, g *grouping) pairFunc {
+	var p leafParser
+	sets := make([][][]uint64, g.distinct())
+	done := make([]bool, g.distinct())
+	get := func(i int) [][]uint64 {
+		id := g.id[i]
+		if !done[id] {
+			for _, c := range runs[g.rep[id]].Calls {
+				sets[id] = append(sets[id], p.leafSet(c.Args, nil))
+			}
+			done[id] = true
+		}
+		return sets[id]
+	}
+	return func(i, j int, _ bool) (float64, float64) {
+		a, b := get(i), get(j)
+		k := min(len(a), len(b))
+		var s float64
+		for t := 0; t < k; t++ {
+			inter, union := jaccardCounts(a[t], b[t])
 			if union == 0 {
 				s++
 			} else {

@@ -42,7 +42,7 @@ func newPermEngine(pool []Run, ix *index, cfg CompareConfig) *permEngine {
 	if ag.distinct() <= cfg.PermExactDistinct {
 		e.ac = denseAC(pool, ag)
 	} else {
-		e.ac = pairForm{sampled: true, pf: acPair(pool), pairs: cfg.PermSamplePairs, r: newRNG(cfg.Seed, streamAC^streamPermutation)}
+		e.ac = pairForm{sampled: true, pf: acPairGrouped(pool, ag), pairs: cfg.PermSamplePairs, r: newRNG(cfg.Seed, streamAC^streamPermutation)}
 	}
 	return e
 }
@@ -162,7 +162,7 @@ func denseTSS(g *grouping, seqs [][]int32) pairForm {
 		for b := a + 1; b < d; b++ {
 			s := 1.0
 			if m := max(len(seqs[a]), len(seqs[b])); m > 0 {
-				s = 1 - float64(levenshtein(seqs[a], seqs[b], scratch))/float64(m)
+				s = 1 - float64(levenshtein(seqs[a], seqs[b], &scratch))/float64(m)
 			}
 			f.num[a*d+b], f.num[b*d+a] = s, s
 		}

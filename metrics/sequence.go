@@ -2,7 +2,10 @@ package metrics
 
 // Levenshtein returns the unit-cost edit distance (insertions, deletions,
 // substitutions) between two sequences of tool names.
-func Levenshtein(a, b []string) int { return levenshtein(a, b, nil) }
+func Levenshtein(a, b []string) int {
+	var row []int
+	return levenshtein(a, b, &row)
+}
 
 // SequenceSimilarity returns 1 − Levenshtein(a, b) / max(|a|, |b|), and 1
 // for two empty sequences: the Tool Sequence Similarity of one pair.
@@ -14,9 +17,9 @@ func SequenceSimilarity(a, b []string) float64 {
 	return 1 - float64(Levenshtein(a, b))/float64(m)
 }
 
-// levenshtein runs the two-row dynamic programme; row is scratch space
-// reused across calls (it may be nil).
-func levenshtein[T comparable](a, b []T, row []int) int {
+// levenshtein runs the one-row dynamic programme; *scratch is reused
+// across calls and grown as needed.
+func levenshtein[T comparable](a, b []T, scratch *[]int) int {
 	if len(a) < len(b) {
 		a, b = b, a
 	}
@@ -34,10 +37,10 @@ func levenshtein[T comparable](a, b []T, row []int) int {
 	if len(b) == 0 {
 		return len(a)
 	}
-	if cap(row) < len(b)+1 {
-		row = make([]int, len(b)+1)
+	if cap(*scratch) < len(b)+1 {
+		*scratch = make([]int, len(b)+1)
 	}
-	row = row[:len(b)+1]
+	row := (*scratch)[:len(b)+1]
 	for j := range row {
 		row[j] = j
 	}
