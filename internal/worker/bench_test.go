@@ -1,0 +1,192 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// stepClock wraps a model and measures the harness's own time between model calls: from the
+// return of one call to the start of the next (validation, tool execution, the fold and the
+// hand-off of every event to the publisher), and from the last call to the end of the run.
+type stepClock struct {
+	inner llm.Model
+	mu    sync.Mutex
+	last  time.Time
+	steps []time.Duration
+}
+
+func (c *stepClock) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	c.mu.Lock()
+	if !c.last.IsZero() {
+		c.steps = append(c.steps, time.Since(c.last))
+	}
+	c.mu.Unlock()
+	resp, err := c.inner.Chat(ctx, req)
+	c.mu.Lock()
+	c.last = time.Now()
+	c.mu.Unlock()
+	return resp, err
+}
+
+// end closes a run: the time from its last model call to Run's return is a step too.
+func (c *stepClock) end() {
+	c.mu.Lock()
+	if !c.last.IsZero() {
+		c.steps = append(c.steps, time.Since(c.last))
+	}
+	c.last = time.Time{}
+	c.mu.Unlock()
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func benchPlan(b *testing.B, name string, runs int) *study.Plan {
+	b.Helper()
+	s := &study.Spec{
+		Name: name, Tasks: []string{"credit_ecl", "renal_dosing", "aml_screening"}, Models: []string{"sim-steady", "sim-wobbly"},
+		Conditions: []string{"baseline", "harness", "harness_sp"}, Runs: max(1, (runs+17)/18),
+		Endpoints: map[string]study.Endpoint{"sim": {Sim: true}}, Seeds: study.Seeds{Base: 1},
+		TaskInputs: map[string][]int{"aml_screening": {1}},
+	}
+	s.Normalize()
+	p, err := study.Expand(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Jobs = p.Jobs[:runs]
+	return p
+}
+
+// BenchmarkStepOverhead measures the harness's overhead per step with the simulated models
+// answering at once: each iteration is one run (the research matrix, cycled) through the
+// worker's event path (Sequencer, fold, publish) to a real embedded JetStream. It reports the
+// p50 and p99 of the per-step overhead, the per-event emit cost, and the time JetStream takes
+// to acknowledge a run's events after its last one.
+func BenchmarkStepOverhead(b *testing.B) {
+	srv := bustest.NewServer(b)
+	bs := srv.Connect(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cancel(); _ = wait() }()
+	w, err := New(bs, Config{ID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inner, err := w.clients.model(study.JobEndpoint{Name: "sim", Sim: true}, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock := &stepClock{inner: inner}
+	plan := benchPlan(b, "benchsteps", 18*4)
+	var emits []time.Duration
+	var ackWaits []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		job := plan.Jobs[i%len(plan.Jobs)]
+		job.Run = fmt.Sprintf("%s-%d", job.Run, i) // a fresh run id per iteration
+		spec, err := job.RunSpec()
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := w.newAttempt(&job, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inner := a.seq.Publish
+		a.seq.Publish = func(ctx context.Context, e *events.Envelope) error {
+			t0 := time.Now()
+			err := inner(ctx, e)
+			emits = append(emits, time.Since(t0))
+			return err
+		}
+		if _, err := harness.Run(ctx, spec, clock, a.emitter()); err != nil {
+			b.Fatal(err)
+		}
+		clock.end()
+		t0 := time.Now()
+		if err := a.pub.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ackWaits = append(ackWaits, time.Since(t0))
+	}
+	b.StopTimer()
+	steps := slices.Clone(clock.steps)
+	slices.Sort(steps)
+	slices.Sort(emits)
+	slices.Sort(ackWaits)
+	b.ReportMetric(float64(percentile(steps, 0.50).Microseconds()), "µs/step-p50")
+	b.ReportMetric(float64(percentile(steps, 0.99).Microseconds()), "µs/step-p99")
+	b.ReportMetric(float64(percentile(emits, 0.50).Nanoseconds())/1000, "µs/event-p50")
+	b.ReportMetric(float64(percentile(emits, 0.99).Nanoseconds())/1000, "µs/event-p99")
+	b.ReportMetric(float64(percentile(ackWaits, 0.50).Microseconds()), "µs/run-ackwait-p50")
+	b.ReportMetric(float64(len(steps))/float64(b.N), "steps/run")
+}
+
+// BenchmarkWorkerThroughput runs b.N jobs through one worker (the research matrix, cycled)
+// against the simulated models answering at once, and reports runs per second. The worker,
+// the simulated models and nats-server share this process and its cores.
+func BenchmarkWorkerThroughput(b *testing.B) {
+	for _, conc := range []int{1, 4} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			srv := bustest.NewServer(b)
+			bs := srv.Connect(b)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cancel(); _ = wait() }()
+			name := fmt.Sprintf("tput%d", benchSeq.Add(1))
+			p := benchPlan(b, name, b.N)
+			if _, err := study.Submit(ctx, bs, p, "bench"); err != nil {
+				b.Fatal(err)
+			}
+			w, err := New(srv.Connect(b), Config{ID: "bench", Concurrency: conc, SimBaseURL: url,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FetchWait: 100 * time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			b.ResetTimer()
+			start := time.Now()
+			go func() { done <- w.Run(wctx) }()
+			for w.stats.Acked.Load() < int64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			stop()
+			<-done
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+		})
+	}
+}
+
+var benchSeq atomic.Int64
