@@ -167,3 +167,12 @@ func TestEventsRequestErrors(t *testing.T) {
 		t.Errorf("stream holds %d events, want the 4 of the good batch", n)
 	}
 }
+
+func decodeRespT(t testing.TB, b []byte) ingest.EventsResponse {
+	t.Helper()
+	var r ingest.EventsResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("response %q is not an EventsResponse: %v", b, err)
+	}
+	return r
+}
