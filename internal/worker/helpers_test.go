@@ -21,6 +21,7 @@ import (
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/worker"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 )
 
 // env is one embedded nats-server and the simulated models on loopback.
@@ -269,3 +270,9 @@ func sortedRuns(p *study.Plan) []string {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// noLeaks checks, after every other cleanup of the test, that no goroutine it started is left.
+func noLeaks(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+}

@@ -57,3 +57,6 @@ func (c *clients) model(ep study.JobEndpoint, simBaseURL string) (llm.Model, err
 	c.byKey[key] = m
 	return m, nil
 }
+
+// closeIdle closes the clients' idle connections (at the end of Worker.Run).
+func (c *clients) closeIdle() { c.client.CloseIdleConnections() }

@@ -87,6 +87,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelRuns()
 		<-done
 	}
+	w.clients.closeIdle()
 	w.log.Info("worker stopped", "acked", w.stats.Acked.Load(), "requeued", w.stats.Requeued.Load(),
 		"rejected", w.stats.Rejected.Load(), "exhausted", w.stats.Exhausted.Load())
 	return loopErr

@@ -14,6 +14,7 @@ import (
 // TestEndToEnd runs a study of 3 conditions × 2 personas × 2 tasks × N = 20 (240 runs) with two
 // workers on one embedded nats-server and the simulated models on loopback.
 func TestEndToEnd(t *testing.T) {
+	noLeaks(t)
 	runs := 20
 	if testing.Short() {
 		runs = 3
@@ -77,6 +78,7 @@ func TestEndToEnd(t *testing.T) {
 // TestCrashRedelivers kills a worker mid-run (its connection closed without acks): the job is
 // redelivered, the run completes once, and the interrupted attempt is visible as such.
 func TestCrashRedelivers(t *testing.T) {
+	noLeaks(t)
 	e := newEnv(t, 0)
 	ctx := testCtx(t, 60*time.Second)
 	p := simSpec(t, "crash", []string{"credit_ecl"}, []string{"harness_sp"}, 1)
