@@ -67,7 +67,8 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Worker.ShutdownGrace, "shutdown-grace", worker.DefaultShutdownGrace, "on SIGTERM, how long runs in flight may finish before they are abandoned")
 	fs.BoolVar(&cfg.Sim, "sim", true, "host the simulated models on loopback for jobs whose endpoint is sim")
 	fs.Float64Var(&cfg.SimLatencyScale, "sim-latency-scale", 1, "scale of the simulated models' latency (0: answer at once)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "alias of --metrics-addr")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	if err := command.Parse(fs, args); err != nil {
 		return err
@@ -126,6 +127,14 @@ func run(ctx context.Context, cfg runConfig) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		// Healthy while connected to NATS: a worker that lost its server cannot take jobs.
+		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) {
+			if !b.Conn().IsConnected() {
+				http.Error(rw, "not connected to NATS: "+b.Conn().Status().String(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(rw, "ok")
+		})
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
