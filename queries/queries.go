@@ -17,9 +17,10 @@ type Kind int
 
 // Statement kinds.
 const (
-	Table  Kind = iota // CREATE TABLE: part of the schema
-	View               // CREATE VIEW: part of the schema
-	Ingest             // run by the ingester, with parameters or registered Arrow views
+	Table    Kind = iota // CREATE TABLE: part of the schema
+	View                 // CREATE VIEW: part of the schema
+	Ingest               // run by the ingester, with parameters or registered Arrow views
+	Analysis             // run by package analysis (metrics reports), with parameters
 )
 
 // Statement is one embedded SQL statement.
@@ -71,12 +72,28 @@ var (
 var (
 	IngestEvents        = load("ingest_events", Ingest)
 	IngestExistingIDs   = load("ingest_existing_ids", Ingest)
+	IngestMaxID         = load("ingest_max_id", Ingest)
 	IngestRejected      = load("ingest_rejected", Ingest)
 	IngestWatermarkGet  = load("ingest_watermark_get", Ingest)
 	IngestWatermarkSet  = load("ingest_watermark_set", Ingest)
 	IngestAttemptEvents = load("ingest_attempt_events", Ingest)
 	IngestFoldedKeys    = load("ingest_folded_keys", Ingest)
 	IngestFoldDelete    = load("ingest_fold_delete", Ingest)
+)
+
+// Analysis statements (package analysis): reading a study's runs for the metrics, and the
+// metrics and comparisons tables it writes (created on first use, not part of Schema).
+var (
+	AnalysisStudy             = load("analysis_study", Analysis)
+	AnalysisCells             = load("analysis_cells", Analysis)
+	AnalysisRuns              = load("analysis_runs", Analysis)
+	AnalysisTraces            = load("analysis_traces", Analysis)
+	AnalysisTableMetrics      = load("analysis_table_metrics", Analysis)
+	AnalysisTableComparisons  = load("analysis_table_comparisons", Analysis)
+	AnalysisDeleteMetrics     = load("analysis_delete_metrics", Analysis)
+	AnalysisDeleteComparisons = load("analysis_delete_comparisons", Analysis)
+	AnalysisInsertMetric      = load("analysis_insert_metric", Analysis)
+	AnalysisInsertComparison  = load("analysis_insert_comparison", Analysis)
 )
 
 // Schema returns the statements that create the projection, in the order to run them. They are
@@ -92,8 +109,11 @@ func Schema() []Statement {
 // All returns every embedded statement.
 func All() []Statement {
 	return append(Schema(),
-		IngestEvents, IngestExistingIDs, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
+		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
 		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete,
+		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces,
+		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisDeleteMetrics,
+		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
 	)
 }
 

@@ -1,0 +1,79 @@
+-- analysis_cells: per cell of one study, the runs the metrics count and those they do not.
+-- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell), runs (every attempt).
+-- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
+--   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
+--   runs with a finished attempt, each counted once, by its latest finished attempt: succeeded,
+--   failed, escalated and aborted alike), superseded_attempts (attempts not counted because the
+--   same run has a later attempt: crash-aborted attempts and re-executions), superseded_finished
+--   (of those, the ones that had finished), incomplete_runs (runs without a finished attempt),
+--   running_attempts (latest attempts without run.finished), fold_errors and check_errors (among
+--   counted runs), distinct_traces, distinct_outputs, distinct_tool_sequences (among counted
+--   runs), superseded_tokens and superseded_retries (the harness activity spent in superseded
+--   attempts), first_started_us and last_finished_us (counted runs, microseconds since the
+--   epoch; the order of production releases).
+WITH defined AS (
+    SELECT arg_max(payload, stream_seq) AS payload
+    FROM events
+    WHERE study = $1 AND type = 'study.defined'
+), expected AS (
+    SELECT coalesce(c.task, '') AS task, coalesce(c.model, '') AS model,
+           coalesce(c.condition, '') AS condition, sum(c.runs) AS expected_runs
+    FROM (
+        SELECT unnest(from_json(payload -> '$.cells',
+                   '[{"task":"VARCHAR","model":"VARCHAR","condition":"VARCHAR","runs":"BIGINT"}]')) AS c
+        FROM defined
+    )
+    GROUP BY ALL
+), attempts AS (
+    SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
+           coalesce(condition, '') AS condition, run, attempt,
+           sig_trace IS NOT NULL AS finished,
+           sig_trace, sig_output, sig_tools, fold_error, check_error, tokens, retries,
+           started_at, finished_at,
+           max(attempt) OVER (PARTITION BY run) AS latest_attempt,
+           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
+    FROM runs
+    WHERE study = $1
+), seen AS (
+    SELECT task, model, condition,
+           count(DISTINCT run) AS runs,
+           count(*) FILTER (WHERE attempt = counted_attempt) AS counted_runs,
+           count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt) AS superseded_attempts,
+           count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt AND finished) AS superseded_finished,
+           count(DISTINCT run) FILTER (WHERE counted_attempt IS NULL) AS incomplete_runs,
+           count(*) FILTER (WHERE attempt = latest_attempt AND NOT finished) AS running_attempts,
+           count(*) FILTER (WHERE attempt = counted_attempt AND fold_error IS NOT NULL) AS fold_errors,
+           count(*) FILTER (WHERE attempt = counted_attempt AND check_error IS NOT NULL) AS check_errors,
+           count(DISTINCT sig_trace) FILTER (WHERE attempt = counted_attempt) AS distinct_traces,
+           count(DISTINCT sig_output) FILTER (WHERE attempt = counted_attempt) AS distinct_outputs,
+           count(DISTINCT sig_tools) FILTER (WHERE attempt = counted_attempt) AS distinct_tool_sequences,
+           coalesce(sum(tokens) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt), 0) AS superseded_tokens,
+           coalesce(sum(retries) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt), 0) AS superseded_retries,
+           epoch_us(min(started_at) FILTER (WHERE attempt = counted_attempt)) AS first_started_us,
+           epoch_us(max(finished_at) FILTER (WHERE attempt = counted_attempt)) AS last_finished_us
+    FROM attempts
+    GROUP BY task, model, condition
+)
+SELECT coalesce(s.task, e.task) AS task,
+       coalesce(s.model, e.model) AS model,
+       coalesce(s.condition, e.condition) AS condition,
+       e.expected_runs,
+       coalesce(s.runs, 0) AS runs,
+       coalesce(s.counted_runs, 0) AS counted_runs,
+       coalesce(s.superseded_attempts, 0) AS superseded_attempts,
+       coalesce(s.superseded_finished, 0) AS superseded_finished,
+       coalesce(s.incomplete_runs, 0) AS incomplete_runs,
+       coalesce(s.running_attempts, 0) AS running_attempts,
+       coalesce(s.fold_errors, 0) AS fold_errors,
+       coalesce(s.check_errors, 0) AS check_errors,
+       coalesce(s.distinct_traces, 0) AS distinct_traces,
+       coalesce(s.distinct_outputs, 0) AS distinct_outputs,
+       coalesce(s.distinct_tool_sequences, 0) AS distinct_tool_sequences,
+       coalesce(s.superseded_tokens, 0) AS superseded_tokens,
+       coalesce(s.superseded_retries, 0) AS superseded_retries,
+       s.first_started_us,
+       s.last_finished_us
+FROM seen s
+FULL OUTER JOIN expected e
+       ON e.task = s.task AND e.model = s.model AND e.condition = s.condition
+ORDER BY task, model, condition;

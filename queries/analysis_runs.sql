@@ -1,0 +1,36 @@
+-- analysis_runs: the counted runs of one study (or of one cell within a time window), one row
+-- each with the per-run values the metrics need; their trace content is in analysis_traces.
+-- Inputs: $1 study (VARCHAR); $2 task, $3 model, $4 condition (VARCHAR, NULL for any); $5, $6
+--   (BIGINT microseconds since the epoch, NULL for unbounded): keep runs with $5 <= started_at <
+--   $6. View runs. A run counts once, by its latest finished attempt (see analysis_cells).
+-- Outputs: rows (task, model, condition, run, attempt, status, success, tokens, latency_ms,
+--   retries, plan_reprompts, rejected_tool_calls, escalated, input_index, seed_index, started_us,
+--   sig_trace, sig_tools), ordered by task, model, condition, run. success is the ground-truth
+--   check, false for escalated and aborted runs; latency_ms is run.finished's latency (the
+--   timestamps' difference when it is missing).
+WITH attempts AS (
+    SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
+           coalesce(condition, '') AS condition, run, attempt, status, success, tokens,
+           latency_ms, elapsed_ms, retries, plan_reprompts, rejected_tool_calls, escalated,
+           input_index, seed_index, started_at, sig_trace, sig_tools,
+           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
+    FROM runs
+    WHERE study = $1
+)
+SELECT task, model, condition, run, attempt, status,
+       success AND status NOT IN ('escalated', 'aborted') AS success,
+       tokens,
+       coalesce(latency_ms, elapsed_ms, 0) AS latency_ms,
+       retries, plan_reprompts, rejected_tool_calls,
+       escalated OR status = 'escalated' AS escalated,
+       input_index, seed_index,
+       epoch_us(started_at) AS started_us,
+       sig_trace, sig_tools
+FROM attempts
+WHERE attempt = counted_attempt
+  AND (CAST($2 AS VARCHAR) IS NULL OR task = CAST($2 AS VARCHAR))
+  AND (CAST($3 AS VARCHAR) IS NULL OR model = CAST($3 AS VARCHAR))
+  AND (CAST($4 AS VARCHAR) IS NULL OR condition = CAST($4 AS VARCHAR))
+  AND (CAST($5 AS BIGINT) IS NULL OR epoch_us(started_at) >= CAST($5 AS BIGINT))
+  AND (CAST($6 AS BIGINT) IS NULL OR epoch_us(started_at) < CAST($6 AS BIGINT))
+ORDER BY task, model, condition, run;

@@ -1,0 +1,34 @@
+-- analysis_traces: the signature grouping of the counted runs: each distinct trace of a cell
+-- once, with its multiplicity, so that run contents cross the wire once per distinct trace.
+-- Inputs: the parameters of analysis_runs ($1 study; $2 task, $3 model, $4 condition, NULL for
+--   any; $5, $6 microseconds since the epoch, NULL for unbounded, on started_at). View runs.
+-- Outputs: rows (task, model, condition, sig_trace, sig_tools, plan, states, tools, calls,
+--   output, runs), one per distinct (sig_trace, sig_tools) of a cell, ordered by task, model,
+--   condition, sig_trace, sig_tools. sig_trace covers plan, states, calls and output and
+--   sig_tools the tools, so the content is that of any run of the group (the one with the least
+--   run id is taken). calls is the canonical JSON array of {"args":…,"tool":…}; runs counts the
+--   group's runs.
+WITH attempts AS (
+    SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
+           coalesce(condition, '') AS condition, run, attempt, started_at,
+           sig_trace, sig_tools, plan, states, tools, calls, output,
+           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
+    FROM runs
+    WHERE study = $1
+)
+SELECT task, model, condition, sig_trace, sig_tools,
+       arg_min(plan, run) AS plan,
+       arg_min(states, run) AS states,
+       arg_min(tools, run) AS tools,
+       arg_min(calls, run) AS calls,
+       arg_min(output, run) AS output,
+       count(*) AS runs
+FROM attempts
+WHERE attempt = counted_attempt
+  AND (CAST($2 AS VARCHAR) IS NULL OR task = CAST($2 AS VARCHAR))
+  AND (CAST($3 AS VARCHAR) IS NULL OR model = CAST($3 AS VARCHAR))
+  AND (CAST($4 AS VARCHAR) IS NULL OR condition = CAST($4 AS VARCHAR))
+  AND (CAST($5 AS BIGINT) IS NULL OR epoch_us(started_at) >= CAST($5 AS BIGINT))
+  AND (CAST($6 AS BIGINT) IS NULL OR epoch_us(started_at) < CAST($6 AS BIGINT))
+GROUP BY task, model, condition, sig_trace, sig_tools
+ORDER BY task, model, condition, sig_trace, sig_tools;
