@@ -1,0 +1,246 @@
+package analysis
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dittolab/ditto/metrics"
+)
+
+// Compute computes the metrics report of a study from the database: every cell (task, model,
+// condition) and every comparison of Options.Pairs within each (task, model), with the
+// Benjamini–Hochberg adjustment across all comparisons of the report. The statements run in
+// one transaction, so the report is of one snapshot even while ingestion continues. Errors
+// wrap ErrNoStudy (unknown study), ErrNoRuns (no finished run), ErrInvalidOptions, or the
+// database's.
+func Compute(ctx context.Context, db *sql.DB, study string, opts Options) (*Report, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("analysis: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only use; nothing to keep
+	return ComputeFrom(ctx, SQLQuerier(tx), study, opts)
+}
+
+// maxAttempts bounds the loads of ComputeFrom when data changes between its statements.
+const maxAttempts = 3
+
+// ComputeFrom is Compute over any Querier (the analyzer's HTTP API, say). A Querier without a
+// snapshot across statements may see ingestion in between; the load is then retried (up to
+// three times) before ErrChanged is returned.
+func ComputeFrom(ctx context.Context, q Querier, study string, opts Options) (*Report, error) {
+	if study == "" {
+		return nil, fmt.Errorf("%w: empty study", ErrInvalidOptions)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	var err error
+	for range maxAttempts {
+		var r *Report
+		r, err = computeOnce(ctx, q, study, opts)
+		if !errors.Is(err, ErrChanged) {
+			return r, err
+		}
+	}
+	return nil, err
+}
+
+func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*Report, error) {
+	st, err := loadStudy(ctx, q, study)
+	if err != nil {
+		return nil, err
+	}
+	cells, err := loadCells(ctx, q, study)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := loadRuns(ctx, q, selection{study: study}, st.Paired)
+	if err != nil {
+		return nil, err
+	}
+	var counted int64
+	for _, c := range cells {
+		if got := int64(len(runs[c.key])); got != c.data.CountedRuns {
+			return nil, fmt.Errorf("%w: cell %s: %d counted runs, %d loaded", ErrChanged, c.key, c.data.CountedRuns, got)
+		}
+		counted += c.data.CountedRuns
+	}
+	if counted == 0 {
+		var incomplete int64
+		for _, c := range cells {
+			incomplete += c.data.IncompleteRuns
+		}
+		return nil, fmt.Errorf("%w: study %q (%d cells, %d runs without a finished attempt)", ErrNoRuns, study, len(cells), incomplete)
+	}
+
+	rep := &Report{
+		Format:      FormatV1,
+		Study:       st.Study,
+		GeneratedAt: timeText(st.lastEventUS),
+		Settings:    settingsOf(opts),
+		Cells:       make([]Cell, 0, len(cells)),
+		Comparisons: []Comparison{},
+		Notes:       []string{},
+	}
+	for _, c := range cells {
+		m, err := metrics.ComputeCell(runs[c.key], opts.Cell)
+		if err != nil {
+			return nil, fmt.Errorf("analysis: cell %s: %w", c.key, err)
+		}
+		rep.Cells = append(rep.Cells, Cell{CellKey: c.key, Data: c.data, Metrics: m})
+		rep.Notes = append(rep.Notes, cellNotes(c, m)...)
+	}
+
+	pairs, rule := resolvePairs(st.SourceKind, opts.Pairs, cells)
+	rep.Settings.PairRule, rep.Settings.Pairs = rule, pairs
+	for _, g := range groupCells(cells) {
+		for _, p := range pairs {
+			for _, b := range g.conditions {
+				if !p.matches(b) || !slices.Contains(g.conditions, p.A) {
+					continue
+				}
+				ka := CellKey{g.task, g.model, p.A}
+				kb := CellKey{g.task, g.model, b}
+				cs, err := metrics.Compare(runs[ka], runs[kb], opts.compareConfig(ka.String(), kb.String()))
+				if err != nil {
+					return nil, fmt.Errorf("analysis: compare %s with %s: %w", kb, ka, err)
+				}
+				for _, c := range cs {
+					rep.Comparisons = append(rep.Comparisons, Comparison{Task: g.task, Model: g.model, ConditionA: p.A, ConditionB: b, Comparison: c})
+				}
+			}
+		}
+	}
+	adjust(rep.Comparisons)
+	return rep, nil
+}
+
+// adjust applies metrics.AdjustBH across every comparison of a report.
+func adjust(cs []Comparison) {
+	plain := make([]metrics.Comparison, len(cs))
+	for i := range cs {
+		plain[i] = cs[i].Comparison
+	}
+	metrics.AdjustBH(plain)
+	for i := range cs {
+		cs[i].Comparison = plain[i]
+	}
+}
+
+func settingsOf(o Options) Settings {
+	s := Settings{
+		Permutations:     o.Permutations,
+		Seed:             o.Seed,
+		MaxExactDistinct: o.Cell.MaxExactDistinct,
+		SamplePairs:      o.Cell.SamplePairs,
+		PassK:            o.Cell.PassK,
+		FDRLevel:         metrics.FDRLevel,
+		CountedRuns:      CountedRunsRule,
+	}
+	if s.MaxExactDistinct == 0 {
+		s.MaxExactDistinct = metrics.DefaultMaxExactDistinct
+	}
+	if s.SamplePairs == 0 {
+		s.SamplePairs = metrics.DefaultSamplePairs
+	}
+	if s.PassK == nil {
+		s.PassK = metrics.DefaultPassK
+	}
+	return s
+}
+
+func (p Pair) matches(condition string) bool {
+	return condition != p.A && (p.B == AnyCondition || p.B == condition)
+}
+
+// group is the cells of one (task, model), conditions sorted.
+type group struct {
+	task, model string
+	conditions  []string
+}
+
+func groupCells(cells []cellRow) []group {
+	var out []group
+	for _, c := range cells { // sorted by task, model, condition
+		if n := len(out); n == 0 || out[n-1].task != c.key.Task || out[n-1].model != c.key.Model {
+			out = append(out, group{task: c.key.Task, model: c.key.Model})
+		}
+		g := &out[len(out)-1]
+		g.conditions = append(g.conditions, c.key.Condition)
+	}
+	return out
+}
+
+// resolvePairs returns the pairs to compare and the rule that chose them. A production study
+// without explicit pairs compares consecutive releases: releases are ordered by the first start
+// of a counted run over the whole study (then by name), so the order is the deployment order.
+func resolvePairs(sourceKind string, explicit []Pair, cells []cellRow) ([]Pair, string) {
+	if explicit != nil {
+		return slices.Clone(explicit), RulePairs
+	}
+	if sourceKind != "production" {
+		return slices.Clone(DefaultPairs), RulePairs
+	}
+	first := map[string]int64{}
+	for _, c := range cells {
+		if c.firstStartedUS == nil {
+			continue
+		}
+		if t, ok := first[c.key.Condition]; !ok || *c.firstStartedUS < t {
+			first[c.key.Condition] = *c.firstStartedUS
+		}
+	}
+	releases := make([]string, 0, len(first))
+	for r := range first {
+		releases = append(releases, r)
+	}
+	slices.SortFunc(releases, func(a, b string) int {
+		if first[a] != first[b] {
+			if first[a] < first[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	pairs := []Pair{}
+	for i := 1; i < len(releases); i++ {
+		pairs = append(pairs, Pair{A: releases[i-1], B: releases[i]})
+	}
+	return pairs, RuleConsecutiveReleases
+}
+
+// cellNotes describes what the metrics of a cell leave out or cannot vouch for.
+func cellNotes(c cellRow, m metrics.CellMetrics) []string {
+	var out []string
+	d := c.data
+	if d.ExpectedRuns != nil && d.CountedRuns < *d.ExpectedRuns {
+		out = append(out, fmt.Sprintf("%s: %d of %d expected runs finished", c.key, d.CountedRuns, *d.ExpectedRuns))
+	}
+	if d.IncompleteRuns > 0 {
+		out = append(out, fmt.Sprintf("%s: %d runs without a finished attempt are not counted (%d attempts still running or lost)", c.key, d.IncompleteRuns, d.RunningAttempts))
+	}
+	if d.SupersededAttempts > 0 {
+		out = append(out, fmt.Sprintf("%s: %d superseded attempts (%d of them finished) are not counted; they spent %d tokens and %d retries", c.key, d.SupersededAttempts, d.SupersededFinished, d.SupersededTokens, d.SupersededRetries))
+	}
+	if d.FoldErrors > 0 {
+		out = append(out, fmt.Sprintf("%s: %d counted runs have malformed histories (fold errors; see the anomalies view)", c.key, d.FoldErrors))
+	}
+	if d.CheckErrors > 0 {
+		out = append(out, fmt.Sprintf("%s: %d counted runs report totals that disagree with their events", c.key, d.CheckErrors))
+	}
+	if m.N > 0 && (c.distinctTraces != int64(m.DistinctTraces) || c.distinctOutputs != int64(m.DistinctOutputs) || c.distinctTools != int64(m.DistinctToolSeqs)) {
+		out = append(out, fmt.Sprintf("%s: the stored signatures group runs differently from package metrics (%d/%d/%d distinct traces/outputs/tool sequences against %d/%d/%d); rebuild the database (analyzer rebuild)",
+			c.key, c.distinctTraces, c.distinctOutputs, c.distinctTools, m.DistinctTraces, m.DistinctOutputs, m.DistinctToolSeqs))
+	}
+	if m.N == 1 {
+		out = append(out, fmt.Sprintf("%s: one run; pairwise metrics are undefined (null)", c.key))
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package analysis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/metrics"
+	"github.com/dittolab/ditto/queries"
+)
+
+// studyRow is the row of analysis_study.
+type studyRow struct {
+	Study
+	lastEventUS *int64
+}
+
+var studyCols = []string{"study", "name", "source_kind", "paired", "expected_runs", "last_event_us"}
+
+func loadStudy(ctx context.Context, q Querier, study string) (*studyRow, error) {
+	var out *studyRow
+	err := q.Query(ctx, queries.AnalysisStudy, []any{study}, func(vals []any) error {
+		r := row{vals: vals, cols: studyCols}
+		s := &studyRow{Study: Study{ID: r.str(0), Name: r.str(1), SourceKind: r.str(2), Paired: r.bool(3), ExpectedRuns: r.optInt(4)}}
+		s.lastEventUS = r.optInt(5)
+		out = s
+		return r.err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil || out.lastEventUS == nil {
+		return nil, fmt.Errorf("%w: %q (no event names it; see analyzer status)", ErrNoStudy, study)
+	}
+	return out, nil
+}
+
+// cellRow is a row of analysis_cells.
+type cellRow struct {
+	key  CellKey
+	data CellData
+	// distinct counts by SQL signature grouping, checked against package metrics'.
+	distinctTraces, distinctOutputs, distinctTools int64
+	firstStartedUS                                 *int64
+}
+
+var cellCols = []string{"task", "model", "condition", "expected_runs", "runs", "counted_runs",
+	"superseded_attempts", "superseded_finished", "incomplete_runs", "running_attempts", "fold_errors",
+	"check_errors", "distinct_traces", "distinct_outputs", "distinct_tool_sequences", "superseded_tokens",
+	"superseded_retries", "first_started_us", "last_finished_us"}
+
+func loadCells(ctx context.Context, q Querier, study string) ([]cellRow, error) {
+	var out []cellRow
+	err := q.Query(ctx, queries.AnalysisCells, []any{study}, func(vals []any) error {
+		r := row{vals: vals, cols: cellCols}
+		c := cellRow{key: CellKey{Task: r.str(0), Model: r.str(1), Condition: r.str(2)}}
+		c.data = CellData{
+			ExpectedRuns: r.optInt(3), Runs: r.int(4), CountedRuns: r.int(5),
+			SupersededAttempts: r.int(6), SupersededFinished: r.int(7), IncompleteRuns: r.int(8),
+			RunningAttempts: r.int(9), FoldErrors: r.int(10), CheckErrors: r.int(11),
+			SupersededTokens: r.int(15), SupersededRetries: r.int(16),
+		}
+		c.distinctTraces, c.distinctOutputs, c.distinctTools = r.int(12), r.int(13), r.int(14)
+		c.firstStartedUS = r.optInt(17)
+		c.data.FirstStarted = timeText(c.firstStartedUS)
+		c.data.LastFinished = timeText(r.optInt(18))
+		out = append(out, c)
+		return r.err
+	})
+	slices.SortFunc(out, func(a, b cellRow) int { return compareKeys(a.key, b.key) })
+	return out, err
+}
+
+func compareKeys(a, b CellKey) int {
+	switch {
+	case a.less(b):
+		return -1
+	case b.less(a):
+		return 1
+	}
+	return 0
+}
+
+// timeText renders microseconds since the epoch as RFC 3339 UTC; nil stays nil.
+func timeText(us *int64) *string {
+	if us == nil {
+		return nil
+	}
+	s := time.UnixMicro(*us).UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// selection restricts the runs loaded: a cell filter and a started_at window.
+type selection struct {
+	study                  string
+	task, model, condition string // "" for any
+	fromUS, toUS           *int64 // nil for unbounded
+}
+
+func (s selection) args() []any {
+	opt := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	us := func(p *int64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return []any{s.study, opt(s.task), opt(s.model), opt(s.condition), us(s.fromUS), us(s.toUS)}
+}
+
+// content is a distinct trace of a cell (analysis_traces), shared by the runs that have it.
+type content struct {
+	plan, output string
+	states       []string
+	tools        []string
+	calls        []metrics.Call
+	runs         int64 // multiplicity according to SQL
+	seen         int64 // runs attached
+}
+
+type traceKey struct {
+	cell               CellKey
+	sigTrace, sigTools string
+}
+
+var traceCols = []string{"task", "model", "condition", "sig_trace", "sig_tools", "plan", "states", "tools", "calls", "output", "runs"}
+
+var runCols = []string{"task", "model", "condition", "run", "attempt", "status", "success", "tokens", "latency_ms",
+	"retries", "plan_reprompts", "rejected_tool_calls", "escalated", "input_index", "seed_index", "started_us",
+	"sig_trace", "sig_tools"}
+
+// loadRuns returns the counted runs of the selection by cell, each cell's runs ordered by run
+// id. Run contents come from the signature grouping (analysis_traces) and are shared by the
+// runs of a group; paired studies get PairKey "input=I/seed=S".
+func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[CellKey][]metrics.Run, error) {
+	contents := map[traceKey]*content{}
+	err := q.Query(ctx, queries.AnalysisTraces, sel.args(), func(vals []any) error {
+		r := row{vals: vals, cols: traceCols}
+		k := traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.str(3), r.str(4)}
+		c := &content{plan: r.str(5), states: r.strings(6), tools: r.strings(7), output: r.str(9), runs: r.int(10)}
+		if r.err != nil {
+			return r.err
+		}
+		calls, err := decodeCalls(r.str(8))
+		if err != nil {
+			return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
+		}
+		c.calls = calls
+		contents[k] = c
+		return r.err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[CellKey][]metrics.Run{}
+	err = q.Query(ctx, queries.AnalysisRuns, sel.args(), func(vals []any) error {
+		r := row{vals: vals, cols: runCols}
+		key := CellKey{r.str(0), r.str(1), r.str(2)}
+		c := contents[traceKey{key, r.str(16), r.str(17)}]
+		if c == nil {
+			if r.err != nil {
+				return r.err
+			}
+			return fmt.Errorf("%w: run %s of %s has a trace the signature grouping did not return", ErrChanged, r.str(3), key)
+		}
+		c.seen++
+		run := metrics.Run{
+			ID: r.str(3), Plan: c.plan, States: c.states, Tools: c.tools, Calls: c.calls, Output: c.output,
+			Success: r.bool(6), Tokens: r.int(7), LatencyMS: r.float(8),
+			Retries: int(r.int(9)), PlanReprompts: int(r.int(10)), RejectedToolCalls: int(r.int(11)),
+			Escalated: r.bool(12),
+		}
+		if paired {
+			run.PairKey = fmt.Sprintf("input=%d/seed=%d", r.int(13), r.int(14))
+		}
+		out[key] = append(out[key], run)
+		return r.err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, c := range contents {
+		if c.seen != c.runs {
+			return nil, fmt.Errorf("%w: trace %s of %s: %d runs grouped, %d loaded", ErrChanged, k.sigTrace, k.cell, c.runs, c.seen)
+		}
+	}
+	// The statement orders by run id; sorting again makes the order a property of this code,
+	// not of a transport that may reorder rows.
+	for _, runs := range out {
+		slices.SortFunc(runs, func(a, b metrics.Run) int { return strings.Compare(a.ID, b.ID) })
+	}
+	return out, nil
+}
+
+// decodeCalls parses run_folds.calls, the canonical JSON array of {"args":…,"tool":…}. The
+// arguments keep their bytes, which are canonical because the array is.
+func decodeCalls(s string) ([]metrics.Call, error) {
+	var raw []struct {
+		Tool string          `json:"tool"`
+		Args json.RawMessage `json:"args"`
+	}
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return nil, err
+	}
+	calls := make([]metrics.Call, len(raw))
+	for i, c := range raw {
+		calls[i] = metrics.Call{Tool: c.Tool, Args: string(c.Args)}
+	}
+	return calls, nil
+}

@@ -1,0 +1,124 @@
+package analysis
+
+import (
+	"github.com/dittolab/ditto/metrics"
+)
+
+// FormatV1 identifies the JSON document a Report marshals to (schema: metrics.schema.json).
+const FormatV1 = "ditto.metrics/v1"
+
+// CountedRunsRule states which attempts a cell's N counts; it is part of every Report.
+const CountedRunsRule = "each run counts once, by its latest finished attempt (status succeeded, failed, " +
+	"escalated or aborted with run.finished); earlier attempts of the same run are superseded and not counted; " +
+	"runs without a finished attempt are incomplete and not counted"
+
+// Report is the metrics report of one study: every cell, every comparison, and notes on the
+// data. It is what `analyzer metrics --json` writes; the same events and Options give a
+// byte-identical document (no wall clock, no map order).
+type Report struct {
+	// Format is FormatV1.
+	Format string `json:"format"`
+	Study  Study  `json:"study"`
+	// GeneratedAt is the time of the study's latest event (RFC 3339, UTC), not the wall clock.
+	GeneratedAt *string  `json:"generated_at"`
+	Settings    Settings `json:"settings"`
+	// Cells are ordered by task, model, condition.
+	Cells []Cell `json:"cells"`
+	// Comparisons are ordered by task, model, then pair order (Settings), then quantity as
+	// metrics.Compare returns them. PAdjusted is Benjamini–Hochberg across all of them.
+	Comparisons []Comparison `json:"comparisons"`
+	// Notes describe the data: runs not counted, fold errors, missing cells.
+	Notes []string `json:"notes"`
+}
+
+// Study describes the study of a report.
+type Study struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// SourceKind is harness or production.
+	SourceKind string `json:"source_kind"`
+	// Paired says that runs pair across conditions by input and seed index (McNemar).
+	Paired       bool   `json:"paired"`
+	ExpectedRuns *int64 `json:"expected_runs"`
+}
+
+// Settings record how the report was computed.
+type Settings struct {
+	Permutations int    `json:"permutations"`
+	Seed         uint64 `json:"seed"`
+	// PairRule is RulePairs or RuleConsecutiveReleases; Pairs are the pairs compared (for
+	// consecutive releases, the resolved pairs of releases).
+	PairRule         string  `json:"pair_rule"`
+	Pairs            []Pair  `json:"pairs"`
+	MaxExactDistinct int     `json:"max_exact_distinct"`
+	SamplePairs      int     `json:"sample_pairs"`
+	PassK            []int   `json:"pass_k"`
+	FDRLevel         float64 `json:"fdr_level"`
+	CountedRuns      string  `json:"counted_runs"`
+}
+
+// CellKey names a cell within a study.
+type CellKey struct {
+	Task      string `json:"task"`
+	Model     string `json:"model"`
+	Condition string `json:"condition"`
+}
+
+// String returns "task/model/condition", the cell's label in comparisons.
+func (k CellKey) String() string { return k.Task + "/" + k.Model + "/" + k.Condition }
+
+func (k CellKey) less(o CellKey) bool {
+	if k.Task != o.Task {
+		return k.Task < o.Task
+	}
+	if k.Model != o.Model {
+		return k.Model < o.Model
+	}
+	return k.Condition < o.Condition
+}
+
+// Cell is one cell's data accounting and metrics.
+type Cell struct {
+	CellKey
+	Data    CellData            `json:"data"`
+	Metrics metrics.CellMetrics `json:"metrics"`
+}
+
+// CellData accounts for a cell's runs and attempts (see CountedRunsRule).
+type CellData struct {
+	// ExpectedRuns is what study.defined planned (null without a definition).
+	ExpectedRuns *int64 `json:"expected_runs"`
+	// Runs counts the distinct runs seen, CountedRuns those in the metrics (N).
+	Runs        int64 `json:"runs"`
+	CountedRuns int64 `json:"counted_runs"`
+	// SupersededAttempts are attempts replaced by a later attempt of the same run (crash
+	// recovery); SupersededFinished of them had finished. SupersededTokens and
+	// SupersededRetries are the harness activity they spent, not in the metrics.
+	SupersededAttempts int64 `json:"superseded_attempts"`
+	SupersededFinished int64 `json:"superseded_finished"`
+	SupersededTokens   int64 `json:"superseded_tokens"`
+	SupersededRetries  int64 `json:"superseded_retries"`
+	// IncompleteRuns have no finished attempt; RunningAttempts are latest attempts without
+	// run.finished (still running, or lost).
+	IncompleteRuns  int64 `json:"incomplete_runs"`
+	RunningAttempts int64 `json:"running_attempts"`
+	// FoldErrors and CheckErrors count counted runs whose history did not fold cleanly or whose
+	// run.finished totals disagree with their events.
+	FoldErrors  int64 `json:"fold_errors"`
+	CheckErrors int64 `json:"check_errors"`
+	// FirstStarted and LastFinished bound the counted runs (RFC 3339, UTC).
+	FirstStarted *string `json:"first_started"`
+	LastFinished *string `json:"last_finished"`
+}
+
+// Comparison is one test between two cells of the same task and model: condition B against
+// the reference condition A. The embedded metrics.Comparison carries the quantity, both cell
+// labels, both values, the difference (B − A), the test, its statistic, p, the
+// Benjamini–Hochberg adjusted p and the verdict (significant).
+type Comparison struct {
+	Task       string `json:"task"`
+	Model      string `json:"model"`
+	ConditionA string `json:"condition_a"`
+	ConditionB string `json:"condition_b"`
+	metrics.Comparison
+}
