@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/llm"
@@ -48,8 +49,19 @@ func planRejectedPrompt(errs []string) string {
 		". Return a corrected plan: only the JSON array of {\"state\", \"intended_tool\"} objects."
 }
 
-// planFormat is the response_format of the structured-plan request.
+// planFormats caches planFormat by task name (tasks are immutable).
+var planFormats sync.Map
+
+// planFormat is the response_format of the structured-plan request. Callers must not modify it.
 func planFormat(t *tasks.Task) *llm.ResponseFormat {
+	if f, ok := planFormats.Load(t.Name); ok {
+		return f.(*llm.ResponseFormat)
+	}
+	f, _ := planFormats.LoadOrStore(t.Name, buildPlanFormat(t))
+	return f.(*llm.ResponseFormat)
+}
+
+func buildPlanFormat(t *tasks.Task) *llm.ResponseFormat {
 	var states, tools []string
 	for _, s := range t.States {
 		states = append(states, s.Name)

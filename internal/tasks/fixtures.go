@@ -111,10 +111,15 @@ func round(x float64, places int) float64 {
 	return r
 }
 
+var pathRes sync.Map // task name → *regexp.Regexp
+
 // pathIn finds the first dataset path of the task in a prompt (the Ideal agent reads it there).
 func pathIn(task, prompt string) string {
-	re := regexp.MustCompile(`data/` + regexp.QuoteMeta(task) + `/[A-Za-z0-9_-]+`)
-	return re.FindString(prompt)
+	re, ok := pathRes.Load(task)
+	if !ok {
+		re, _ = pathRes.LoadOrStore(task, regexp.MustCompile(`data/`+regexp.QuoteMeta(task)+`/[A-Za-z0-9_-]+`))
+	}
+	return re.(*regexp.Regexp).FindString(prompt)
 }
 
 // pathResources is the Resources function of a tool whose only resources are its "path" and
