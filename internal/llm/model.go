@@ -7,10 +7,9 @@ import (
 )
 
 // Model is one chat-completion endpoint. Chat sends one request and returns the first choice.
-// Implementations must be safe for concurrent use, must not modify req or anything it points to,
-// must not retain req or its slices after Chat
-// returns, and return a *CallError (possibly wrapping context.Canceled or
-// context.DeadlineExceeded) when no response could be obtained.
+// Implementations must be safe for concurrent use, must not modify req or anything it points
+// to, must not retain req or its slices after Chat returns, and return a *CallError (possibly
+// wrapping context.Canceled or context.DeadlineExceeded) when no response could be obtained.
 type Model interface {
 	Chat(ctx context.Context, req Request) (Response, error)
 }
