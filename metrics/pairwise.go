@@ -70,14 +70,34 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 	row := make([]float64, d) // R_g = Σ_h n_h s(g,h), self included
 	var fs fracSum
 	var scratch []int
+	alphabet := 0
+	for _, s := range seqs {
+		for _, c := range s {
+			alphabet = max(alphabet, int(c)+1)
+		}
+	}
+	peq := make([]uint64, alphabet)
 	for a := 0; a < d; a++ {
 		na := g.count[a]
 		fs.add(1, 1, na*(na-1))
 		row[a] += float64(na)
+		// Tool sequences of up to 64 steps take the bit-parallel path: the
+		// pattern's masks are set once for all its partners.
+		bitParallel := len(seqs[a]) > 0 && len(seqs[a]) <= 64
+		if bitParallel {
+			for i, c := range seqs[a] {
+				peq[c] |= 1 << i
+			}
+		}
 		for b := a + 1; b < d; b++ {
 			nb := g.count[b]
 			m := max(len(seqs[a]), len(seqs[b]))
-			dist := levenshtein(seqs[a], seqs[b], &scratch)
+			var dist int
+			if bitParallel {
+				dist = myers(peq, len(seqs[a]), seqs[b])
+			} else {
+				dist = levenshtein(seqs[a], seqs[b], &scratch)
+			}
 			fs.add(m-dist, m, 2*na*nb)
 			s := 1.0
 			if m > 0 {
@@ -85,6 +105,11 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 			}
 			row[a] += float64(nb) * s
 			row[b] += float64(na) * s
+		}
+		if bitParallel {
+			for _, c := range seqs[a] {
+				peq[c] = 0
+			}
 		}
 	}
 	num := fs.value()

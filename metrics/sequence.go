@@ -59,3 +59,34 @@ func levenshtein[T comparable](a, b []T, scratch *[]int) int {
 	}
 	return row[len(b)]
 }
+
+// myers computes the Levenshtein distance between a pattern of length m,
+// 1 ≤ m ≤ 64, whose match masks are in peq (peq[c] has bit i set iff
+// pattern[i] == c), and text, with Myers' bit-parallel algorithm in
+// Hyyrö's formulation: one pass over text, a few word operations per
+// symbol. The horizontal delta of the top row is +1 (global distance).
+func myers(peq []uint64, m int, text []int32) int {
+	high := uint64(1) << (m - 1)
+	pv, mv := ^uint64(0), uint64(0)
+	if m < 64 {
+		pv = (uint64(1) << m) - 1
+	}
+	score := m
+	for _, c := range text {
+		eq := peq[c]
+		xv := eq | mv
+		xh := (((eq & pv) + pv) ^ pv) | eq
+		ph := mv | ^(xh | pv)
+		mh := pv & xh
+		if ph&high != 0 {
+			score++
+		} else if mh&high != 0 {
+			score--
+		}
+		ph = ph<<1 | 1
+		mh <<= 1
+		pv = mh | ^(xv | ph)
+		mv = ph & xv
+	}
+	return score
+}
