@@ -5,7 +5,12 @@
 //
 // Registered tasks: credit_ecl (IFRS 9 expected credit loss), renal_dosing (Cockcroft–Gault
 // creatinine clearance and dose adjustment) and aml_screening (sanctions screening whose path
-// branches on the screening result).
+// branches on the screening result). Get and Names look them up; Register adds others (a
+// study's own task, a test task) after Task.Validate.
+//
+// Fixtures live in fixtures/<task>/<instance>.json (embedded); instance i of a task is the i-th
+// file in name order, its dataset path is data/<task>/<instance> and its scope is that path plus
+// reports/<task>/<instance> (plus "watchlists" for aml_screening).
 //
 // Resources. Every tool takes a "path" argument naming a dataset in a virtual, read-only
 // fixture store that holds every instance of the task. Tools resolve the path in that store,
