@@ -1,5 +1,6 @@
 -- analysis_cells: per cell of one study, the runs the metrics count and those they do not.
--- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell), runs (every attempt).
+-- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell; model.called and
+--   retry.scheduled: the activity of attempts, finished or not), runs (every attempt).
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
 --   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
 --   runs with a finished attempt, each counted once, by its latest finished attempt: succeeded,
@@ -24,16 +25,26 @@ WITH defined AS (
         FROM defined
     )
     GROUP BY ALL
+), activity AS (
+    SELECT run, attempt,
+           coalesce(sum(CAST(payload -> '$.prompt_tokens' AS BIGINT)
+                        + CAST(payload -> '$.completion_tokens' AS BIGINT)) FILTER (WHERE type = 'model.called'), 0) AS tokens,
+           count(*) FILTER (WHERE type = 'retry.scheduled') AS retries
+    FROM events
+    WHERE study = $1 AND type IN ('model.called', 'retry.scheduled')
+    GROUP BY run, attempt
 ), attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
            coalesce(condition, '') AS condition, run, attempt,
            sig_trace IS NOT NULL AS finished,
-           sig_trace, sig_output, sig_tools, fold_error, check_error, tokens, retries,
+           sig_trace, sig_output, sig_tools, fold_error, check_error,
+           coalesce(a.tokens, 0) AS tokens, coalesce(a.retries, 0) AS retries,
            started_at, finished_at,
            max(attempt) OVER (PARTITION BY run) AS latest_attempt,
            max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
-    FROM runs
-    WHERE study = $1
+    FROM runs r
+    LEFT JOIN activity a USING (run, attempt)
+    WHERE r.study = $1
 ), seen AS (
     SELECT task, model, condition,
            count(DISTINCT run) AS runs,

@@ -103,6 +103,7 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	ing.current = nil
 	if err != nil {
 		ing.tracker.reset()
+		ing.maxIDKnown = false
 		return wm, fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
 	}
 	if hooks != nil && hooks.AfterCommit != nil {
@@ -176,8 +177,11 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		}
 	}()
 
+	tr := newTrace()
+	defer tr.print(len(good))
 	if len(good) > 0 {
 		existing, err := ing.existingIDs(ctx, good)
+		tr.mark("ids")
 		if err != nil {
 			return res, fmt.Errorf("existing ids: %w", err)
 		}
@@ -196,6 +200,7 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		if err := ing.loadGood(ctx, good); err != nil {
 			return res, fmt.Errorf("events: %w", err)
 		}
+		tr.mark("load")
 	}
 	for _, it := range rejected {
 		var msgID any
@@ -210,7 +215,9 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 	for _, it := range good {
 		ing.tracker.add(it)
 	}
+	tr.mark("rejected")
 	folded, foldErrors, err := ing.foldFinished(ctx)
+	tr.mark("fold")
 	if err != nil {
 		return res, fmt.Errorf("fold: %w", err)
 	}
@@ -219,8 +226,13 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		int64(len(good)), int64(len(rejected)), int64(res.duplicates)); err != nil {
 		return res, fmt.Errorf("watermark: %w", err)
 	}
+	tr.mark("watermark")
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return res, err
+	}
+	tr.mark("commit")
+	for _, it := range good {
+		ing.maxID = max(ing.maxID, it.env.ID)
 	}
 	ing.tracker.endBatch(folded)
 	return res, nil
@@ -248,13 +260,30 @@ func sameItems(a, b []*item) bool {
 }
 
 // existingIDs returns the ids of good that are already stored.
+// Only ids at or below the largest stored id can be stored already: with time-sortable ids
+// that is usually none or a few of a batch, and the query is skipped.
 func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]struct{}, error) {
-	ids := make([]string, len(good))
-	lo, hi := good[0].env.ID, good[0].env.ID
-	for i, it := range good {
+	if !ing.maxIDKnown {
+		if err := ing.conn.QueryRowContext(ctx, queries.IngestMaxID.SQL).Scan(&ing.maxID); err != nil {
+			return nil, err
+		}
+		ing.maxIDKnown = true
+	}
+	var ids []string
+	var lo, hi string
+	for _, it := range good {
 		id := it.env.ID
-		ids[i] = id
-		lo, hi = min(lo, id), max(hi, id)
+		if id > ing.maxID {
+			continue
+		}
+		if len(ids) == 0 || id < lo {
+			lo = id
+		}
+		hi = max(hi, id)
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	rows, err := ing.conn.QueryContext(ctx, queries.IngestExistingIDs.SQL, lo, hi, ids)
 	if err != nil {
@@ -285,10 +314,13 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 			newKeys = append(newKeys, a.key)
 		}
 	}
+	tr := newTrace()
+	defer tr.print(len(newKeys))
 	late, err := ing.foldedKeys(ctx, newKeys)
 	if err != nil {
 		return nil, 0, err
 	}
+	tr.mark("foldedkeys")
 	var fromMemory []*openAttempt
 	var fromDB []attemptKey
 	for _, a := range t.batch {
@@ -319,6 +351,7 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 			}
 		}
 	}
+	tr.mark("memfold")
 	if len(fromDB) > 0 {
 		hist, err := ing.readHistories(ctx, fromDB)
 		if err != nil {
@@ -337,11 +370,13 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 			}
 		}
 	}
+	tr.mark("dbfold")
 	if len(rows) > 0 {
 		if err := ing.appendFolds(rows); err != nil {
 			return nil, 0, err
 		}
 	}
+	tr.mark("append")
 	return keys, foldErrors, nil
 }
 

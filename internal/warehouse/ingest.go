@@ -99,6 +99,8 @@ type ingester struct {
 	untilCaughtUp bool
 	batchNo       int
 	current       *builtRecord // the fetcher's record of the batch being committed
+	maxID         string       // the largest stored event id, once maxIDKnown
+	maxIDKnown    bool
 
 	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal
 	gapCount int

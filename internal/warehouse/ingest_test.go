@@ -162,7 +162,6 @@ func catchUpWhileRunning(t testing.TB, w *warehouse.Warehouse, want uint64) {
 	}
 }
 
-
 func TestCrashAndRestart(t *testing.T) {
 	stop := errors.New("crash")
 	tests := []struct {

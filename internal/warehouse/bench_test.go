@@ -1,0 +1,238 @@
+package warehouse_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// benchMsgs returns at least n events of synthetic harness runs (about 27 events a run).
+func benchMsgs(tb testing.TB, n int) []msg {
+	var out []msg
+	for st := 0; len(out) < n; st++ {
+		s := newSynth(tb, fmt.Sprintf("bench%d", st))
+		s.define([]events.Cell{{Task: "credit_ecl", Model: "sim-a", Condition: "harness", Runs: 1000}})
+		for r := 0; r < 1000 && len(s.out)+len(out) < n; r++ {
+			s.run(fmt.Sprintf("run-%d", r), 1, runOpts{condition: "harness", variant: r % 3, retry: r%5 == 0})
+		}
+		out = append(out, s.out...)
+	}
+	return out
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// peakMemory samples the Go heap in use every 20ms until stop is called.
+type peakMemory struct {
+	peak atomic.Uint64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func watchMemory() *peakMemory {
+	p := &peakMemory{stop: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > p.peak.Load() {
+				p.peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakMemory) done() uint64 { close(p.stop); p.wg.Wait(); return p.peak.Load() }
+
+// vmHWM returns the process's peak resident set size in bytes (Linux), or 0.
+func vmHWM() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// referenceConsume is the broker's own limit: a consumer configured like the analyzer's that
+// only fetches the messages and acknowledges each batch (cumulatively, as the analyzer does).
+func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch int) time.Duration {
+	ctx := ctxT(tb, 10*time.Minute)
+	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckAllPolicy,
+		MaxAckPending: 3 * batch, AckWait: time.Minute, MaxDeliver: -1, FilterSubject: events.EventsSubject})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.DeleteConsumer(context.Background(), durable)
+	start := time.Now()
+	it, err := c.Messages(jetstream.PullMaxMessages(batch))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer it.Stop()
+	got := 0
+	for got < n {
+		var last jetstream.Msg
+		for k := 0; k < batch && got < n; k++ {
+			m, err := it.Next()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			last = m
+			got++
+		}
+		if err := last.Ack(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+type ingestFigures struct {
+	took      time.Duration
+	peakHeap  uint64 // peak heap in use during ingestion
+	baseHeap  uint64 // heap in use before, after a GC (the broker's state included)
+	fileBytes int64
+}
+
+func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg warehouse.IngestConfig) ingestFigures {
+	dir := tb.TempDir()
+	path := filepath.Join(dir, "bench.duckdb")
+	ctx := ctxT(tb, 10*time.Minute)
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: path})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	mem := watchMemory()
+	cfg.Durable = durable
+	start := time.Now()
+	if err := w.CatchUp(ctx, b, cfg); err != nil {
+		tb.Fatal(err)
+	}
+	took := time.Since(start)
+	peak := mem.done()
+	if got := w.Stats().Events; got != uint64(n) {
+		tb.Fatalf("stored %d events, want %d", got, n)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	var size int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			size += fi.Size()
+		}
+	}
+	return ingestFigures{took: took, peakHeap: peak, baseHeap: base, fileBytes: size}
+}
+
+// BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
+// on a pre-filled stream, against a reference consumer that only fetches and acks the same
+// messages from the same stream in the same run. DITTO_BENCH_EVENTS sets the number of events
+// (default 200,000). Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
+func BenchmarkIngest(b *testing.B) {
+	n := envInt("DITTO_BENCH_EVENTS", 200_000)
+	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
+	bs := externalServer(b) // the broker in its own process, as in production
+	msgs := benchMsgs(b, n)[:n]
+	var raw int
+	for _, m := range msgs {
+		raw += len(m.data)
+	}
+	publishFast(b, bs, msgs)
+	b.ResetTimer()
+	var ref, wh time.Duration
+	var fig ingestFigures
+	for i := 0; i < b.N; i++ {
+		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
+		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch})
+		wh += f.took
+		fig.peakHeap = max(fig.peakHeap, f.peakHeap)
+		fig.fileBytes = f.fileBytes
+	}
+	b.StopTimer()
+	refRate := float64(n*b.N) / ref.Seconds()
+	whRate := float64(n*b.N) / wh.Seconds()
+	b.ReportMetric(whRate, "events/s")
+	b.ReportMetric(refRate, "ref-events/s")
+	b.ReportMetric(whRate/refRate, "ratio")
+	b.ReportMetric(float64(fig.fileBytes)/float64(n), "duckdb-bytes/event")
+	b.ReportMetric(float64(fig.peakHeap)/(1<<20), "peak-heap-MiB")
+	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB\n",
+		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, float64(fig.fileBytes)/float64(n),
+		float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20))
+}
+
+// TestMemoryBoundedUnderBacklog ingests a backlog and a ten times larger one with the same
+// settings: the peak heap must not grow with the backlog.
+func TestMemoryBoundedUnderBacklog(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
+	cfg := warehouse.IngestConfig{BatchSize: 500, BatchWait: 50 * time.Millisecond, MaxOpenEvents: 2000}
+	// The broker runs in a child process: its state (duplicate-window ids, block caches) grows
+	// with the stream and is not the analyzer's. Measure the growth of this process's heap
+	// during ingestion, with the GC kept tight so that garbage does not blur the peak.
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	growth := func(k int) uint64 {
+		bs := externalServer(t)
+		msgs := benchMsgs(t, k)[:k]
+		publishFast(t, bs, msgs)
+		msgs = nil
+		f := analyzerConsume(t, bs, k, "mem", cfg)
+		if f.peakHeap < f.baseHeap {
+			return 0
+		}
+		return f.peakHeap - f.baseHeap
+	}
+	small := growth(n)
+	large := growth(10 * n)
+	t.Logf("heap growth during ingestion: %.1f MiB for %d events, %.1f MiB for %d", float64(small)/(1<<20), n, float64(large)/(1<<20), 10*n)
+	if large > 2*small+(8<<20) {
+		t.Errorf("heap grew by %d bytes for a 10x backlog, %d for 1x: memory grows with the backlog", large, small)
+	}
+}
