@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
@@ -95,6 +97,9 @@ func TestServeEndToEnd(t *testing.T) {
 	srv := bustest.NewServer(t)
 	b := srv.Connect(t)
 	publishLines(t, b, serveTestLines(t))
+	// Everything running now is the test's (the nats-server, its client); what serve starts
+	// must be gone once it returns.
+	before := goleak.IgnoreCurrent()
 
 	dataDir := t.TempDir()
 	const token = "test-token"
@@ -217,6 +222,14 @@ func TestServeEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, api.URLFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("analyzer.url after serve stopped: %v", err)
 	}
+	c.HTTP.CloseIdleConnections()
+	http.DefaultClient.CloseIdleConnections()
+	// The durable consumer serve created lives on in the (test's) nats-server, by design.
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*consumerFileStore).flushLoop"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).setLeader.func2"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).setLeader.func3"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).setLeader.func4"))
 
 	// Without a server, the same commands open the file read-only and agree.
 	bg := context.Background()

@@ -99,9 +99,11 @@ func readStudies(ctx context.Context, t target) ([]api.Study, error) {
 	return api.ReadStudies(ctx, db)
 }
 
+// allDone reports whether every study has an expected count and has reached it; a watch over
+// production traces (no expected count) goes on until interrupted.
 func allDone(st []api.Study) bool {
 	for _, s := range st {
-		if s.ExpectedRuns != nil && !s.Done {
+		if s.ExpectedRuns == nil || !s.Done {
 			return false
 		}
 	}
@@ -137,7 +139,7 @@ func writeStatus(w io.Writer, st []api.Study, bars bool) {
 				progressbar.OptionSetElapsedTime(false),
 			)
 			_ = pb.Set64(min(s.FinishedRuns, exp))
-			fmt.Fprintf(w, "%s %s\n", strings.TrimLeft(pb.String(), "\r"), extra)
+			fmt.Fprintf(w, "%s  %s\n", strings.TrimSpace(pb.String()), extra)
 			continue
 		}
 		pct := 0.0

@@ -374,6 +374,7 @@ func TestSQLErrors(t *testing.T) {
 		{"url", "text/plain", "SELECT * FROM 'https://example.com/x.csv'", http.StatusForbidden, "refused"},
 		{"timeout", MediaJSON, `{"sql":"SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 3","timeout":"200ms"}`, http.StatusGatewayTimeout, "timeout"},
 		{"unknown table", "text/plain", "SELECT * FROM nope", http.StatusUnprocessableEntity, "query"},
+		{"syntax", "text/plain", "SELEC 1", http.StatusUnprocessableEntity, "query"},
 		{"empty", "text/plain", "  ", http.StatusBadRequest, "bad_request"},
 		{"bad format", MediaJSON, `{"sql":"SELECT 1","format":"xml"}`, http.StatusBadRequest, "bad_request"},
 		{"bad timeout", MediaJSON, `{"sql":"SELECT 1","timeout":"soon"}`, http.StatusBadRequest, "bad_request"},

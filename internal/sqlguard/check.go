@@ -15,7 +15,7 @@ type querier interface {
 
 // Check parses query with DuckDB's parser (never binding or running it) and returns nil if
 // it is one SELECT statement whose parse tree names no refused function or file. Refusals
-// are *RefusedError (errors.Is(err, ErrRefused)). db is any connection to a DuckDB database
+// are *RefusedError (errors.Is(err, ErrRefused)); text that does not parse is ErrQuery. db is any connection to a DuckDB database
 // with the json extension (built into the driver).
 func Check(ctx context.Context, db querier, query string) error {
 	if strings.TrimSpace(query) == "" {
@@ -59,7 +59,8 @@ func parse(ctx context.Context, db querier, query string) (any, error) {
 			return nil, &RefusedError{Kind: KindStatement, Name: kw,
 				Reason: fmt.Sprintf("only a single read-only SELECT may run; found %s", found)}
 		}
-		return nil, &RefusedError{Kind: KindSyntax, Reason: p.ErrorMessage}
+		// Not a refusal: the text is not SQL DuckDB understands.
+		return nil, fmt.Errorf("%w: %s", ErrQuery, p.ErrorMessage)
 	}
 	switch len(p.Statements) {
 	case 0:

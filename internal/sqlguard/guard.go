@@ -157,7 +157,7 @@ func (g *Guard) Running() int { return len(g.slots) }
 // classify turns a failure into the documented error classes.
 func (g *Guard) classify(ctx, qctx context.Context, lim Limits, err error) error {
 	if ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
-		return errors.Join(fmt.Errorf("%w after %v", ErrTimeout, lim.Timeout), context.DeadlineExceeded)
+		return fmt.Errorf("%w after %v: %w", ErrTimeout, lim.Timeout, context.DeadlineExceeded)
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("sqlguard: %w", cerr)

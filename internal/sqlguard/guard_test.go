@@ -160,7 +160,6 @@ func TestRefused(t *testing.T) {
 		{"arrow_scan", "SELECT * FROM arrow_scan(0, 0, 0)", KindFunction},
 		{"unknown table function", "SELECT * FROM read_xlsx('x.xlsx')", KindFunction},
 		{"nextval", "SELECT nextval('seq')", KindFunction},
-		{"syntax", "SELEC 1", KindSyntax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,6 +350,9 @@ func TestQueryErrorAndEmpty(t *testing.T) {
 	f := newFixture(t, true)
 	if _, err := f.guard.Query(context.Background(), "SELECT * FROM nosuchtable", Limits{}); !errors.Is(err, ErrQuery) {
 		t.Errorf("unknown table: %v, want ErrQuery", err)
+	}
+	if _, err := f.guard.Query(context.Background(), "SELEC 1", Limits{}); !errors.Is(err, ErrQuery) || errors.Is(err, ErrRefused) {
+		t.Errorf("syntax error: %v, want ErrQuery", err)
 	}
 	if _, err := f.guard.Query(context.Background(), "  ", Limits{}); !errors.Is(err, ErrEmpty) {
 		t.Errorf("empty: %v, want ErrEmpty", err)
