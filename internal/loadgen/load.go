@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -21,8 +21,12 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	cfg = cfg.withDefaults(start)
+	cfg = cfg.withDefaults(time.Now())
+	// The templates are made before the clock starts: making them costs seconds.
+	gen, err := newWireRuns(cfg.Study, cfg.Seed, templateRuns)
+	if err != nil {
+		return nil, err
+	}
 	js := b.JetStream()
 	stream, err := js.Stream(ctx, cfg.Stream)
 	if err != nil {
@@ -35,9 +39,17 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	// This run's events are those after base in the stream: the analyzer has committed k of
 	// them when its acknowledgement floor is base+k (the consumer acknowledges in stream order).
 	base := info.State.LastSeq
-	pub, err := b.NewPublisher(bus.WithMaxInFlight(cfg.MaxInFlight))
+	start := time.Now()
+	// Asynchronous publishing, as `nats bench js pub async` does, bounded by MaxInFlight: the
+	// generator must not be what limits the rate. Failures (including acknowledgement
+	// timeouts) are counted by the error handler.
+	var failed atomic.Int64
+	pub, err := jetstream.New(b.Conn(),
+		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight),
+		jetstream.WithPublishAsyncTimeout(30*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loadgen: jetstream: %w", err)
 	}
 	m := &meter{cfg: cfg, stream: stream, base: base, start: start, peak: map[string]ProcMemory{}}
 	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Consumer: cfg.Consumer}
@@ -53,7 +65,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	}()
 
 	var bytes atomic.Int64
-	perr := publish(ctx, pub, cfg, start, &m.published, &bytes)
+	perr := publish(ctx, pub, gen, cfg, start, &m.published, &bytes)
 	publishEnd := time.Now()
 	rep.Published = int(m.published.Load())
 	if rep.Published > 0 {
@@ -62,11 +74,13 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	rep.PublishRate = float64(rep.Published) / publishEnd.Sub(start).Seconds()
 	wctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
-	if werr := pub.Wait(wctx); werr != nil {
-		if failed, ok := bus.IsAckError(werr); ok {
-			rep.Failed = len(failed)
-		}
-		perr = errors.Join(perr, werr)
+	select {
+	case <-pub.PublishAsyncComplete():
+	case <-wctx.Done():
+		perr = errors.Join(perr, fmt.Errorf("loadgen: waiting for publish acknowledgements: %w", wctx.Err()))
+	}
+	if rep.Failed = int(failed.Load()); rep.Failed > 0 {
+		perr = errors.Join(perr, fmt.Errorf("loadgen: %d publishes not acknowledged", rep.Failed))
 	}
 	if perr != nil || cfg.Consumer == "" {
 		return rep, perr
@@ -96,14 +110,19 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	}
 }
 
+// templateRuns is how many distinct runs the generator makes before it reuses their payloads.
+const templateRuns = 256
+
 // publish paces the events: by time t since start, rate·t events have been handed over.
 // Several runs are open at once and their events interleave.
-func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
-	gen := newRuns(cfg.Study, cfg.Seed)
+func publish(ctx context.Context, pub jetstream.JetStream, gen *wireRuns, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
+	var err error
 	pick := rand.New(rand.NewPCG(cfg.Seed, 0x91c))
-	open := make([][]*events.Envelope, cfg.OpenRuns)
+	open := make([][]wireEvent, cfg.OpenRuns)
 	for i := range open {
-		open[i] = gen.next(start)
+		if open[i], err = gen.next(start); err != nil {
+			return err
+		}
 	}
 	n := 0
 	for {
@@ -113,21 +132,30 @@ func publish(ctx context.Context, pub *bus.Publisher, cfg Config, start time.Tim
 		}
 		due := int(cfg.Rate * elapsed.Seconds())
 		for ; n < due; n++ {
+			// A publisher that cannot keep up falls behind the schedule; it must still stop
+			// at the end of the duration rather than publish the whole backlog of the plan.
+			if n%64 == 0 && time.Since(start) >= cfg.Duration {
+				return nil
+			}
 			i := pick.IntN(len(open))
 			e := open[i][0]
 			if open[i] = open[i][1:]; len(open[i]) == 0 {
-				open[i] = gen.next(time.Now())
+				if open[i], err = gen.next(time.Now()); err != nil {
+					return err
+				}
 			}
-			data, err := events.Encode(e)
-			if err != nil {
-				return err
-			}
-			subject, err := events.SubjectOf(e)
-			if err != nil {
-				return err
-			}
-			if err := pub.Publish(ctx, subject, e.ID, data); err != nil {
-				return err
+			subject, data := e.subject, e.data
+			for {
+				_, err := pub.PublishAsync(subject, data, jetstream.WithMsgID(e.id), jetstream.WithStallWait(time.Second))
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+					return fmt.Errorf("loadgen: publish: %w", err)
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 			published.Add(1)
 			bytes.Add(int64(len(data)))

@@ -94,7 +94,7 @@ func TestRunNotDrained(t *testing.T) {
 	rep, err := Run(ctx, b, Config{Rate: 200, Duration: 300 * time.Millisecond, Consumer: "stuck",
 		DrainTimeout: 300 * time.Millisecond})
 	if !errors.Is(err, ErrNotDrained) {
-		t.Fatalf("Run = %v, want ErrNotDrained", err)
+		t.Fatalf("Run = %v, want ErrNotDrained; report %+v", err, rep)
 	}
 	if rep == nil || rep.Drained || rep.Sustained() {
 		t.Errorf("report %+v: want not drained, not sustained", rep)

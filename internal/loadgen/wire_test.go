@@ -1,0 +1,65 @@
+package loadgen
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+)
+
+// Runs made from templates are new, valid runs: they decode, fold, carry fresh ids and the new
+// run id, and sit on their own subjects.
+func TestWireRuns(t *testing.T) {
+	w, err := newWireRuns("load-wire", 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		wes, err := w.next(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var history []events.Envelope
+		for _, we := range wes {
+			e, err := events.Decode(we.data)
+			if err != nil {
+				t.Fatalf("Decode = %v\n%s", err, we.data)
+			}
+			if e.ID != we.id || ids[e.ID] {
+				t.Fatalf("id %s (wire %s) reused or not substituted", e.ID, we.id)
+			}
+			ids[e.ID] = true
+			if subj, _ := events.SubjectOf(&e); subj != we.subject {
+				t.Errorf("subject %s, envelope says %s", we.subject, subj)
+			}
+			if e.Time.Before(start.Add(-time.Millisecond)) {
+				t.Errorf("time %v not restamped (start %v)", e.Time, start)
+			}
+			history = append(history, e)
+		}
+		if history[0].Run != wes[0].subject[len("ditto.events.load-wire."):len("ditto.events.load-wire.")+11] {
+			t.Errorf("run %s not on subject %s", history[0].Run, wes[0].subject)
+		}
+		run, err := events.Fold(history)
+		if err != nil || !run.Done() {
+			t.Fatalf("Fold = %v, done %v", err, run != nil && run.Done())
+		}
+	}
+}
+
+// BenchmarkWireNext is the per-event cost of the templated generator that `producer load` uses.
+func BenchmarkWireNext(b *testing.B) {
+	w, err := newWireRuns("bench", 1, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	t0 := time.Now()
+	for i := 0; i < b.N; i += EventsPerRun {
+		if _, err := w.next(t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
