@@ -72,3 +72,20 @@ func (t *keyTable) grow() {
 	}
 	t.slots = slots
 }
+
+// find returns the id of k, if present.
+func (t *keyTable) find(k key128) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := k.a & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.id == 0 {
+			return 0, false
+		}
+		if s.h == k.a && t.keys[s.id-1] == k {
+			return s.id - 1, true
+		}
+	}
+}

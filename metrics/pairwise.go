@@ -145,6 +145,7 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 	var sets [][]uint64
 	var rowSum []float64
 	var localOf []int32
+	var table keyTable
 	for k := 0; k < maxLen; k++ {
 		clear(local)
 		counts, sets, localOf = counts[:0], sets[:0], localOf[:0]
@@ -172,21 +173,11 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		}
 		den += m * (m - 1)
 		rowSum = append(rowSum[:0], make([]float64, len(counts))...)
-		for a := range counts {
-			ca := counts[a]
-			fs.add(1, 1, ca*(ca-1))
-			rowSum[a] += float64(ca)
-			for b := a + 1; b < len(counts); b++ {
-				cb := counts[b]
-				inter, union := jaccardCounts(sets[a], sets[b])
-				fs.add(inter, union, 2*ca*cb)
-				j := 1.0
-				if union > 0 {
-					j = float64(inter) / float64(union)
-				}
-				rowSum[a] += float64(cb) * j
-				rowSum[b] += float64(ca) * j
-			}
+		pairs := len(counts) * (len(counts) - 1) / 2
+		if cost := subsetCost(sets, len(counts)); cost >= 0 && cost < pairs {
+			acSubsets(sets, counts, &fs, rowSum, &table)
+		} else {
+			acPairLoop(sets, counts, &fs, rowSum)
 		}
 		for grp, id := range localOf {
 			if id >= 0 {
@@ -208,6 +199,28 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		return (num - 2*numRow[k]) / dd, true
 	})
 	return e
+}
+
+// acPairLoop is the D²/2 form of acSubsets.
+func acPairLoop(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64) {
+	{
+		for a := range counts {
+			ca := counts[a]
+			fs.add(1, 1, ca*(ca-1))
+			rowSum[a] += float64(ca)
+			for b := a + 1; b < len(counts); b++ {
+				cb := counts[b]
+				inter, union := jaccardCounts(sets[a], sets[b])
+				fs.add(inter, union, 2*ca*cb)
+				j := 1.0
+				if union > 0 {
+					j = float64(inter) / float64(union)
+				}
+				rowSum[a] += float64(cb) * j
+				rowSum[b] += float64(ca) * j
+			}
+		}
+	}
 }
 
 // pairFunc returns the numerator and denominator contributions of the
