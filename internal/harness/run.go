@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/llm"
@@ -144,7 +145,7 @@ func (r *runner) call(purpose string, req llm.Request) (resp llm.Response, ok bo
 		if errors.As(cerr, &ce) {
 			mc.TransportRetries = len(ce.Retries)
 		}
-		mc.Error = cerr.Error()
+		mc.Error = clip(cerr.Error(), maxTextBytes)
 	}
 	r.res.Totals.ModelCalls++
 	r.res.Totals.PromptTokens += mc.PromptTokens
@@ -178,10 +179,10 @@ func (r *runner) plan() (proceed bool, err error) {
 		if err != nil || !ok {
 			return false, err
 		}
-		if err := r.emit(events.PlanProposed{Text: resp.Content, Attempt: 1}); err != nil {
+		if err := r.emit(events.PlanProposed{Text: clip(resp.Content, maxTextBytes), Attempt: 1}); err != nil {
 			return false, err
 		}
-		r.res.Plan = resp.Content
+		r.res.Plan = clip(resp.Content, maxTextBytes)
 		if r.overBudget() {
 			return false, r.escalate("token_budget")
 		}
@@ -196,17 +197,16 @@ func (r *runner) plan() (proceed bool, err error) {
 		if err != nil || !ok {
 			return false, err
 		}
-		if err := r.emit(events.PlanProposed{Text: resp.Content, Attempt: attempt, Structured: true}); err != nil {
+		if err := r.emit(events.PlanProposed{Text: clip(resp.Content, maxTextBytes), Attempt: attempt, Structured: true}); err != nil {
 			return false, err
 		}
-		r.res.Plan = resp.Content
+		r.res.Plan = clip(resp.Content, maxTextBytes)
 		steps, errs := parsePlan(r.task, resp.Content)
 		// No tool runs before a valid plan: calls made now are refused, and never answered
 		// with a tool message because the assistant message is recorded without them.
 		for _, tc := range resp.ToolCalls {
-			args, _ := canonicalArgs(tc.Arguments, events.Canonical)
 			if err := r.emit(events.ToolRejected{CallID: r.callID(tc), Tool: toolName(tc), Reason: events.RejectUnauthorized,
-				Detail: "no tool may run before a plan is accepted", Args: args}); err != nil {
+				Detail: "no tool may run before a plan is accepted", Args: recordedArgs(tc)}); err != nil {
 				return false, err
 			}
 			r.res.Totals.RejectedToolCalls++
@@ -259,9 +259,8 @@ func (r *runner) act() error {
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		if r.overBudget() {
 			for _, tc := range resp.ToolCalls {
-				args, _ := canonicalArgs(tc.Arguments, events.Canonical)
 				if err := r.emit(events.ToolRejected{CallID: r.callID(tc), Tool: toolName(tc), Reason: events.RejectBudget,
-					Detail: fmt.Sprintf("token budget of %d exhausted", r.lim.TokenBudget), Args: args, State: r.entered}); err != nil {
+					Detail: fmt.Sprintf("token budget of %d exhausted", r.lim.TokenBudget), Args: recordedArgs(tc), State: r.entered}); err != nil {
 					return err
 				}
 				r.res.Totals.RejectedToolCalls++
@@ -370,7 +369,7 @@ func (r *runner) exit(outcome string) error {
 func (r *runner) callID(tc llm.ToolCall) string {
 	r.callN++
 	if tc.ID != "" {
-		return tc.ID
+		return clip(tc.ID, 128)
 	}
 	return fmt.Sprintf("call_%d", r.callN)
 }
@@ -379,7 +378,17 @@ func toolName(tc llm.ToolCall) string {
 	if tc.Name == "" {
 		return "(unnamed)"
 	}
-	return tc.Name
+	return clip(tc.Name, 128)
+}
+
+// recordedArgs is what an event records of a call's arguments: canonical JSON, the raw text as
+// a JSON string when it is not JSON, nothing when it is too large to record.
+func recordedArgs(tc llm.ToolCall) json.RawMessage {
+	if len(tc.Arguments) > maxArgsBytes {
+		return nil
+	}
+	args, _ := canonicalArgs(tc.Arguments, events.Canonical)
+	return args
 }
 
 // toolMsg answers a tool call in the conversation.
@@ -397,6 +406,18 @@ func failure(kind, detail string) map[string]any {
 // moved on).
 func (r *runner) handleCall(tc llm.ToolCall) (accepted bool, err error) {
 	id := r.callID(tc)
+	if len(tc.Arguments) > maxArgsBytes {
+		// Too large to record as an event: refuse it whatever the gates, recording its size.
+		r.failState, r.failReason = r.failStateOr(), "rejected: arguments too large"
+		detail := fmt.Sprintf("arguments of %d bytes exceed the limit of %d", len(tc.Arguments), maxArgsBytes)
+		if err := r.emit(events.ToolRejected{CallID: id, Tool: toolName(tc), Reason: events.RejectSchema, Detail: detail,
+			State: r.failStateOr()}); err != nil {
+			return false, err
+		}
+		r.res.Totals.RejectedToolCalls++
+		r.toolMsg(id, failure("schema", detail))
+		return false, nil
+	}
 	args, isJSON := canonicalArgs(tc.Arguments, events.Canonical)
 	tool, known := r.task.ToolByName(tc.Name)
 	var st *tasks.State
@@ -429,7 +450,7 @@ func (r *runner) handleCall(tc llm.ToolCall) (accepted bool, err error) {
 	case r.done:
 		return reject(events.RejectUnauthorized, "unauthorized", "the workflow is complete", nil)
 	case !known:
-		return reject(events.RejectUnauthorized, "unauthorized", fmt.Sprintf("unknown tool %q", tc.Name), nil)
+		return reject(events.RejectUnauthorized, "unauthorized", fmt.Sprintf("unknown tool %q", toolName(tc)), nil)
 	case r.graph && tc.Name != r.cur.Tool:
 		return reject(events.RejectUnauthorized, "unauthorized",
 			fmt.Sprintf("state %s authorizes only %s", r.cur.Name, r.cur.Tool), map[string]any{"allowed_tool": r.cur.Tool})
@@ -566,6 +587,25 @@ func (r *runner) finish() error {
 	r.res.Totals.LatencyMS = ms(r.res.Latency)
 	return r.emit(events.RunFinished{Status: r.res.Status, Output: r.final, Success: r.res.Success,
 		Totals: r.res.Totals, Error: r.res.Error})
+}
+
+// Bounds on model-provided values copied into events, so that every event stays well under
+// events.MaxEventSize whatever a model returns.
+const (
+	maxTextBytes = 64 << 10
+	maxArgsBytes = 256 << 10
+)
+
+// clip truncates s to at most n bytes (on a rune boundary) and says how much was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…[%d bytes truncated]", len(s)-cut)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -532,3 +532,25 @@ func TestSameScriptSameEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedModelValues: whatever a model returns, every event stays encodable.
+func TestOversizedModelValues(t *testing.T) {
+	registerSpy()
+	resetSpy()
+	huge := strings.Repeat("x", 2<<20)
+	m := &harnesstest.Script{Turns: []harnesstest.Turn{harnesstest.Text(huge),
+		harnesstest.Call("first_tool", `{"path":"`+huge+`"}`),
+		func(llm.Request) (llm.Response, error) {
+			return llm.Response{ToolCalls: []llm.ToolCall{{ID: huge, Name: huge, Arguments: "{}"}}}, nil
+		},
+		harnesstest.Text("stop")}}
+	res, rec := run(t, spec(t, spyTask, "baseline", 0), m)
+	if spyExecs("first_tool") != 0 || rec.Count(events.TypeToolRejected) != 2 || res.Status != events.StatusFailed {
+		t.Fatalf("execs %d, events %v, status %s", spyExecs("first_tool"), rec.Types(), res.Status)
+	}
+	for _, b := range rec.Encoded {
+		if len(b) > 200<<10 {
+			t.Fatalf("an event of %d bytes", len(b))
+		}
+	}
+}
