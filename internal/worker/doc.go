@@ -12,6 +12,14 @@
 // never publishes into an attempt it does not own, so it never writes a run.finished for an
 // earlier attempt (it could not know that attempt's next sequence number).
 //
+// Before re-running a redelivered job (delivery 2 and later), the worker reads the run's
+// stored events: if an earlier attempt is complete (gapless from seq 1, folding, finished with
+// a status other than aborted), the job is acknowledged without running again. That covers a
+// worker that crashed after JetStream acknowledged all its events but before it acknowledged
+// the job, and a lost job ack: the run is recorded once. An analyzer should still count at
+// most one finished, non-aborted attempt per run (the latest), for runs recorded by other
+// means.
+//
 // # Failure classes
 //
 //   - The run's own failures (a model returning garbage, timing out, a run escalating) are

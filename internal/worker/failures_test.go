@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/worker"
@@ -165,5 +166,53 @@ func TestConsumerLeavesDeliveriesToRecordExhaustion(t *testing.T) {
 	c := worker.ConsumerConfig("x", time.Minute, 4)
 	if c.MaxDeliver <= 4 || c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != events.JobsSubject {
 		t.Errorf("ConsumerConfig = %+v", c)
+	}
+}
+
+// TestRedeliveredRecordedRunIsNotRerun: a worker stored every event of its run, then crashed
+// before acknowledging the job. The redelivered job is acknowledged without re-running, so the
+// run is recorded once.
+func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "lostack")
+	const ackWait = time.Second
+	js := e.bus.JetStream()
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.JobsStream, worker.ConsumerConfig(worker.DefaultConsumer, ackWait, worker.DefaultMaxAttempts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := study.DecodeJob(msg.Data())
+	if err != nil || got.Run != job.Run {
+		t.Fatalf("fetched job %+v, %v", got, err)
+	}
+	// The doomed worker's whole run, every event acknowledged by JetStream, and no job ack.
+	spec, _ := got.RunSpec()
+	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
+	pub, _ := e.bus.NewPublisher()
+	seq := &harness.Sequencer{Study: got.Study, Run: got.Run, Attempt: 1,
+		Source: events.Source{Kind: events.SourceHarness, ID: "doomed"}, Publish: pub.PublishEvent}
+	if _, err := harness.Run(ctx, spec, model, seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	w := e.startWorker(worker.Config{ID: "next", AckWait: ackWait})
+	waitFor(t, ctx, "the redelivered job to be settled", func() bool { return w.Stats().AlreadyRecorded.Load() == 1 })
+	if w.Stats().Acked.Load() != 0 {
+		t.Errorf("the worker re-ran a recorded run")
+	}
+	hs := histories(t, e.readStudy(ctx, "lostack"))
+	if len(hs) != 1 {
+		t.Errorf("attempts %v, want attempt 1 only", keys(hs))
+	}
+	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
+		t.Errorf("%d jobs left", n)
 	}
 }

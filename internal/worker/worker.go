@@ -34,6 +34,9 @@ type Stats struct {
 	Requeued  atomic.Int64 // jobs Nak'ed for redelivery (infrastructure error or shutdown)
 	Rejected  atomic.Int64 // malformed jobs terminated
 	Exhausted atomic.Int64 // jobs terminated after MaxAttempts deliveries, recorded as failed
+	// AlreadyRecorded counts redelivered jobs acknowledged without re-running because an
+	// earlier attempt of their run is stored complete (a lost ack, a crash after the events).
+	AlreadyRecorded atomic.Int64
 }
 
 // New returns a worker on b. The streams must exist (bus.EnsureStreams).
@@ -193,6 +196,12 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
+	if attempt > 1 {
+		if prev, status, ok := w.recorded(ctx, job.Study, job.Run); ok {
+			w.settleRecorded(msg, log, prev, status)
+			return
+		}
+	}
 	if attempt > w.cfg.MaxAttempts {
 		w.exhaust(msg, &job, attempt, log)
 		return
@@ -267,6 +276,19 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		w.stats.Acked.Add(1)
 		log.Debug("run recorded", "status", res.Status, "events", a.seq.Seq())
 	}
+}
+
+// settleRecorded acknowledges a redelivered job whose run an earlier attempt recorded.
+func (w *Worker) settleRecorded(msg jetstream.Msg, log *slog.Logger, prev int, status string) {
+	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := msg.DoubleAck(actx); err != nil {
+		w.m.errors.WithLabelValues(errAck).Inc()
+		log.Warn("job ack not confirmed", "err", err)
+		return
+	}
+	w.stats.AlreadyRecorded.Add(1)
+	log.Info(recordedMsg(prev, status))
 }
 
 // requeue Naks the job (with delay > 0, NakWithDelay) and counts why.
