@@ -145,7 +145,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	baseURL := serveBaseURL(ln.Addr().(*net.TCPAddr))
+	addr := ln.Addr().(*net.TCPAddr)
+	if cfg.token == "" && !addr.IP.IsLoopback() {
+		log.Warn("the API listens beyond loopback without a token: anyone who reaches it can read the data (set DITTO_ANALYZER_TOKEN)",
+			"listen", addr.String())
+	}
+	baseURL := serveBaseURL(addr)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {

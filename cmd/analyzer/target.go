@@ -75,8 +75,11 @@ func (t *target) open(ctx context.Context, allowedDirs ...string) (*sql.DB, erro
 		return nil, fmt.Errorf("no database at %s (has the analyzer ingested anything? see --data-dir, --db)", t.dbPath)
 	}
 	if strings.Contains(strings.ToLower(err.Error()), "lock") {
-		return nil, fmt.Errorf("%s is open in another process (a running analyzer?) and no analyzer API answers for %s; "+
-			"pass its address with --url: %w", t.dbPath, t.dataDir, err)
+		hint := "no analyzer API answers for " + t.dataDir + "; pass its address with --url"
+		if t.local {
+			hint = "query it through the analyzer's API (without --local)"
+		}
+		return nil, fmt.Errorf("%s is open in another process (a running analyzer?): %s: %w", t.dbPath, hint, err)
 	}
 	return nil, err
 }
