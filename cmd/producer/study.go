@@ -183,65 +183,41 @@ func printPlan(w io.Writer, p *study.Plan) {
 }
 
 // waitForStudy polls the streams until no job of the study is queued or in flight and
-// every run has a run.finished, printing progress.
+// every run has a run.finished, printing progress, then prints the outcomes per cell.
 func waitForStudy(ctx context.Context, js jetstream.JetStream, p *study.Plan, w io.Writer) error {
-	jobsSubject, _ := events.JobSubject(p.Spec.Name)
-	finishedFilter := fmt.Sprintf("%s.%s.*.%s", events.EventsPrefix, p.Spec.Name, events.TypeRunFinished)
-	want := p.Defined.ExpectedRuns
 	start := time.Now()
 	last := -1
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		queued, err := subjectCount(ctx, js, events.JobsStream, jobsSubject)
+		pr, err := study.GetProgress(ctx, js, p)
 		if err != nil {
 			return err
 		}
-		finished, err := distinctSubjects(ctx, js, events.EventsStream, finishedFilter)
-		if err != nil {
-			return err
+		if pr.Finished != last {
+			fmt.Fprintf(w, "  %5.0fs  %d/%d runs finished, %d jobs queued or running\n", time.Since(start).Seconds(), pr.Finished, pr.Expected, pr.Queued)
+			last = pr.Finished
 		}
-		if finished != last {
-			fmt.Fprintf(w, "  %5.0fs  %d/%d runs finished, %d jobs queued or running\n", time.Since(start).Seconds(), finished, want, queued)
-			last = finished
-		}
-		if queued == 0 && finished >= want {
-			fmt.Fprintf(w, "study %s complete: %d runs in %s\n", p.Spec.Name, finished, time.Since(start).Round(time.Millisecond))
-			return nil
+		if pr.Done() {
+			fmt.Fprintf(w, "study %s complete: %d runs in %s\n", p.Spec.Name, pr.Finished, time.Since(start).Round(time.Millisecond))
+			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("study %s: %d/%d runs finished: %w (is a harness-worker running?)", p.Spec.Name, finished, want, ctx.Err())
+			return fmt.Errorf("study %s: %d/%d runs finished: %w (is a harness-worker running?)", p.Spec.Name, pr.Finished, pr.Expected, ctx.Err())
 		case <-tick.C:
 		}
 	}
-}
-
-func streamInfo(ctx context.Context, js jetstream.JetStream, stream, filter string) (*jetstream.StreamInfo, error) {
-	s, err := js.Stream(ctx, stream)
+	outcomes, err := study.Outcomes(ctx, js, p)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.Info(ctx, jetstream.WithSubjectFilter(filter))
-}
-
-func subjectCount(ctx context.Context, js jetstream.JetStream, stream, filter string) (int, error) {
-	info, err := streamInfo(ctx, js, stream, filter)
-	if err != nil {
-		return 0, err
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  task\tmodel\tcondition\truns\tsucceeded\tfailed\tescalated\taborted")
+	for _, o := range outcomes {
+		st := o.Statuses
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", o.Task, o.Model, o.Condition, o.Runs,
+			st[events.StatusSucceeded], st[events.StatusFailed], st[events.StatusEscalated], st[events.StatusAborted])
 	}
-	n := 0
-	for _, c := range info.State.Subjects {
-		n += int(c)
-	}
-	return n, nil
-}
-
-// distinctSubjects counts the subjects matching filter: one per run for run.finished.
-func distinctSubjects(ctx context.Context, js jetstream.JetStream, stream, filter string) (int, error) {
-	info, err := streamInfo(ctx, js, stream, filter)
-	if err != nil {
-		return 0, err
-	}
-	return len(info.State.Subjects), nil
+	return tw.Flush()
 }

@@ -72,6 +72,22 @@ func TestEndToEnd(t *testing.T) {
 	if defined := e.streamCount(ctx, events.EventsStream, "ditto.events.e2e._study.study.defined"); defined != 1 {
 		t.Errorf("%d study.defined events, want 1", defined)
 	}
+	outcomes, err := study.Outcomes(ctx, e.bus.JetStream(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outcomes {
+		n := 0
+		for _, c := range o.Statuses {
+			n += c
+		}
+		if n != o.Runs {
+			t.Errorf("Outcomes: cell %s/%s/%s has %d outcomes, want %d", o.Task, o.Model, o.Condition, n, o.Runs)
+		}
+	}
+	if pr, err := study.GetProgress(ctx, e.bus.JetStream(), p); err != nil || !pr.Done() {
+		t.Errorf("GetProgress = %+v, %v; want done", pr, err)
+	}
 	t.Logf("%d runs, %d events, statuses %v", len(finishedRuns), len(evs), statuses)
 }
 

@@ -1,0 +1,129 @@
+package study
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Progress is how far a submitted study is.
+type Progress struct {
+	Expected int // runs in the plan
+	Finished int // runs with at least one run.finished
+	Queued   int // jobs still in DITTO_JOBS (waiting or running)
+}
+
+// Done reports whether every run finished and no job is left.
+func (p Progress) Done() bool { return p.Queued == 0 && p.Finished >= p.Expected }
+
+// GetProgress reads the study's progress from the streams' subject counts (cheap: no message
+// is read).
+func GetProgress(ctx context.Context, js jetstream.JetStream, p *Plan) (Progress, error) {
+	pr := Progress{Expected: len(p.Jobs)}
+	jobs, _ := events.JobSubject(p.Spec.Name)
+	s, err := js.Stream(ctx, events.JobsStream)
+	if err != nil {
+		return pr, fmt.Errorf("study: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(jobs))
+	if err != nil {
+		return pr, fmt.Errorf("study: %w", err)
+	}
+	for _, n := range info.State.Subjects {
+		pr.Queued += int(n)
+	}
+	s, err = js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		return pr, fmt.Errorf("study: %w", err)
+	}
+	info, err = s.Info(ctx, jetstream.WithSubjectFilter(finishedFilter(p.Spec.Name)))
+	if err != nil {
+		return pr, fmt.Errorf("study: %w", err)
+	}
+	pr.Finished = len(info.State.Subjects) // one subject per run
+	return pr, nil
+}
+
+func finishedFilter(study string) string {
+	return fmt.Sprintf("%s.%s.*.%s", events.EventsPrefix, study, events.TypeRunFinished)
+}
+
+// CellOutcome counts the outcomes of one cell's runs by status.
+type CellOutcome struct {
+	events.Cell
+	Statuses map[string]int
+}
+
+// Outcomes reads every run.finished of the study and counts, per cell, the status of each
+// run's outcome: its latest finished attempt that was not aborted (an aborted attempt counts
+// only when it is all there is).
+func Outcomes(ctx context.Context, js jetstream.JetStream, p *Plan) ([]CellOutcome, error) {
+	filter := finishedFilter(p.Spec.Name)
+	s, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		return nil, fmt.Errorf("study: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("study: %w", err)
+	}
+	var want uint64
+	for _, n := range info.State.Subjects {
+		want += n
+	}
+	type outcome struct {
+		attempt int
+		status  string
+	}
+	best := map[string]outcome{}
+	if want > 0 {
+		cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+		if err != nil {
+			return nil, fmt.Errorf("study: %w", err)
+		}
+		for got := uint64(0); got < want; {
+			batch, err := cons.Fetch(int(min(want-got, 1000)), jetstream.FetchMaxWait(2*time.Second))
+			if err != nil {
+				return nil, fmt.Errorf("study: read outcomes: %w", err)
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				e, err := events.Decode(m.Data())
+				if err != nil {
+					continue
+				}
+				f, ok := e.Payload.(events.RunFinished)
+				if !ok {
+					continue
+				}
+				cur, seen := best[e.Run]
+				better := !seen ||
+					(cur.status == events.StatusAborted) != (f.Status == events.StatusAborted) && f.Status != events.StatusAborted ||
+					(cur.status == events.StatusAborted) == (f.Status == events.StatusAborted) && e.Attempt > cur.attempt
+				if better {
+					best[e.Run] = outcome{e.Attempt, f.Status}
+				}
+			}
+			if n == 0 {
+				break
+			}
+			got += uint64(n)
+		}
+	}
+	index := map[cellKey]int{}
+	out := make([]CellOutcome, len(p.Cells))
+	for i, c := range p.Cells {
+		out[i] = CellOutcome{Cell: c, Statuses: map[string]int{}}
+		index[cellKey{c.Task, c.Model, c.Condition}] = i
+	}
+	for _, j := range p.Jobs {
+		if o, ok := best[j.Run]; ok {
+			out[index[cellKey{j.Task, j.Model, j.Condition}]].Statuses[o.status]++
+		}
+	}
+	return out, nil
+}
