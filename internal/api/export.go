@@ -18,7 +18,7 @@ import (
 // Export layout under the target directory:
 //
 //	<table>/study=<study>/data_0.parquet   tables and views with a study column (Hive partitions)
-//	<table>.parquet                        the others (rejected_events, ingest_state)
+//	<table>.parquet                        the others (rejected_events, ingest_state), and empty tables
 //	manifest.json                          ExportManifest: tables, row counts, time
 //
 // Partitioned files also keep the study column inside the file (WRITE_PARTITION_COLUMNS), so a
@@ -77,7 +77,7 @@ func Export(ctx context.Context, db *sql.DB, dir string, tables []string) (*Expo
 			return nil, fmt.Errorf("%w: count %s: %v", ErrExport, t, err)
 		}
 		var copySQL string
-		if cols["study"] {
+		if cols["study"] && et.Rows > 0 {
 			et.PartitionBy, et.Path = "study", t
 			target := filepath.Join(abs, t)
 			if err := os.MkdirAll(target, 0o755); err != nil {
@@ -86,13 +86,12 @@ func Export(ctx context.Context, db *sql.DB, dir string, tables []string) (*Expo
 			copySQL = fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (FORMAT parquet, PARTITION_BY (study), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true)",
 				ident(t), literal(target))
 		} else {
+			// An empty table has no partitions; one file keeps its schema readable.
 			et.Path = t + ".parquet"
 			copySQL = fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (FORMAT parquet)", ident(t), literal(filepath.Join(abs, et.Path)))
 		}
-		if et.Rows > 0 || et.PartitionBy == "" {
-			if _, err := conn.ExecContext(ctx, copySQL); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrExport, t, err)
-			}
+		if _, err := conn.ExecContext(ctx, copySQL); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrExport, t, err)
 		}
 		m.Tables = append(m.Tables, et)
 	}

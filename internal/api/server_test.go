@@ -47,6 +47,7 @@ func newTestDB(t *testing.T) (*sql.DB, string) {
 		 FROM range(30) t(i)`,
 		`INSERT INTO runs VALUES ('s0', 'rnull', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
 		`CREATE TABLE rejected_events (stream_seq BIGINT, raw BLOB, reason VARCHAR)`,
+		`CREATE TABLE transitions (study VARCHAR, run VARCHAR, state VARCHAR)`,
 		`INSERT INTO rejected_events VALUES (7, '\x00\x01'::BLOB, 'malformed'), (9, 'x'::BLOB, 'invalid')`,
 		`CREATE VIEW studies AS
 			SELECT study, 'Study ' || study AS name, 'harness' AS source_kind, 20::BIGINT AS expected_runs,
@@ -73,7 +74,7 @@ func newTestServer(t *testing.T, token string, extra ...prometheus.Collector) (*
 		Token:        token,
 		Limits:       sqlguard.Config{MaxRows: 20, Timeout: 10 * time.Second},
 		ExportSpool:  spool,
-		ExportTables: []string{"runs", "rejected_events", "studies", "not_there"},
+		ExportTables: []string{"runs", "rejected_events", "studies", "transitions", "not_there"},
 		Collectors:   extra,
 	})
 	if err != nil {
@@ -457,22 +458,23 @@ func TestExportHTTP(t *testing.T) {
 func checkExport(t *testing.T, db *sql.DB, dir string, m *ExportManifest) {
 	t.Helper()
 	want := map[string]int64{}
-	for _, tb := range []string{"runs", "rejected_events", "studies"} {
+	for _, tb := range []string{"runs", "rejected_events", "studies", "transitions"} {
 		var n int64
 		if err := db.QueryRow("SELECT count(*) FROM " + tb).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		want[tb] = n
 	}
-	if len(m.Tables) != 3 {
-		t.Fatalf("manifest has %d tables, want 3 (not_there skipped): %+v", len(m.Tables), m.Tables)
+	if len(m.Tables) != 4 {
+		t.Fatalf("manifest has %d tables, want 4 (not_there skipped): %+v", len(m.Tables), m.Tables)
 	}
 	for _, et := range m.Tables {
 		if et.Rows != want[et.Name] {
 			t.Errorf("manifest %s: %d rows, want %d", et.Name, et.Rows, want[et.Name])
 		}
 	}
-	for _, p := range []string{"runs/study=s0", "runs/study=s1", "runs/study=s2", "rejected_events.parquet", "studies/study=s2", ManifestName} {
+	for _, p := range []string{"runs/study=s0", "runs/study=s1", "runs/study=s2", "rejected_events.parquet", "studies/study=s2",
+		"transitions.parquet", ManifestName} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Errorf("export lacks %s: %v", p, err)
 		}
