@@ -3,6 +3,8 @@ package ingest_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,10 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/events/client"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/otlpmap"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // benchEvents returns n distinct, valid events (runs of 50 events each).
@@ -85,4 +91,69 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatalf("stream holds %d events, want %d", n, b.N)
 		}
 	})
+}
+
+// BenchmarkIngestOTLP measures OTLP/HTTP protobuf exports of complete GenAI traces (7 spans,
+// 10 events each; 50 traces per request, 4 concurrent exporters). One op is one trace.
+//
+// go test -run XXX -bench IngestOTLP -benchtime 4000x ./internal/ingest
+func BenchmarkIngestOTLP(b *testing.B) {
+	e := newEnv(b, nil)
+	raw, err := os.ReadFile(filepath.Join("..", "otlpmap", "testdata", "genai.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := otlpmap.DecodeJSON(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perReq, workers = 50, 4
+	var bodies [][]byte
+	for i := 0; i < b.N; i += perReq {
+		req := &coltracepb.ExportTraceServiceRequest{}
+		for j := i; j < min(i+perReq, b.N); j++ {
+			rs := proto.Clone(tmpl.ResourceSpans[0]).(*tracepb.ResourceSpans)
+			for _, sp := range rs.ScopeSpans[0].Spans {
+				sp.TraceId = []byte(fmt.Sprintf("%016x", uint64(j)+1<<40)) // 16 bytes, distinct per trace
+			}
+			req.ResourceSpans = append(req.ResourceSpans, rs)
+		}
+		body, _ := proto.Marshal(req)
+		bodies = append(bodies, body)
+	}
+	work := make(chan []byte)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for body := range work {
+				for {
+					resp, _ := e.post(b, "/v1/traces", tokAll, "application/x-protobuf", body)
+					if resp.StatusCode == 200 {
+						break
+					}
+					if resp.StatusCode != 429 && resp.StatusCode != 503 {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+					time.Sleep(time.Millisecond) // throttled: back off briefly
+				}
+			}
+		}()
+	}
+	for _, body := range bodies {
+		work <- body
+	}
+	close(work)
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	b.ReportMetric(float64(b.N*10)/secs, "events/s")
+	b.ReportMetric(float64(b.N*7)/secs, "spans/s")
+	b.StopTimer()
+	if n := streamCount(b, e.bus); n != uint64(b.N*10) {
+		b.Fatalf("stream holds %d events, want %d", n, b.N*10)
+	}
 }
