@@ -224,16 +224,16 @@ func cellNotes(c cellRow, m metrics.CellMetrics) []string {
 		out = append(out, fmt.Sprintf("%s: %d of %d expected runs finished", c.key, d.CountedRuns, *d.ExpectedRuns))
 	}
 	if d.IncompleteRuns > 0 {
-		out = append(out, fmt.Sprintf("%s: %d runs without a finished attempt are not counted (%d attempts still running or lost)", c.key, d.IncompleteRuns, d.RunningAttempts))
+		out = append(out, fmt.Sprintf("%s: runs without a finished attempt, not counted: %d (attempts still running or lost: %d)", c.key, d.IncompleteRuns, d.RunningAttempts))
 	}
 	if d.SupersededAttempts > 0 {
-		out = append(out, fmt.Sprintf("%s: %d superseded attempts (%d of them finished) are not counted; they spent %d tokens and %d retries", c.key, d.SupersededAttempts, d.SupersededFinished, d.SupersededTokens, d.SupersededRetries))
+		out = append(out, fmt.Sprintf("%s: superseded attempts, not counted: %d (%d of them finished; they spent %d tokens and %d retries)", c.key, d.SupersededAttempts, d.SupersededFinished, d.SupersededTokens, d.SupersededRetries))
 	}
 	if d.FoldErrors > 0 {
-		out = append(out, fmt.Sprintf("%s: %d counted runs have malformed histories (fold errors; see the anomalies view)", c.key, d.FoldErrors))
+		out = append(out, fmt.Sprintf("%s: counted runs with malformed histories (fold errors; see the anomalies view): %d", c.key, d.FoldErrors))
 	}
 	if d.CheckErrors > 0 {
-		out = append(out, fmt.Sprintf("%s: %d counted runs report totals that disagree with their events", c.key, d.CheckErrors))
+		out = append(out, fmt.Sprintf("%s: counted runs whose run.finished totals disagree with their events: %d", c.key, d.CheckErrors))
 	}
 	if m.N > 0 && (c.distinctTraces != int64(m.DistinctTraces) || c.distinctOutputs != int64(m.DistinctOutputs) || c.distinctTools != int64(m.DistinctToolSeqs)) {
 		out = append(out, fmt.Sprintf("%s: the stored signatures group runs differently from package metrics (%d/%d/%d distinct traces/outputs/tool sequences against %d/%d/%d); rebuild the database (analyzer rebuild)",

@@ -45,10 +45,10 @@ func WriteTables(w io.Writer, rep *Report) error {
 		rep.Settings.Permutations, rep.Settings.Seed, strconv.FormatFloat(rep.Settings.FDRLevel, 'g', -1, 64))
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tPLAN\tOUTPUT\tOUTPUTS\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tESCALATIONS/RUN\t")
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tPLAN\tOUTPUT\tOUTPUTS\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tESCALATIONS/RUN")
 	for _, c := range rep.Cells {
 		m := c.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 			c.Task, c.Model, c.Condition, m.N, successText(m.Success), est(m.RR), est(m.DI), est(m.TSS), est(m.AC),
 			est(m.PlanAgree), est(m.OutputAgree), m.DistinctOutputs, val(m.Tokens.Median, 0), val(m.Latency.Median, 1),
 			val(m.Harness.RetriesPerRun, 3), val(m.Harness.EscalationsPerRun, 3))
@@ -60,7 +60,7 @@ func WriteTables(w io.Writer, rep *Report) error {
 	fmt.Fprintf(bw, "\n%d comparisons (B against the reference A; difference = B − A)\n", len(rep.Comparisons))
 	if len(rep.Comparisons) > 0 {
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tMODEL\tA\tB\tQUANTITY\tVALUE A\tVALUE B\tDIFF\tTEST\tSTATISTIC\tP\tP BH\tVERDICT\t")
+		fmt.Fprintln(tw, "TASK\tMODEL\tA\tB\tQUANTITY\tVALUE A\tVALUE B\tDIFF\tTEST\tSTATISTIC\tP\tP BH\tVERDICT")
 		for _, c := range rep.Comparisons {
 			test := c.Test
 			if c.Method != "" {
@@ -73,7 +73,7 @@ func WriteTables(w io.Writer, rep *Report) error {
 			case c.Significant:
 				verdict = "significant"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 				c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity, val(c.ValueA, 4), val(c.ValueB, 4),
 				val(c.Difference, 4), test, val(c.Statistic, 4), pval(c.P), pval(c.PAdjusted), verdict)
 		}

@@ -1,9 +1,11 @@
 package analysis
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/dittolab/ditto/internal/samples"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -320,4 +322,18 @@ func count(t testing.TB, db *sql.DB, q string, args ...any) int64 {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
+}
+
+// sampleEnvs returns the bundled production traces (study sample-prod, releases r1 and r2).
+func sampleEnvs(t testing.TB) []events.Envelope {
+	t.Helper()
+	var out []events.Envelope
+	for _, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
+		e, err := events.Decode(line)
+		if err != nil {
+			t.Fatalf("sample: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
 }

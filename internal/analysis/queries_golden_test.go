@@ -1,0 +1,160 @@
+package analysis
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/queries"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenCases give each analysis statement its parameters. Statements that write run after
+// the two table statements, in a transaction that is rolled back.
+var goldenCases = map[string][]any{
+	"analysis_study":              {"s1"},
+	"analysis_cells":              {"s1"},
+	"analysis_runs":               {"s1", nil, nil, "harness_sp", nil, nil},
+	"analysis_traces":             {"s1", "credit_ecl", "sim-a", nil, nil, studyClock.Add(41 * time.Second).UnixMicro()},
+	"analysis_table_metrics":      nil,
+	"analysis_table_comparisons":  nil,
+	"analysis_delete_metrics":     {"s1"},
+	"analysis_delete_comparisons": {"s1"},
+	"analysis_insert_metric":      {"s1", "t", "m", "c", int64(3), "rr", 0.5, nil, false, nil},
+	"analysis_insert_comparison": {"s1", "t", "m", "baseline", "harness", "success", "fisher_exact", nil, int64(3), int64(4),
+		0.5, 0.75, 0.25, 2.0, nil, 0.6, 0.9, false, "table", nil},
+}
+
+// TestQueriesGolden executes every analysis statement of package queries against a database
+// filled through the real ingestion path (the harness study and the production samples) and
+// compares the result with testdata/golden/<name>.golden (go test -run TestQueriesGolden -update).
+func TestQueriesGolden(t *testing.T) {
+	envs, _ := harnessStudy("s1")
+	w := ingest(t, append(envs, sampleEnvs(t)...))
+	db := w.DB()
+	ran := 0
+	for _, s := range queries.All() {
+		if s.Kind != queries.Analysis {
+			continue
+		}
+		ran++
+		t.Run(s.Name, func(t *testing.T) {
+			args, ok := goldenCases[s.Name]
+			if !ok {
+				t.Fatalf("no golden case for %s: add one to goldenCases", s.Name)
+			}
+			checkGolden(t, s.Name, runRolledBack(t, db, s, args)+"\n")
+		})
+	}
+	if ran != len(goldenCases) {
+		t.Errorf("%d analysis statements, %d golden cases", ran, len(goldenCases))
+	}
+}
+
+func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, ddl := range []queries.Statement{queries.AnalysisTableMetrics, queries.AnalysisTableComparisons} {
+		if _, err := tx.Exec(ddl.SQL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.HasPrefix(s.Name, "analysis_delete") {
+		// Something to delete: one row of another study survives, one of s1 goes.
+		if _, err := tx.Exec(queries.AnalysisInsertMetric.SQL, "s1", "t", "m", "c", int64(1), "rr", nil, nil, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(queries.AnalysisInsertComparison.SQL, "s1", "t", "m", "a", "b", "rr", "permutation", nil,
+			int64(1), int64(1), nil, nil, nil, nil, nil, nil, nil, false, nil, "a cell has no runs"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := strings.ToUpper(strings.TrimSpace(stripHeader(s.SQL)))
+	if strings.HasPrefix(body, "SELECT") || strings.HasPrefix(body, "WITH") {
+		rows, err := tx.Query(s.SQL, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		return rowsText(t, rows)
+	}
+	res, err := tx.Exec(s.SQL, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	n, _ := res.RowsAffected()
+	return fmt.Sprintf("rows affected: %d", n)
+}
+
+func stripHeader(q string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(q, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+func rowsText(t *testing.T, rows *sql.Rows) string {
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			s := fmt.Sprint(v)
+			switch x := v.(type) {
+			case nil:
+				s = "NULL"
+			case float64:
+				s = fmt.Sprintf("%.6g", x)
+			}
+			parts[i] = cols[i] + "=" + s
+		}
+		out = append(out, strings.Join(parts, " | "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestQueriesGolden -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from %s:\n got: %.3000s\nwant: %.3000s", name, path, got, want)
+	}
+}

@@ -1,0 +1,63 @@
+package analysis
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStoreReplacesStudyRows(t *testing.T) {
+	envs, _ := harnessStudy("s1")
+	envs2, _ := harnessStudy("s3")
+	w := ingest(t, append(envs, envs2...))
+	ctx := ctxT(t, 60*time.Second)
+	db := w.DB()
+	rep := mustCompute(t, db, "s1")
+	rep3 := mustCompute(t, db, "s3")
+	for _, r := range []*Report{rep, rep3, rep} { // s1 twice: replaced, not appended
+		if err := Store(ctx, db, r); err != nil {
+			t.Fatalf("Store(%s) = %v", r.Study.ID, err)
+		}
+	}
+	var wantMetrics int
+	for _, c := range rep.Cells {
+		rows, err := MetricRows(c.Metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMetrics += len(rows)
+	}
+	if n := count(t, db, "SELECT count(*) FROM metrics WHERE study = 's1'"); n != int64(wantMetrics) {
+		t.Errorf("metrics holds %d rows of s1, want %d", n, wantMetrics)
+	}
+	if n := count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's1'"); n != int64(len(rep.Comparisons)) {
+		t.Errorf("comparisons holds %d rows of s1, want %d", n, len(rep.Comparisons))
+	}
+	if n := count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's3'"); n != int64(len(rep3.Comparisons)) {
+		t.Errorf("comparisons holds %d rows of s3, want %d (storing s1 again must not touch s3)", n, len(rep3.Comparisons))
+	}
+
+	// Values round-trip: RR and its SE of the first cell, a comparison's adjusted p, nulls.
+	c := rep.Cells[0]
+	var v, se float64
+	if err := db.QueryRow(`SELECT value, se FROM metrics WHERE study = 's1' AND task = ? AND model = ? AND condition = ? AND metric = 'rr'`,
+		c.Task, c.Model, c.Condition).Scan(&v, &se); err != nil {
+		t.Fatal(err)
+	}
+	if v != c.Metrics.RR.Value.V || se != c.Metrics.RR.SE.V {
+		t.Errorf("stored rr = %v ± %v, want %v ± %v", v, se, c.Metrics.RR.Value.V, c.Metrics.RR.SE.V)
+	}
+	if n := count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND condition = 'missing' AND metric = 'rr' AND value IS NULL AND se IS NULL`); n != 1 {
+		t.Errorf("rr of the empty cell stored %d times as NULL, want once", n)
+	}
+	for _, name := range []string{"success.rate", "success.wilson_low", "pass_k.1", "tokens.median", "latency_ms.p95", "harness.retries_per_run", "divergence.0", "di_tools", "output_modal_share"} {
+		if n := count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND metric = ?`, name); n == 0 {
+			t.Errorf("no metric %q stored", name)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NOT NULL AND (p_adjusted IS NULL OR p_adjusted < p)`); n != 0 {
+		t.Errorf("%d stored comparisons with p lack a valid adjusted p", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NULL AND reason IS NULL`); n != 0 {
+		t.Errorf("%d stored comparisons without p lack a reason", n)
+	}
+}
