@@ -41,4 +41,5 @@
 // the limit tells the caller the result was truncated. Wrapping renames duplicate output column
 // names the way DuckDB does in a subquery (a, a_1). When the wrapped text would not parse
 // (a trailing comment, say), the query runs unwrapped and only the rows read are cut.
+// At most Config.MaxConcurrent queries run at once; the others wait within their timeout.
 package sqlguard

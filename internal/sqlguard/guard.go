@@ -106,7 +106,7 @@ func (g *Guard) limits(l Limits) Limits {
 }
 
 // Query checks query (see Check) and runs it within limits in a read-only transaction that is
-// rolled back. Errors: *RefusedError (ErrRefused), ErrEmpty, ErrTimeout joined with
+// rolled back. Errors: *RefusedError (ErrRefused), ErrEmpty, ErrTimeout also wrapping
 // context.DeadlineExceeded, ctx's own error, or ErrQuery wrapping DuckDB's error.
 func (g *Guard) Query(ctx context.Context, query string, lim Limits) (*Result, error) {
 	lim = g.limits(lim)
