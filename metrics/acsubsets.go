@@ -41,17 +41,23 @@ func classLanes(s int) key128 {
 
 func (k key128) plus(o key128) key128 { return key128{k.a + o.a, k.b + o.b} }
 
-// subsetCost estimates the table operations of the subset method, or -1
-// when a leaf set is too large for it.
-func subsetCost(sets [][]uint64, classes int) int {
-	cost := 0
+// subsetCost estimates the table operations of the subset method (each
+// subset is inserted once and looked up once per size class, twice), or
+// -1 when a leaf set is too large for it.
+func subsetCost(sets [][]uint64) int {
+	var sizes [maxSubsetLeaves + 1]bool
+	subsets, classes := 0, 0
 	for _, s := range sets {
 		if len(s) > maxSubsetLeaves {
 			return -1
 		}
-		cost += (1 << len(s)) * (classes + 1)
+		if !sizes[len(s)] {
+			sizes[len(s)] = true
+			classes++
+		}
+		subsets += 1 << len(s)
 	}
-	return cost
+	return subsets * (1 + 2*classes)
 }
 
 // binom returns C(n, k) for small n.

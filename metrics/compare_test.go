@@ -18,7 +18,9 @@ func byQuantityTest(cs []Comparison) map[string]Comparison {
 }
 
 func TestCompareHarnessAgainstBaseline(t *testing.T) {
-	base := genRuns(60, shapeDistinct, 1)
+	// A baseline whose tool order varies as much as its arguments, against
+	// a harnessed cell: every metric should differ.
+	base := genRuns(60, shapeAdversarial, 1)
 	harn := genRuns(60, shapeFew, 2)
 	cfg := CompareConfig{CellA: "baseline", CellB: "harness", Permutations: 500, Seed: 3}
 	cs, err := Compare(base, harn, cfg)

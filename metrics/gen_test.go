@@ -12,17 +12,25 @@ type shape int
 const (
 	// shapeFew: a harnessed cell, a handful of distinct traces.
 	shapeFew shape = iota
-	// shapeDistinct: a baseline cell, nearly every trace distinct
-	// (free-text plans, per-run argument values, reordered and repeated
-	// tools).
+	// shapeDistinct: a baseline cell, nearly every trace distinct: free-text
+	// plans, per-run argument values and outputs, while the tool order is
+	// mostly kept ("structural consistency, parametric variance": TSS ≈
+	// 0.9, AC ≈ 0.7, as the research reports for baselines).
 	shapeDistinct
+	// shapeAdversarial: nearly every tool sequence distinct too (random
+	// lengths, a third of the steps a random tool; TSS ≈ 0.4): the worst
+	// case for the exact TSS, kept to show where the D² work bites.
+	shapeAdversarial
 )
 
 func (s shape) String() string {
-	if s == shapeFew {
+	switch s {
+	case shapeFew:
 		return "few-distinct"
+	case shapeDistinct:
+		return "nearly-all-distinct"
 	}
-	return "nearly-all-distinct"
+	return "adversarial-distinct-tools"
 }
 
 var toolNames = []string{"load_data", "validate_data", "lookup", "fetch_rates", "calculate", "generate_report", "search", "summarize"}
@@ -90,6 +98,46 @@ func genRuns(n int, s shape, seed uint64) []Run {
 			}
 		}
 	case shapeDistinct:
+		for i := range runs {
+			idx := []int{0, 1, 2, 3, 4, 5}
+			switch u := r.Float64(); {
+			case u < 0.10:
+				k := 1 + r.IntN(4)
+				idx[k], idx[k+1] = idx[k+1], idx[k]
+			case u < 0.18:
+				k := 1 + r.IntN(5)
+				idx = append(idx[:k], idx[k+1:]...)
+			case u < 0.25:
+				k := r.IntN(6)
+				idx = append(idx[:k+1], idx[k:]...)
+			}
+			run := Run{ID: "r" + strconv.Itoa(i), PairKey: "input=" + strconv.Itoa(i%50) + "/seed=" + strconv.Itoa(i/50)}
+			run.Tools = make([]string, len(idx))
+			run.States = make([]string, len(idx))
+			run.Calls = make([]Call, len(idx))
+			for k, t := range idx {
+				run.Tools[k] = toolNames[t]
+				run.States[k] = stateNames[t]
+				amount := "1234.5"
+				if r.Float64() < 0.5 {
+					amount = string(strconv.AppendFloat(nil, float64(r.IntN(1000000))/100, 'f', -1, 64))
+				}
+				id := "C-1042"
+				if r.Float64() < 0.15 {
+					id = "C-" + strconv.Itoa(r.IntN(5000))
+				}
+				run.Calls[k] = Call{Tool: toolNames[t], Args: `{"amount":` + amount + `,"currency":"EUR","id":"` + id + `","step":` + strconv.Itoa(k) + `}`}
+			}
+			run.Plan = "First I will load the data, then compute the figure #" + strconv.Itoa(r.IntN(1<<30))
+			run.Output = `{"ecl":` + strconv.Itoa(r.IntN(100000)) + `}`
+			run.Success = r.IntN(2) == 0
+			run.Tokens = 1500 + int64(r.IntN(2000))
+			run.LatencyMS = 500 + 2000*r.Float64()
+			run.Retries = r.IntN(2)
+			run.RejectedToolCalls = r.IntN(3) / 2
+			runs[i] = run
+		}
+	case shapeAdversarial:
 		for i := range runs {
 			l := 4 + r.IntN(6)
 			run := Run{ID: "r" + strconv.Itoa(i), PairKey: "input=" + strconv.Itoa(i%50) + "/seed=" + strconv.Itoa(i/50)}

@@ -68,48 +68,82 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 	}
 	d := g.distinct()
 	row := make([]float64, d) // R_g = Σ_h n_h s(g,h), self included
-	var fs fracSum
-	var scratch []int
-	alphabet := 0
+	alphabet, maxLen := 0, 0
 	for _, s := range seqs {
+		maxLen = max(maxLen, len(s))
 		for _, c := range s {
 			alphabet = max(alphabet, int(c)+1)
 		}
 	}
+	// byDen[m] accumulates (m − dist)·weight over ordered pairs whose longer
+	// sequence has m steps: the fracSum of the pair loop, unrolled. Pairs of
+	// distinct groups have distinct sequences, so dist > 0 and m > 0.
+	fs := fracSum{byDen: make([]int64, maxLen+1)}
+	inv := make([]float64, maxLen+1)
+	for m := 1; m <= maxLen; m++ {
+		inv[m] = 1 / float64(m)
+	}
 	peq := make([]uint64, alphabet)
+	var scratch []int
 	for a := 0; a < d; a++ {
 		na := g.count[a]
-		fs.add(1, 1, na*(na-1))
+		fs.ones += na * (na - 1)
 		row[a] += float64(na)
-		// Tool sequences of up to 64 steps take the bit-parallel path: the
-		// pattern's masks are set once for all its partners.
-		bitParallel := len(seqs[a]) > 0 && len(seqs[a]) <= 64
-		if bitParallel {
-			for i, c := range seqs[a] {
-				peq[c] |= 1 << i
+		sa := seqs[a]
+		la := len(sa)
+		if la == 0 || la > 64 {
+			for b := a + 1; b < d; b++ {
+				m := max(la, len(seqs[b]))
+				dist := levenshtein(sa, seqs[b], &scratch)
+				nb := g.count[b]
+				fs.byDen[m] += int64(m-dist) * 2 * na * nb
+				s := float64(m-dist) * inv[m]
+				row[a] += float64(nb) * s
+				row[b] += float64(na) * s
 			}
+			continue
 		}
+		// Myers' bit-parallel distance (see myers), inlined: the pattern's
+		// masks are set once for all its partners.
+		for i, c := range sa {
+			peq[c] |= 1 << i
+		}
+		high := uint64(1) << (la - 1)
+		pv0 := ^uint64(0)
+		if la < 64 {
+			pv0 = (uint64(1) << la) - 1
+		}
+		rowA := 0.0
+		fna := float64(na)
 		for b := a + 1; b < d; b++ {
+			sb := seqs[b]
+			pv, mv, dist := pv0, uint64(0), la
+			for _, c := range sb {
+				eq := peq[c]
+				xv := eq | mv
+				xh := (((eq & pv) + pv) ^ pv) | eq
+				ph := mv | ^(xh | pv)
+				mh := pv & xh
+				if ph&high != 0 {
+					dist++
+				} else if mh&high != 0 {
+					dist--
+				}
+				ph = ph<<1 | 1
+				mh <<= 1
+				pv = mh | ^(xv | ph)
+				mv = ph & xv
+			}
+			m := max(la, len(sb))
 			nb := g.count[b]
-			m := max(len(seqs[a]), len(seqs[b]))
-			var dist int
-			if bitParallel {
-				dist = myers(peq, len(seqs[a]), seqs[b])
-			} else {
-				dist = levenshtein(seqs[a], seqs[b], &scratch)
-			}
-			fs.add(m-dist, m, 2*na*nb)
-			s := 1.0
-			if m > 0 {
-				s = 1 - float64(dist)/float64(m)
-			}
-			row[a] += float64(nb) * s
-			row[b] += float64(na) * s
+			fs.byDen[m] += int64(m-dist) * 2 * na * nb
+			s := float64(m-dist) * inv[m]
+			rowA += float64(nb) * s
+			row[b] += fna * s
 		}
-		if bitParallel {
-			for _, c := range seqs[a] {
-				peq[c] = 0
-			}
+		row[a] += rowA
+		for _, c := range sa {
+			peq[c] = 0
 		}
 	}
 	num := fs.value()
@@ -174,7 +208,7 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		den += m * (m - 1)
 		rowSum = append(rowSum[:0], make([]float64, len(counts))...)
 		pairs := len(counts) * (len(counts) - 1) / 2
-		if cost := subsetCost(sets, len(counts)); cost >= 0 && cost < pairs {
+		if cost := subsetCost(sets); cost >= 0 && cost < pairs {
 			acSubsets(sets, counts, &fs, rowSum, &table)
 		} else {
 			acPairLoop(sets, counts, &fs, rowSum)
