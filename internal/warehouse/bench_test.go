@@ -97,7 +97,7 @@ func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch in
 		tb.Fatal(err)
 	}
 	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckAllPolicy,
-		MaxAckPending: 3 * batch, AckWait: time.Minute, MaxDeliver: -1, FilterSubject: events.EventsSubject})
+		MaxAckPending: 5 * batch, AckWait: time.Minute, MaxDeliver: -1, FilterSubject: events.EventsSubject})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -45,7 +45,8 @@ type IngestConfig struct {
 	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
 	MaxBatchBytes int
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
-	// flow control (default 3 × BatchSize: one batch filling, one queued, one committing).
+	// flow control (default 5 × BatchSize: one batch filling, one queued, one decoding, one
+	// queued, one committing).
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.
@@ -84,7 +85,7 @@ func (c IngestConfig) withDefaults() IngestConfig {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if c.MaxAckPending == 0 {
-		c.MaxAckPending = 3 * c.BatchSize
+		c.MaxAckPending = 5 * c.BatchSize
 	}
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait

@@ -55,12 +55,14 @@ func decodeItem(it *item) {
 			reason: fmt.Sprintf("warehouse: event %s of %s/%s is on subject %q, want %q", e.Type, e.Study, e.Run, it.subject, want)}
 		return
 	}
-	var payload []byte
-	if u, ok := e.Payload.(events.Unknown); ok {
-		payload = u.Raw
-	} else if payload, err = json.Marshal(e.Payload); err != nil {
-		it.rej = &rejection{class: classInvalid, reason: fmt.Sprintf("warehouse: re-encode payload: %v", err)}
-		return
+	// The payload column keeps the producer's bytes: cut them out of the message rather than
+	// re-encode the decoded payload (a third pass over the JSON).
+	payload := topLevelField(it.raw, "payload")
+	if payload == nil {
+		if payload, err = json.Marshal(e.Payload); err != nil {
+			it.rej = &rejection{class: classInvalid, reason: fmt.Sprintf("warehouse: re-encode payload: %v", err)}
+			return
+		}
 	}
 	it.env, it.payload = e, payload
 }

@@ -4,10 +4,11 @@
 // # Ingestion
 //
 // A durable pull consumer (AckAll policy) delivers messages; a fetching goroutine gathers them
-// into batches bounded by count, bytes and time, decodes each one (events.Decode) and builds an
-// Arrow record batch of the good ones; the committing goroutine stores the batch in one DuckDB
-// transaction and only then acknowledges it. Memory is bounded whatever the backlog: the client
-// buffers at most one pull of BatchSize messages, at most three batches exist at once, and the
+// into batches bounded by count, bytes and time; a decoding goroutine decodes each message
+// (events.Decode, spread over every core) and builds an Arrow record batch of the good ones; the
+// committing goroutine stores the batch in one DuckDB transaction and only then acknowledges it.
+// Memory is bounded whatever the backlog: the client buffers at most one pull of BatchSize
+// messages, at most five batches exist at once (one per stage and one per hand-over), and the
 // broker delivers at most MaxAckPending unacknowledged messages.
 //
 // # Exactly once

@@ -31,6 +31,6 @@ func (c *IngestConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Durable, "durable", DefaultDurable, "JetStream durable consumer name (one per database file)")
 	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "events per DuckDB transaction (at most)")
 	fs.DurationVar(&c.BatchWait, "batch-wait", DefaultBatchWait, "longest a batch fills before it is committed")
-	fs.IntVar(&c.MaxAckPending, "max-ack-pending", 0, "messages delivered and not acknowledged (default 3 x batch size)")
+	fs.IntVar(&c.MaxAckPending, "max-ack-pending", 0, "messages delivered and not acknowledged (default 5 x batch size)")
 	fs.DurationVar(&c.AckWait, "ack-wait", DefaultAckWait, "broker redelivery timeout for unacknowledged messages")
 }

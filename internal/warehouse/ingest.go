@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
@@ -142,11 +144,31 @@ func (ing *ingester) session(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// fetch → decode → commit, each stage a goroutine and each hand-over a channel of one
+	// batch: at most five batches exist at once, whatever the backlog.
+	fetched := make(chan *batch, 1)
 	batches := make(chan *batch, 1)
 	fetchErr := make(chan error, 1)
 	go func() {
+		defer close(fetched)
+		fetchErr <- ing.fetch(sctx, cons, fetched)
+	}()
+	go func() {
 		defer close(batches)
-		fetchErr <- ing.fetch(sctx, cons, batches)
+		for b := range fetched {
+			if !b.idle {
+				decodeBatch(b)
+			}
+			select {
+			case batches <- b:
+			case <-sctx.Done():
+				b.release()
+				for b := range fetched {
+					b.release()
+				}
+				return
+			}
+		}
 	}()
 	drain := func(err error) error {
 		cancel()
@@ -224,14 +246,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 			b.lag = pending
 		}
 		bcancel()
-		if len(b.items) == 0 {
-			b.idle = true
-		} else {
-			for _, it := range b.items {
-				decodeItem(it)
-			}
-			b.built = buildFor(b.items)
-		}
+		b.idle = len(b.items) == 0
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -252,6 +267,26 @@ func newItem(msg jetstream.Msg) (*item, uint64) {
 		it.msgID = h.Get(jetstream.MsgIDHeader)
 	}
 	return it, pending
+}
+
+// decodeBatch decodes a batch on every core (decoding is the costliest step of ingestion in Go)
+// and builds its Arrow record.
+func decodeBatch(b *batch) {
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (len(b.items) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for start := 0; start < len(b.items); start += chunk {
+		part := b.items[start:min(start+chunk, len(b.items))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, it := range part {
+				decodeItem(it)
+			}
+		}()
+	}
+	wg.Wait()
+	b.built = buildFor(b.items)
 }
 
 func (b *batch) release() {

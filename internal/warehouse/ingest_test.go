@@ -130,7 +130,9 @@ func TestRedeliveriesStoredOnce(t *testing.T) {
 	publish(t, b, msgs)
 	w := openWH(t, tempDB(t))
 	cfg := small()
-	cfg.Hooks = &warehouse.Hooks{SkipAck: func(n int) bool { return n <= 3 }} // acks of 3 batches lost
+	// Every ack is lost until the broker redelivers (after AckWait): acks are cumulative, so
+	// losing only some would be repaired by the next one.
+	cfg.Hooks = &warehouse.Hooks{SkipAck: func(int) bool { return w.Stats().Redelivered == 0 }}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
