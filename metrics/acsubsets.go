@@ -100,14 +100,15 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 		entries += 1 << len(s)
 	}
 	t.reset(entries)
-	var g []int64
+	g := make([]int64, 0, entries)
 	type entry struct {
 		base key128
 		j, s int8
 	}
-	var es []entry
+	es := make([]entry, 0, entries)
 	sub := make([]key128, 1<<maxS)
 	lanes := make([]key128, maxS)
+	own := make([]int32, 0, entries) // ids of each argument's subsets in its own class
 	for a, set := range sets {
 		for i, h := range set {
 			lanes[i] = leafLanes(h)
@@ -124,6 +125,7 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 				es = append(es, entry{base: sub[mask], j: int8(bits.OnesCount(uint(mask))), s: int8(s)})
 			}
 			g[id] += counts[a]
+			own = append(own, id)
 		}
 	}
 	lookup := func(base key128, s int) int64 {
@@ -145,7 +147,11 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 			if s2 < int(en.j) {
 				continue
 			}
-			if g2 := lookup(en.base, s2); g2 != 0 {
+			g2 := g[n] // the entry itself
+			if s2 != int(en.s) {
+				g2 = lookup(en.base, s2)
+			}
+			if g2 != 0 {
 				c[en.s][s2][en.j] += g[n] * g2
 			}
 		}
@@ -177,21 +183,31 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 	}
 	// Row sums.
 	cnt := make([]int64, maxS+1)
+	off := 0
 	for a, set := range sets {
-		for i, h := range set {
-			lanes[i] = leafLanes(h)
-		}
 		sa := len(set)
-		for mask := 1; mask < 1<<sa; mask++ {
-			low := bits.TrailingZeros(uint(mask))
-			sub[mask] = sub[mask&(mask-1)].plus(lanes[low])
+		ids := own[off : off+1<<sa]
+		off += 1 << sa
+		if len(classes) > 1 {
+			for i, h := range set {
+				lanes[i] = leafLanes(h)
+			}
+			for mask := 1; mask < 1<<sa; mask++ {
+				low := bits.TrailingZeros(uint(mask))
+				sub[mask] = sub[mask&(mask-1)].plus(lanes[low])
+			}
 		}
 		var r float64
 		for _, s2 := range classes {
 			m := min(sa, s2)
 			clear(cnt[:m+1])
 			for mask := 0; mask < 1<<sa; mask++ {
-				if j := bits.OnesCount(uint(mask)); j <= m {
+				j := bits.OnesCount(uint(mask))
+				switch {
+				case j > m:
+				case s2 == sa:
+					cnt[j] += g[ids[mask]]
+				default:
 					cnt[j] += lookup(sub[mask], s2)
 				}
 			}

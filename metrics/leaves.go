@@ -47,9 +47,17 @@ func fnvString(h uint64, s string) uint64 {
 	return h
 }
 
-// leafSet returns the sorted distinct leaf hashes of args, appending to dst.
+// leafSet returns the sorted distinct leaf hashes of args, reusing dst's
+// memory.
 func (p *leafParser) leafSet(args string, dst []uint64) []uint64 {
-	p.s, p.pos, p.path, p.out, p.bad = args, 0, p.path[:0], dst[:0], false
+	return p.appendLeafSet(args, dst[:0])
+}
+
+// appendLeafSet appends the sorted distinct leaf hashes of args to dst and
+// returns the extended slice; the set is its tail from len(dst).
+func (p *leafParser) appendLeafSet(args string, dst []uint64) []uint64 {
+	base := len(dst)
+	p.s, p.pos, p.path, p.out, p.bad = args, 0, p.path[:0], dst, false
 	p.ws()
 	if p.pos >= len(p.s) {
 		p.bad = true
@@ -61,11 +69,11 @@ func (p *leafParser) leafSet(args string, dst []uint64) []uint64 {
 		}
 	}
 	if p.bad {
-		p.out = append(p.out[:0], fnvString(fnv(fnvOffset, []byte{0xfe}), args))
-		return p.out
+		return append(p.out[:base], fnvString(fnv(fnvOffset, []byte{0xfe}), args))
 	}
-	slices.Sort(p.out)
-	return slices.Compact(p.out)
+	set := p.out[base:]
+	slices.Sort(set)
+	return p.out[:base+len(slices.Compact(set))]
 }
 
 func (p *leafParser) ws() {

@@ -180,9 +180,11 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 	var rowSum []float64
 	var localOf []int32
 	var table keyTable
+	var arena []uint64
 	for k := 0; k < maxLen; k++ {
 		clear(local)
 		counts, sets, localOf = counts[:0], sets[:0], localOf[:0]
+		arena = make([]uint64, 0, 4*len(g.rep))
 		var m int64
 		for grp, r := range g.rep {
 			calls := runs[r].Calls
@@ -196,7 +198,11 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 				id = int32(len(counts))
 				local[args] = id
 				counts = append(counts, 0)
-				sets = append(sets, p.leafSet(args, nil))
+				// One arena per step: a set is a full slice expression
+				// into it, so later appends never write over it.
+				start := len(arena)
+				arena = p.appendLeafSet(args, arena)
+				sets = append(sets, arena[start:len(arena):len(arena)])
 			}
 			counts[id] += g.count[grp]
 			m += g.count[grp]
