@@ -227,3 +227,25 @@ func TestComparisonJSONFields(t *testing.T) {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
 }
+
+// Beyond PermExactDistinct the permutation statistic of TSS and AC is
+// estimated per replicate; the test must still separate clearly different
+// cells and say that it sampled.
+func TestCompareSampledPermutation(t *testing.T) {
+	base := genRuns(80, shapeAdversarial, 1)
+	harn := genRuns(80, shapeFew, 2)
+	cs, err := Compare(base, harn, CompareConfig{Permutations: 200, Seed: 1, PermExactDistinct: 1, PermSamplePairs: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byQuantityTest(cs)
+	for _, q := range []string{"tss", "ac"} {
+		c := got[q+"/permutation"]
+		if c.Method != "sampled" || !c.P.Valid || c.P.V > 2.0/201 {
+			t.Errorf("%s: %+v, want a sampled test with the minimum p", q, c)
+		}
+	}
+	if c := got["rr/permutation"]; c.Method != "" {
+		t.Errorf("rr: method %q, want exact (empty)", c.Method)
+	}
+}

@@ -16,6 +16,11 @@ const (
 // when there are no ties and the smaller sample has at most 8 values.
 const exactMaxSmaller = 8
 
+// exactMaxCells bounds n1·n2 for the exact distribution (its table has
+// n1·n2/2 entries): beyond 10⁸ (8 values against 12.5 million) the normal
+// approximation is used and reported as such.
+const exactMaxCells = 100_000_000
+
 // MWResult is a two-sided Mann–Whitney U test of x against y.
 type MWResult struct {
 	// U1 is the U statistic of x: the number of (x, y) pairs with x > y,
@@ -33,12 +38,13 @@ type MWResult struct {
 // MannWhitneyU runs the test choosing the method as the spec says: the
 // exact null distribution when there are no ties and n1 ≤ 8 or n2 ≤ 8,
 // otherwise the normal approximation with tie and continuity correction.
+// (One guard beyond the spec: exact needs n1·n2 ≤ 10⁸.)
 func MannWhitneyU(x, y []float64) (MWResult, error) {
 	rk, err := rankSamples(x, y)
 	if err != nil {
 		return MWResult{}, err
 	}
-	if !rk.ties && min(len(x), len(y)) <= exactMaxSmaller {
+	if !rk.ties && min(len(x), len(y)) <= exactMaxSmaller && len(x)*len(y) <= exactMaxCells {
 		return rk.exact(), nil
 	}
 	return rk.asymptotic(), nil
