@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/demo"
+	"golang.org/x/term"
+)
+
+func init() {
+	commands.Register(command.Command{
+		Name:    "demo",
+		Summary: "run the research study end to end in this process (embedded NATS, simulated models, workers, analyzer) and write its report",
+		Run:     runDemo,
+	})
+}
+
+func runDemo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	var cfg demo.Config
+	scale := demo.DefaultLatencyScale
+	fs.StringVar(&cfg.DataDir, "data-dir", demo.DefaultDataDir, "data directory of the demo (emptied first unless --keep)")
+	keep := fs.Bool("keep", false, "keep what the data directory holds instead of starting fresh")
+	fs.StringVar(&cfg.Spec, "spec", demo.DefaultSpec, "shipped study spec to run (research or small)")
+	fs.IntVar(&cfg.N, "n", 0, "runs per cell (0: the spec's, 100 for research)")
+	fs.Float64Var(&scale, "latency-scale", demo.DefaultLatencyScale, "scale of the simulated models' latency (0 answers at once; latency figures are scaled by it)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", demo.DefaultConcurrency, "runs in flight")
+	fs.IntVar(&cfg.Permutations, "permutations", demo.DefaultPermutations, "B, the permutations of each permutation test")
+	fs.StringVar(&cfg.ReportsDir, "reports-dir", "", "where to write the report (default <data-dir>/reports)")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+	}
+	cfg.Fresh = !*keep
+	cfg.LatencyScale = &scale
+	cfg.Out = os.Stdout
+	cfg.Progress = term.IsTerminal(int(os.Stdout.Fd()))
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	_, err := demo.Run(ctx, cfg)
+	return err
+}

@@ -1,0 +1,349 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/report"
+	"github.com/dittolab/ditto/internal/schedule"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/worker"
+	"github.com/dittolab/ditto/metrics"
+	"github.com/schollz/progressbar/v3"
+)
+
+// Defaults for Config.
+const (
+	DefaultDataDir = "ditto-data/demo"
+	DefaultSpec    = "research"
+	// DefaultLatencyScale scales the simulated models' modelled latency so that the research
+	// study (1,800 runs) finishes well within 3 minutes on 2 cores: latency figures in the
+	// report are the modelled latencies times this scale.
+	DefaultLatencyScale = 0.05
+	DefaultConcurrency  = 48
+	// DefaultPermutations is B of the permutation tests in the demo's report.
+	DefaultPermutations = 2000
+)
+
+// Config configures Run. Zero fields take the defaults above.
+type Config struct {
+	// DataDir holds the embedded NATS store, the DuckDB file and the reports.
+	DataDir string
+	// Fresh removes DataDir first (the demo always starts from nothing by default).
+	Fresh bool
+	// Spec is the shipped study spec to run (study.ShippedSpecs).
+	Spec string
+	// N overrides the runs per cell (0: the spec's).
+	N int
+	// LatencyScale scales the simulated models' latency (0 answers at once). Nil means
+	// DefaultLatencyScale.
+	LatencyScale *float64
+	// Concurrency is the runs in flight in the worker.
+	Concurrency int
+	// Permutations is B of the permutation tests.
+	Permutations int
+	// ReportsDir receives the reports (default <DataDir>/reports).
+	ReportsDir string
+	// Out receives the progress and the table; Progress draws a bar (else plain lines).
+	Out      io.Writer
+	Progress bool
+	Logger   *slog.Logger
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	switch {
+	case c.N < 0:
+		return fmt.Errorf("%w: n %d < 0", ErrConfig, c.N)
+	case c.LatencyScale != nil && *c.LatencyScale < 0:
+		return fmt.Errorf("%w: latency scale %v < 0", ErrConfig, *c.LatencyScale)
+	case c.Concurrency < 0 || c.Permutations < 0:
+		return fmt.Errorf("%w: concurrency and permutations must be >= 0", ErrConfig)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Spec == "" {
+		c.Spec = DefaultSpec
+	}
+	if c.LatencyScale == nil {
+		s := DefaultLatencyScale
+		c.LatencyScale = &s
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Permutations == 0 {
+		c.Permutations = DefaultPermutations
+	}
+	if c.ReportsDir == "" {
+		c.ReportsDir = filepath.Join(c.DataDir, "reports")
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// Result is what a demo produced.
+type Result struct {
+	Study  string
+	Runs   int
+	Report *report.Report
+	// Dir is the report's directory; HTML its HTML file.
+	Dir, HTML string
+	// RunPhase is how long the runs took (submit to the last event stored); Total the whole demo.
+	RunPhase, Total time.Duration
+}
+
+// Run runs the demo in this process: an embedded nats-server (fresh store, a free port), the
+// simulated models on loopback, a worker, the analyzer's ingestion; it submits the study, shows
+// progress until every run is stored in DuckDB, computes the report, writes it (Markdown,
+// HTML, JSON), announces it on NATS, and prints the table and the path of the HTML report.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	if cfg.Fresh {
+		if err := os.RemoveAll(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	raw, err := study.ShippedSpec(cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := study.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.N > 0 && cfg.N != spec.Runs {
+		spec.Runs = cfg.N
+		spec.Name = fmt.Sprintf("%s-n%d", spec.Name, cfg.N)
+	}
+	plan, err := study.Expand(spec)
+	if err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{DataDir: cfg.DataDir, EmbeddedPort: -1, Name: "ditto-demo"})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return nil, err
+	}
+	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+	simURL, simWait, err := simllm.Serve(simCtx, "127.0.0.1:0", simllm.Config{LatencyScale: *cfg.LatencyScale})
+	if err != nil {
+		stopSim()
+		return nil, err
+	}
+	defer func() { stopSim(); _ = simWait() }()
+
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: warehouse.DefaultPath(cfg.DataDir)})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	ingCtx, stopIngest := context.WithCancel(ctx)
+	defer stopIngest()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.Ingest(ingCtx, b, warehouse.IngestConfig{BatchWait: 100 * time.Millisecond}); err != nil {
+			errc <- fmt.Errorf("demo: ingest: %w", err)
+		}
+	}()
+	wk, err := worker.New(b, worker.Config{ID: "demo-worker", Concurrency: cfg.Concurrency, SimBaseURL: simURL, Logger: cfg.Logger,
+		ShutdownGrace: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	wkCtx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := wk.Run(wkCtx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("demo: worker: %w", err)
+		}
+	}()
+	stop := func() { stopWorker(); stopIngest(); wg.Wait() }
+
+	fmt.Fprintf(cfg.Out, "ditto demo: study %q, %d runs (%d cells × N = %d), simulated models at latency scale %g, %d runs in flight\n",
+		spec.Name, len(plan.Jobs), len(plan.Cells), spec.Runs, *cfg.LatencyScale, cfg.Concurrency)
+	runStart := time.Now()
+	if _, err := study.Submit(ctx, b, plan, "analyzer-demo"); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := waitStored(ctx, w, spec.Name, len(plan.Jobs), cfg, errc); err != nil {
+		stop()
+		return nil, err
+	}
+	runPhase := time.Since(runStart)
+	stop()
+
+	notes := []string{fmt.Sprintf("the simulated models ran at latency scale %g: every latency figure is the modelled latency times %g (scale 1 is the personas' modelled latency)", *cfg.LatencyScale, *cfg.LatencyScale)}
+	rep, err := build(ctx, w, spec.Name, report.Options{Analysis: analysis.Options{Permutations: cfg.Permutations}, Notes: notes})
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.ReportsDir, rep.Name)
+	if err := report.Write(dir, rep); err != nil {
+		return nil, err
+	}
+	if err := schedule.Announce(ctx, b, rep, dir, 0); err != nil {
+		return nil, err
+	}
+	res := &Result{Study: spec.Name, Runs: len(plan.Jobs), Report: rep, Dir: dir, HTML: filepath.Join(dir, report.FileHTML),
+		RunPhase: runPhase, Total: time.Since(start)}
+	if err := PrintSummary(cfg.Out, rep); err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(res.HTML)
+	fmt.Fprintf(cfg.Out, "\nruns: %s; whole demo: %s\nHTML report: %s\n(also %s and %s beside it)\n",
+		runPhase.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond), abs, report.FileMarkdown, report.FileJSON)
+	return res, nil
+}
+
+func build(ctx context.Context, w *warehouse.Warehouse, studyName string, opts report.Options) (*report.Report, error) {
+	tx, err := w.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	rep, err := report.Build(ctx, analysis.SQLQuerier(tx), studyName, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Rollback(); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if err := analysis.Store(ctx, w.DB(), rep.Metrics); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// waitStored shows progress until every run of the study is stored (finished) in DuckDB.
+func waitStored(ctx context.Context, w *warehouse.Warehouse, studyName string, total int, cfg Config, errc <-chan error) error {
+	var bar *progressbar.ProgressBar
+	if cfg.Progress {
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(cfg.Out), progressbar.OptionSetDescription("runs stored"),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionFullWidth())
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastLine := time.Now()
+	for {
+		var done int64
+		studies, err := api.ReadStudies(ctx, w.DB())
+		if err != nil {
+			return err
+		}
+		for _, s := range studies {
+			if s.Study == studyName {
+				done = s.FinishedRuns
+			}
+		}
+		if bar != nil {
+			_ = bar.Set(int(done))
+		} else if time.Since(lastLine) >= 5*time.Second || done >= int64(total) {
+			fmt.Fprintf(cfg.Out, "runs stored: %d/%d\n", done, total)
+			lastLine = time.Now()
+		}
+		if done >= int64(total) {
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(cfg.Out)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// PrintSummary prints the report's cell table (the main metrics), its findings and notes.
+func PrintSummary(out io.Writer, r *report.Report) error {
+	fmt.Fprintf(out, "\n%s\n\n", r.Title)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tREPROMPTS/RUN\tESCALATIONS/RUN")
+	v := func(x metrics.Value, prec int) string {
+		if !x.Valid {
+			return "—"
+		}
+		return fmt.Sprintf("%.*f", prec, x.V)
+	}
+	for _, c := range r.Metrics.Cells {
+		m := c.Metrics
+		model := c.Model
+		for _, ci := range r.Cells {
+			if ci.CellKey == c.CellKey && ci.Simulated {
+				model += " (sim)"
+				break
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s [%s, %s]\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Task, model, c.Condition, m.N,
+			v(m.Success.Rate, 2), v(m.Success.WilsonLow, 2), v(m.Success.WilsonHi, 2), v(m.RR.Value, 3), v(m.DI.Value, 3),
+			v(m.TSS.Value, 3), v(m.AC.Value, 3), v(m.Tokens.Median, 0), v(m.Latency.Median, 0),
+			v(m.Harness.RetriesPerRun, 2), v(m.Harness.PlanRepromptsPerRun, 2), v(m.Harness.EscalationsPerRun, 2))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	sig := 0
+	for _, c := range r.Metrics.Comparisons {
+		if c.Significant {
+			sig++
+		}
+	}
+	fmt.Fprintf(out, "\n%d comparisons, %d significant after Benjamini–Hochberg. Findings:\n", len(r.Metrics.Comparisons), sig)
+	for _, f := range r.Findings {
+		fmt.Fprintf(out, "  - %s\n", f.Sentence)
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintf(out, "\nnotes:\n  - %s\n", strings.Join(r.Notes, "\n  - "))
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/metrics"
+)
+
+// higherIsBetter says, for each quantity, which direction a reader wants.
+var higherIsBetter = map[string]bool{
+	metrics.QuantitySuccess: true,
+	metrics.QuantityRR:      true,
+	metrics.QuantityDI:      true,
+	metrics.QuantityTSS:     true,
+	metrics.QuantityAC:      true,
+	metrics.QuantityTokens:  false,
+	metrics.QuantityLatency: false,
+}
+
+// IsBad reports whether a comparison is significant with B worse than A: RR, DI, TSS, AC or
+// success down, tokens or latency up.
+func IsBad(c metrics.Comparison) bool {
+	if !c.Significant || !c.Difference.Valid || c.Difference.V == 0 {
+		return false
+	}
+	up, known := higherIsBetter[c.Quantity]
+	if !known {
+		return false
+	}
+	return (c.Difference.V < 0) == up
+}
+
+// componentTitles name harness components for sentences.
+var componentTitles = map[string]string{
+	"fsm":                 "finite-state execution",
+	"forced_tool":         "forced tool choice",
+	"validation":          "output validation",
+	"retry":               "bounded retry",
+	"structured_planning": "Structured Planning",
+	"schema_gate":         "the argument-schema gate",
+	"permission_gate":     "the permission gate",
+	"circuit_breaker":     "the circuit breaker",
+}
+
+func componentTitle(c string) string {
+	if t, ok := componentTitles[c]; ok {
+		return t
+	}
+	return c
+}
+
+func quantityLabel(q string) string {
+	switch q {
+	case metrics.QuantitySuccess:
+		return "the success rate"
+	case metrics.QuantityRR:
+		return "RR"
+	case metrics.QuantityDI:
+		return "DI"
+	case metrics.QuantityTSS:
+		return "TSS"
+	case metrics.QuantityAC:
+		return "AC"
+	case metrics.QuantityTokens:
+		return "median tokens per run"
+	case metrics.QuantityLatency:
+		return "median latency"
+	}
+	return q
+}
+
+func valueText(q string, v metrics.Value) string {
+	if !v.Valid {
+		return "—"
+	}
+	switch q {
+	case metrics.QuantityTokens:
+		return strconv.FormatFloat(v.V, 'f', 0, 64)
+	case metrics.QuantityLatency:
+		return strconv.FormatFloat(v.V, 'f', 0, 64) + " ms"
+	}
+	return strconv.FormatFloat(v.V, 'f', 2, 64)
+}
+
+func qText(p metrics.Value) string {
+	if !p.Valid {
+		return "q n/a"
+	}
+	if p.V < 0.001 {
+		return "q < 0.001"
+	}
+	return "q = " + strconv.FormatFloat(p.V, 'f', 3, 64)
+}
+
+func pct(a, b metrics.Value) (string, bool) {
+	if !a.Valid || !b.Valid || a.V == 0 {
+		return "", false
+	}
+	d := (b.V - a.V) / math.Abs(a.V) * 100
+	return fmt.Sprintf("%+.0f%%", d), true
+}
+
+// componentsOf returns a condition's components: as the runs recorded them, or else as the
+// condition's name says.
+func componentsOf(cells []CellInfo, task, model, condition string) []string {
+	for _, c := range cells {
+		if c.Task == task && c.Model == model && c.Condition == condition {
+			return c.Components
+		}
+	}
+	if hc, err := harness.ParseCondition(condition); err == nil {
+		return hc.Components.Names()
+	}
+	return nil
+}
+
+func simulated(cells []CellInfo, model string) bool {
+	for _, c := range cells {
+		if c.Model == model && c.Simulated {
+			return true
+		}
+	}
+	return false
+}
+
+// changeName names what differs between conditions A and B, as the subject of a sentence.
+func changeName(cells []CellInfo, task, model, a, b string, production bool) string {
+	if production {
+		return fmt.Sprintf("Release %s (after %s)", b, a)
+	}
+	ca, cb := componentsOf(cells, task, model, a), componentsOf(cells, task, model, b)
+	var added, removed []string
+	for _, c := range cb {
+		if !slices.Contains(ca, c) {
+			added = append(added, componentTitle(c))
+		}
+	}
+	for _, c := range ca {
+		if !slices.Contains(cb, c) {
+			removed = append(removed, componentTitle(c))
+		}
+	}
+	switch {
+	case len(added) == 1 && len(removed) == 0:
+		return upperFirst(added[0])
+	case len(added) > 1 && len(removed) == 0:
+		return fmt.Sprintf("The %s condition (%s)", b, joinAnd(added))
+	case len(added) == 0 && len(removed) > 0:
+		return "Removing " + joinAnd(removed)
+	}
+	return fmt.Sprintf("Condition %s (against %s)", b, a)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func modelText(cells []CellInfo, model string) string {
+	if simulated(cells, model) {
+		return model + " (simulated)"
+	}
+	return model
+}
+
+// studyFindings makes one finding per significant (task, model, A, B, quantity); when a
+// quantity has two tests (Fisher and McNemar) the first significant one speaks.
+func studyFindings(mr *analysis.Report, cells []CellInfo) []Finding {
+	out := []Finding{}
+	seen := map[string]bool{}
+	production := mr.Study.SourceKind == "production"
+	for _, c := range mr.Comparisons {
+		if !c.Significant || !c.P.Valid || !c.Difference.Valid || c.Difference.V == 0 {
+			continue
+		}
+		key := strings.Join([]string{c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity}, "\x00")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		verb := "raised"
+		if c.Difference.V < 0 {
+			verb = "lowered"
+		}
+		s := fmt.Sprintf("%s %s %s from %s to %s for %s on %s, %s",
+			changeName(cells, c.Task, c.Model, c.ConditionA, c.ConditionB, production), verb, quantityLabel(c.Quantity),
+			valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), modelText(cells, c.Model), c.Task, qText(c.PAdjusted))
+		s += costClause(mr.Comparisons, c)
+		out = append(out, Finding{Task: c.Task, Model: c.Model, ConditionA: c.ConditionA, ConditionB: c.ConditionB,
+			Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Bad: IsBad(c.Comparison), Sentence: s + "."})
+	}
+	return out
+}
+
+// costClause tells what the change cost in median latency and tokens, for quantities other
+// than those two: ", at +12% median latency and −30% median tokens".
+func costClause(all []analysis.Comparison, c analysis.Comparison) string {
+	if c.Quantity == metrics.QuantityLatency || c.Quantity == metrics.QuantityTokens {
+		return ""
+	}
+	var parts []string
+	for _, q := range []string{metrics.QuantityLatency, metrics.QuantityTokens} {
+		for _, o := range all {
+			if o.Task == c.Task && o.Model == c.Model && o.ConditionA == c.ConditionA && o.ConditionB == c.ConditionB && o.Quantity == q {
+				if p, ok := pct(o.ValueA, o.ValueB); ok {
+					parts = append(parts, p+" "+quantityLabel(q))
+				}
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", at " + strings.Join(parts, " and ")
+}
+
+// driftFindings makes one finding per significant window comparison.
+func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells []CellInfo) []Finding {
+	out := []Finding{}
+	for _, d := range ds {
+		seen := map[string]bool{}
+		for _, c := range d.Comparisons {
+			if !c.Significant || !c.P.Valid || !c.Difference.Valid || c.Difference.V == 0 || seen[c.Quantity] {
+				continue
+			}
+			seen[c.Quantity] = true
+			verb := "rose"
+			if c.Difference.V < 0 {
+				verb = "fell"
+			}
+			s := fmt.Sprintf("In the last %s, %s of %s on %s %s from %s to %s compared with the %s before (%d and %d runs), %s.",
+				human(window), quantityLabel(c.Quantity), d.Cell.Task, modelText(cells, d.Cell.Model), verb,
+				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), human(window), c.NA, c.NB, qText(c.PAdjusted))
+			out = append(out, Finding{Task: d.Cell.Task, Model: d.Cell.Model, ConditionA: "previous window", ConditionB: "last window",
+				Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Bad: IsBad(c), Sentence: s})
+		}
+	}
+	return out
+}

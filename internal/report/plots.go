@@ -1,0 +1,296 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"slices"
+
+	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/metrics"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot is one rendered figure.
+type Plot struct {
+	Title   string
+	Caption string
+	PNG     []byte
+}
+
+// conditionColors gives each condition of a report a stable colour.
+func conditionColors(conds []string) map[string]color.Color {
+	out := map[string]color.Color{}
+	for i, c := range conds {
+		out[c] = plotutil.Color(i)
+	}
+	return out
+}
+
+func (r *Report) conditions() []string {
+	var out []string
+	for _, c := range r.Metrics.Cells {
+		if !slices.Contains(out, c.Condition) {
+			out = append(out, c.Condition)
+		}
+	}
+	return out
+}
+
+// Plots renders the report's figures as PNG. A drift report has none.
+func (r *Report) Plots() ([]Plot, error) {
+	if r.Metrics == nil || len(r.Metrics.Cells) == 0 {
+		return nil, nil
+	}
+	var out []Plot
+	for _, f := range []func() (Plot, error){r.plotAgreement, r.plotTokens, r.plotLatency, r.plotActivity} {
+		p, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	div, err := r.plotDivergence()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, div...), nil
+}
+
+// cellLabels are the Y tick labels, top to bottom in report order: gonum puts index 0 at the
+// bottom, so the cells are reversed.
+func (r *Report) cellOrder() ([]analysis.Cell, []string) {
+	cells := slices.Clone(r.Metrics.Cells)
+	slices.Reverse(cells)
+	labels := make([]string, len(cells))
+	for i, c := range cells {
+		labels[i] = c.Task + " · " + c.Model + " · " + c.Condition
+	}
+	return cells, labels
+}
+
+func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	wt, err := p.WriterTo(w, h, "png")
+	if err != nil {
+		return nil, fmt.Errorf("report: render plot: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("report: render plot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func cellsHeight(n int) vg.Length { return vg.Length(90+22*n) * vg.Points(1) }
+
+// swatch is a legend entry: a filled square of a colour.
+type swatch struct{ c color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	c.FillPolygon(s.c, []vg.Point{{X: r.Min.X, Y: r.Min.Y}, {X: r.Max.X, Y: r.Min.Y}, {X: r.Max.X, Y: r.Max.Y}, {X: r.Min.X, Y: r.Max.Y}})
+}
+
+type errPoints struct {
+	plotter.XYs
+	plotter.XErrors
+}
+
+// plotAgreement: RR and DI per cell with 95% intervals (±1.96 jackknife SE, clipped to [0, 1]).
+func (r *Report) plotAgreement() (Plot, error) {
+	cells, labels := r.cellOrder()
+	p := plot.New()
+	p.Title.Text = "RR and DI per cell (95% interval: ±1.96 jackknife SE)"
+	p.X.Label.Text = "agreement"
+	p.X.Min, p.X.Max = 0, 1.02
+	p.Add(plotter.NewGrid())
+	for si, s := range []struct {
+		name string
+		get  func(m metrics.CellMetrics) metrics.Estimate
+		off  float64
+	}{
+		{"RR", func(m metrics.CellMetrics) metrics.Estimate { return m.RR }, 0.15},
+		{"DI", func(m metrics.CellMetrics) metrics.Estimate { return m.DI }, -0.15},
+	} {
+		var pts errPoints
+		for i, c := range cells {
+			e := s.get(c.Metrics)
+			if !e.Value.Valid {
+				continue
+			}
+			v := e.Value.V
+			lo, hi := 0.0, 0.0
+			if e.SE.Valid {
+				lo, hi = min(1.96*e.SE.V, v), min(1.96*e.SE.V, 1-v)
+			}
+			pts.XYs = append(pts.XYs, plotter.XY{X: v, Y: float64(i) + s.off})
+			pts.XErrors = append(pts.XErrors, struct{ Low, High float64 }{lo, hi})
+		}
+		if len(pts.XYs) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts.XYs)
+		if err != nil {
+			return Plot{}, err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(si)
+		sc.GlyphStyle.Shape = plotutil.Shape(si)
+		sc.GlyphStyle.Radius = vg.Points(3)
+		eb, err := plotter.NewXErrorBars(pts)
+		if err != nil {
+			return Plot{}, err
+		}
+		eb.LineStyle.Color = plotutil.Color(si)
+		p.Add(eb, sc)
+		p.Legend.Add(s.name, sc)
+	}
+	p.Legend.Top = true
+	p.NominalY(labels...)
+	png, err := render(p, 9*vg.Inch, cellsHeight(len(cells)))
+	return Plot{Title: "Reproducibility Rate and Determinism Index", Caption: "Each cell's RR (share of run pairs with identical traces) and DI (mean agreement of tool sequences, state sequences and outputs), with 95% intervals from the leave-one-run-out jackknife.", PNG: png}, err
+}
+
+func (r *Report) plotBoxes(title, axis string, get func(d dist) []float64) ([]byte, error) {
+	cells, labels := r.cellOrder()
+	colors := conditionColors(r.conditions())
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = axis
+	p.Add(plotter.NewGrid())
+	legend := map[string]bool{}
+	for i, c := range cells {
+		vals := get(r.dists[c.CellKey])
+		if len(vals) == 0 {
+			continue
+		}
+		b, err := plotter.NewBoxPlot(vg.Points(12), float64(i), plotter.Values(vals))
+		if err != nil {
+			return nil, err
+		}
+		b.Horizontal = true
+		b.FillColor = colors[c.Condition]
+		p.Add(b)
+		if !legend[c.Condition] {
+			legend[c.Condition] = true
+			p.Legend.Add(c.Condition, swatch{colors[c.Condition]})
+		}
+	}
+	p.Legend.Top = true
+	p.NominalY(labels...)
+	return render(p, 9*vg.Inch, cellsHeight(len(cells)))
+}
+
+func (r *Report) plotTokens() (Plot, error) {
+	png, err := r.plotBoxes("Tokens per run, by cell (colour: condition)", "prompt + completion tokens per run",
+		func(d dist) []float64 { return d.tokens })
+	return Plot{Title: "Token distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers. Every model call of a run counts, re-prompts and retries included.", PNG: png}, err
+}
+
+func (r *Report) plotLatency() (Plot, error) {
+	png, err := r.plotBoxes("Latency per run, by cell (colour: condition)", "milliseconds from run start to finish",
+		func(d dist) []float64 { return d.latency })
+	return Plot{Title: "Latency distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers.", PNG: png}, err
+}
+
+// plotActivity: harness interventions per run, per cell.
+func (r *Report) plotActivity() (Plot, error) {
+	cells, labels := r.cellOrder()
+	p := plot.New()
+	p.Title.Text = "Harness activity per run"
+	p.X.Label.Text = "events per run"
+	p.Add(plotter.NewGrid())
+	series := []struct {
+		name string
+		get  func(a metrics.Activity) metrics.Value
+	}{
+		{"retries", func(a metrics.Activity) metrics.Value { return a.RetriesPerRun }},
+		{"plan re-prompts", func(a metrics.Activity) metrics.Value { return a.PlanRepromptsPerRun }},
+		{"rejected tool calls", func(a metrics.Activity) metrics.Value { return a.RejectedToolCallsPerRun }},
+		{"escalations", func(a metrics.Activity) metrics.Value { return a.EscalationsPerRun }},
+	}
+	w := vg.Points(4)
+	for si, s := range series {
+		vals := make(plotter.Values, len(cells))
+		for i, c := range cells {
+			vals[i] = s.get(c.Metrics.Harness).Or(0)
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return Plot{}, err
+		}
+		b.Horizontal = true
+		b.Color = plotutil.Color(si)
+		b.LineStyle.Width = 0
+		b.Offset = vg.Length(float64(si)-1.5) * w
+		p.Add(b)
+		p.Legend.Add(s.name, b)
+	}
+	p.Legend.Top = true
+	p.NominalY(labels...)
+	png, err := render(p, 9*vg.Inch, cellsHeight(len(cells)))
+	return Plot{Title: "Retries and escalations", Caption: "Per run: retries scheduled, Structured Planning re-prompts, tool calls the harness rejected (schema, permission, budget), and escalations.", PNG: png}, err
+}
+
+// plotDivergence draws, per task, the share of run pairs whose calls already differ at or
+// before each step: where runs part ways.
+func (r *Report) plotDivergence() ([]Plot, error) {
+	var tasks []string
+	for _, c := range r.Metrics.Cells {
+		if !slices.Contains(tasks, c.Task) {
+			tasks = append(tasks, c.Task)
+		}
+	}
+	colors := conditionColors(r.conditions())
+	var models []string
+	for _, c := range r.Metrics.Cells {
+		if !slices.Contains(models, c.Model) {
+			models = append(models, c.Model)
+		}
+	}
+	var out []Plot
+	for _, t := range tasks {
+		p := plot.New()
+		p.Title.Text = "Divergence profile: " + t
+		p.X.Label.Text = "step k (tool call index)"
+		p.Y.Label.Text = "share of run pairs already differing"
+		p.Y.Min, p.Y.Max = 0, 1
+		p.Add(plotter.NewGrid())
+		for _, c := range r.Metrics.Cells {
+			if c.Task != t {
+				continue
+			}
+			var xys plotter.XYs
+			for k, v := range c.Metrics.Divergence {
+				if v.Valid {
+					xys = append(xys, plotter.XY{X: float64(k), Y: v.V})
+				}
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, sc, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return nil, err
+			}
+			l.Color = colors[c.Condition]
+			l.Width = vg.Points(1.5)
+			l.Dashes = plotutil.Dashes(slices.Index(models, c.Model))
+			sc.Color = colors[c.Condition]
+			sc.Shape = plotutil.Shape(slices.Index(models, c.Model))
+			p.Add(l, sc)
+			p.Legend.Add(c.Model+" · "+c.Condition, l, sc)
+		}
+		p.Legend.Top = true
+		p.Legend.Left = true
+		png, err := render(p, 7*vg.Inch, 4*vg.Inch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Plot{Title: "Where runs part ways: " + t, Caption: "Line colour: condition; dash and marker: model. A flat line at 0 means every run made the same calls.", PNG: png})
+	}
+	return out, nil
+}

@@ -1,0 +1,104 @@
+package report
+
+import (
+	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/metrics"
+)
+
+// FormatV1 identifies the JSON document of a Report (report.json).
+const FormatV1 = "ditto.report/v1"
+
+// Report kinds.
+const (
+	// KindStudy is the report of one study: its cells and the comparisons between conditions.
+	KindStudy = "study"
+	// KindDrift compares production cells over a window with the window before it.
+	KindDrift = "drift"
+)
+
+// Report is everything a report shows. Its JSON form is report.json.
+type Report struct {
+	Format string `json:"format"`
+	Kind   string `json:"kind"`
+	// Name is the report's file-system name (the study, or <study>-drift).
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Study is the study reported on.
+	Study string `json:"study"`
+	// Metrics is the metrics report (KindStudy): every cell and comparison.
+	Metrics *analysis.Report `json:"metrics,omitempty"`
+	// Drift holds one window comparison per production (task, model) (KindDrift), adjusted
+	// together with Benjamini–Hochberg across the report.
+	Drift []analysis.WindowComparison `json:"drift,omitempty"`
+	// Cells say what each cell ran with.
+	Cells []CellInfo `json:"cells"`
+	Basis Basis      `json:"basis"`
+	// Findings are the significant comparisons, one sentence each.
+	Findings []Finding `json:"findings"`
+	// Notes describe the data and how to read the numbers.
+	Notes []string `json:"notes"`
+
+	// dists are the per-run token and latency values behind the distribution plots.
+	dists map[analysis.CellKey]dist
+}
+
+type dist struct{ tokens, latency []float64 }
+
+// CellInfo is what a cell ran with.
+type CellInfo struct {
+	analysis.CellKey
+	// Components are the harness components switched on (run.started), sorted.
+	Components []string `json:"components"`
+	// Simulated is true when the cell's model is one of ditto's simulated models.
+	Simulated bool  `json:"simulated"`
+	Sources   int64 `json:"sources"`
+}
+
+// Basis is the data a report stands on.
+type Basis struct {
+	// Events counts the study's stored events (report announcements excluded).
+	Events int64 `json:"events"`
+	// ReportEvents counts earlier report.published events of the study.
+	ReportEvents int64 `json:"report_events"`
+	// RejectedEvents counts messages on the study's subjects that could not be stored.
+	RejectedEvents int64 `json:"rejected_events"`
+	// FirstEvent and LastEvent bound the events (RFC 3339, UTC).
+	FirstEvent *string `json:"first_event"`
+	LastEvent  *string `json:"last_event"`
+	// Runs, CountedRuns, IncompleteRuns and SupersededAttempts sum the cells' accounting
+	// (analysis.CellData).
+	Runs               int64 `json:"runs"`
+	CountedRuns        int64 `json:"counted_runs"`
+	ExpectedRuns       int64 `json:"expected_runs"`
+	IncompleteRuns     int64 `json:"incomplete_runs"`
+	SupersededAttempts int64 `json:"superseded_attempts"`
+	FoldErrors         int64 `json:"fold_errors"`
+	// Models lists every model with whether it is simulated.
+	Models []ModelInfo `json:"models"`
+	// Window is the drift report's pair of windows ("" for a study report).
+	WindowA string `json:"window_a,omitempty"`
+	WindowB string `json:"window_b,omitempty"`
+}
+
+// ModelInfo says whether a model is simulated.
+type ModelInfo struct {
+	Name      string `json:"name"`
+	Simulated bool   `json:"simulated"`
+}
+
+// Finding is one significant comparison as a sentence a reader can act on.
+type Finding struct {
+	Task       string `json:"task"`
+	Model      string `json:"model"`
+	ConditionA string `json:"condition_a"`
+	ConditionB string `json:"condition_b"`
+	Quantity   string `json:"quantity"`
+	// ValueA, ValueB and PAdjusted are the comparison's.
+	ValueA    metrics.Value `json:"value_a"`
+	ValueB    metrics.Value `json:"value_b"`
+	PAdjusted metrics.Value `json:"p_adjusted"`
+	// Bad is true when B is worse than A: RR, DI, TSS, AC or success down, tokens or latency up.
+	Bad bool `json:"bad"`
+	// Sentence says it in words.
+	Sentence string `json:"sentence"`
+}

@@ -1,0 +1,218 @@
+package report
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dittolab/ditto/metrics"
+)
+
+// Table is a table of text cells, the form both the Markdown and the HTML writers render.
+type Table struct {
+	Header []string
+	Rows   [][]string
+	// Flag marks rows to highlight (bad findings), by index.
+	Flag map[int]bool
+}
+
+func f(v metrics.Value, prec int) string {
+	if !v.Valid {
+		return "—"
+	}
+	return strconv.FormatFloat(v.V, 'f', prec, 64)
+}
+
+func pText(v metrics.Value) string {
+	if !v.Valid {
+		return "—"
+	}
+	if v.V != 0 && v.V < 1e-4 {
+		return strconv.FormatFloat(v.V, 'e', 1, 64)
+	}
+	return strconv.FormatFloat(v.V, 'f', 4, 64)
+}
+
+func estText(e metrics.Estimate) string {
+	if !e.Value.Valid {
+		return "—"
+	}
+	s := strconv.FormatFloat(e.Value.V, 'f', 3, 64)
+	if e.Estimated {
+		s = "~" + s
+	}
+	if e.SE.Valid {
+		s += " ± " + strconv.FormatFloat(e.SE.V, 'f', 3, 64)
+	}
+	return s
+}
+
+func successCell(s metrics.Success) string {
+	if !s.Rate.Valid {
+		return "—"
+	}
+	return f(s.Rate, 2) + " [" + f(s.WilsonLow, 2) + ", " + f(s.WilsonHi, 2) + "]"
+}
+
+func spread(s metrics.Summary, prec int) string {
+	if s.N == 0 {
+		return "—"
+	}
+	return f(s.Mean, prec) + " ± " + f(s.SD, prec)
+}
+
+func quartiles(s metrics.Summary, prec int) string {
+	if s.N == 0 {
+		return "—"
+	}
+	return f(s.Median, prec) + " (IQR " + f(s.IQR, prec) + ", p95 " + f(s.P95, prec) + ")"
+}
+
+func passK(ps []metrics.PassK) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, strconv.Itoa(p.K)+": "+strconv.FormatFloat(p.Value, 'f', 2, 64))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func activity(a metrics.Activity) string {
+	return f(a.RetriesPerRun, 2) + " / " + f(a.PlanRepromptsPerRun, 2) + " / " + f(a.RejectedToolCallsPerRun, 2) + " / " + f(a.EscalationsPerRun, 2)
+}
+
+// CellTable is the per-cell table of a study report.
+func (r *Report) CellTable() Table {
+	t := Table{Header: []string{"task", "model", "condition", "N", "success [95% CI]", "pass^k", "RR ± SE", "DI ± SE",
+		"DI tools / states / output", "TSS ± SE", "AC ± SE", "plan agr.", "outputs", "tokens mean ± SD", "tokens median (IQR, p95)",
+		"latency ms mean ± SD", "latency ms median (IQR, p95)", "retries / re-prompts / rejected / escalations per run"}}
+	if r.Metrics == nil {
+		return t
+	}
+	for _, c := range r.Metrics.Cells {
+		m := c.Metrics
+		model := c.Model
+		if simulated(r.Cells, c.Model) {
+			model += " (sim)"
+		}
+		t.Rows = append(t.Rows, []string{c.Task, model, c.Condition, strconv.Itoa(m.N), successCell(m.Success), passK(m.PassK),
+			estText(m.RR), estText(m.DI), f(m.ToolsAgree.Value, 2) + " / " + f(m.StatesAgree.Value, 2) + " / " + f(m.OutputAgree.Value, 2),
+			estText(m.TSS), estText(m.AC), f(m.PlanAgree.Value, 2), strconv.Itoa(m.DistinctOutputs),
+			spread(m.Tokens, 0), quartiles(m.Tokens, 0), spread(m.Latency, 0), quartiles(m.Latency, 0), activity(m.Harness)})
+	}
+	return t
+}
+
+func verdict(c metrics.Comparison) string {
+	switch {
+	case !c.P.Valid:
+		return "— " + c.Reason
+	case c.Significant && IsBad(c):
+		return "significant (worse)"
+	case c.Significant:
+		return "significant"
+	}
+	return "n.s."
+}
+
+func testText(c metrics.Comparison) string {
+	if c.Method != "" {
+		return c.Test + " (" + c.Method + ")"
+	}
+	return c.Test
+}
+
+func diffPrec(q string) int {
+	if q == metrics.QuantityTokens || q == metrics.QuantityLatency {
+		return 0
+	}
+	return 3
+}
+
+// ComparisonTable is the comparison table: test, statistic, p, BH-adjusted p, verdict, effect
+// size (Cliff's δ for Mann–Whitney).
+func (r *Report) ComparisonTable() Table {
+	t := Table{Header: []string{"task", "model", "A", "B", "quantity", "A value", "B value", "B − A", "test", "statistic", "p", "q (BH)", "verdict", "effect size"},
+		Flag: map[int]bool{}}
+	add := func(task, model, a, b string, c metrics.Comparison) {
+		pr := diffPrec(c.Quantity)
+		if IsBad(c) {
+			t.Flag[len(t.Rows)] = true
+		}
+		t.Rows = append(t.Rows, []string{task, model, a, b, c.Quantity, f(c.ValueA, pr), f(c.ValueB, pr), f(c.Difference, pr),
+			testText(c), f(c.Statistic, 3), pText(c.P), pText(c.PAdjusted), verdict(c), f(c.EffectSize, 3)})
+	}
+	if r.Metrics != nil {
+		for _, c := range r.Metrics.Comparisons {
+			add(c.Task, c.Model, c.ConditionA, c.ConditionB, c.Comparison)
+		}
+	}
+	for _, d := range r.Drift {
+		for _, c := range d.Comparisons {
+			add(d.Cell.Task, d.Cell.Model, "previous window", "last window", c)
+		}
+	}
+	return t
+}
+
+// DriftTable is the per-window table of a drift report.
+func (r *Report) DriftTable() Table {
+	t := Table{Header: []string{"task", "model", "window", "N", "success [95% CI]", "RR ± SE", "DI ± SE", "TSS ± SE", "AC ± SE",
+		"tokens median (IQR, p95)", "latency ms median (IQR, p95)"}}
+	for _, d := range r.Drift {
+		for _, w := range []struct {
+			name string
+			m    metrics.CellMetrics
+		}{{"previous " + d.A.Window.String(), d.A.Metrics}, {"last " + d.B.Window.String(), d.B.Metrics}} {
+			m := w.m
+			t.Rows = append(t.Rows, []string{d.Cell.Task, modelText(r.Cells, d.Cell.Model), w.name, strconv.Itoa(m.N), successCell(m.Success),
+				estText(m.RR), estText(m.DI), estText(m.TSS), estText(m.AC), quartiles(m.Tokens, 0), quartiles(m.Latency, 0)})
+		}
+	}
+	return t
+}
+
+// BasisTable lists the data the report stands on.
+func (r *Report) BasisTable() Table {
+	b := r.Basis
+	opt := func(s *string) string {
+		if s == nil {
+			return "—"
+		}
+		return *s
+	}
+	var models []string
+	for _, m := range b.Models {
+		if m.Simulated {
+			models = append(models, m.Name+" (simulated)")
+		} else {
+			models = append(models, m.Name)
+		}
+	}
+	t := Table{Header: []string{"", ""}}
+	t.Rows = [][]string{
+		{"events", strconv.FormatInt(b.Events, 10)},
+		{"time window of the events", opt(b.FirstEvent) + " — " + opt(b.LastEvent)},
+		{"runs seen", strconv.FormatInt(b.Runs, 10)},
+		{"runs counted in the metrics", strconv.FormatInt(b.CountedRuns, 10)},
+	}
+	if r.Kind == KindStudy {
+		t.Rows = append(t.Rows,
+			[]string{"runs expected (study definition)", strconv.FormatInt(b.ExpectedRuns, 10)},
+			[]string{"incomplete runs (no finished attempt)", strconv.FormatInt(b.IncompleteRuns, 10)},
+			[]string{"superseded attempts (crash recovery)", strconv.FormatInt(b.SupersededAttempts, 10)},
+			[]string{"runs with fold errors", strconv.FormatInt(b.FoldErrors, 10)})
+	} else {
+		t.Rows = append(t.Rows, []string{"previous window", b.WindowA}, []string{"last window", b.WindowB})
+	}
+	t.Rows = append(t.Rows,
+		[]string{"rejected events", strconv.FormatInt(b.RejectedEvents, 10)},
+		[]string{"models", strings.Join(models, ", ")})
+	if r.Metrics != nil {
+		s := r.Metrics.Settings
+		t.Rows = append(t.Rows, []string{"tests", "permutations " + strconv.Itoa(s.Permutations) + ", seed " + strconv.FormatUint(s.Seed, 10) +
+			", Benjamini–Hochberg at " + strconv.FormatFloat(s.FDRLevel, 'g', -1, 64) + " across the report's " + strconv.Itoa(len(r.Metrics.Comparisons)) + " comparisons"})
+	}
+	return t
+}
