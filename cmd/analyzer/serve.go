@@ -42,6 +42,7 @@ type serveConfig struct {
 	listen   string
 	token    string
 	noIngest bool
+	reports  reportsConfig
 }
 
 func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
@@ -60,10 +61,15 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.limits.RowsCap, "rows-cap", sqlguard.DefaultRowsCap, "the highest row limit a client may ask for")
 	fs.IntVar(&c.limits.MaxConcurrent, "max-queries", sqlguard.DefaultConcurrent, "queries running at once (others wait within their timeout)")
 	fs.BoolVar(&c.noIngest, "no-ingest", false, "serve the API without ingesting (the database still cannot be opened by another process)")
+	c.reports.registerFlags(fs)
 }
 
 func (c *serveConfig) validate() error {
 	c.db.ResolvePath(c.bus.DataDir)
+	c.reports.resolve(c.bus.DataDir)
+	if err := c.reports.validate(); err != nil {
+		return err
+	}
 	if c.db.ReadOnly {
 		return errors.New("serve needs a writable database")
 	}
@@ -151,7 +157,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			"listen", addr.String())
 	}
 	baseURL := serveBaseURL(addr)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: withReports(srv, cfg.reports.dir, cfg.token), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -169,6 +175,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			}
 		}()
 	}
+	stopReports, err := startReports(ctx, w.DB(), b, cfg.reports, log)
+	if err != nil {
+		return err
+	}
+	defer stopReports()
 	if err := api.WriteURLFile(cfg.bus.DataDir, baseURL); err != nil {
 		return err
 	}
