@@ -75,7 +75,22 @@ func binom(n, k int) int64 {
 // acSubsets adds the ordered pairs of distinct runs at one step to fs and
 // fills rowSum[a] = Σ_b n_b J(a, b) (self included) for every distinct
 // argument a with leaf set sets[a] and multiplicity counts[a].
-func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t *keyTable) {
+// subsetScratch holds acSubsets' buffers, reused across steps.
+type subsetScratch struct {
+	t   keyTable
+	g   []int64
+	es  []subsetEntry
+	own []int32
+	sub []key128
+}
+
+type subsetEntry struct {
+	base key128
+	j, s int8
+}
+
+func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, sc *subsetScratch) {
+	t := &sc.t
 	maxS := 0
 	for _, s := range sets {
 		maxS = max(maxS, len(s))
@@ -100,15 +115,18 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 		entries += 1 << len(s)
 	}
 	t.reset(entries)
-	g := make([]int64, 0, entries)
-	type entry struct {
-		base key128
-		j, s int8
+	if cap(sc.g) < entries {
+		sc.g = make([]int64, 0, entries)
+		sc.es = make([]subsetEntry, 0, entries)
+		sc.own = make([]int32, 0, entries)
 	}
-	es := make([]entry, 0, entries)
-	sub := make([]key128, 1<<maxS)
+	g, es, own := sc.g[:0], sc.es[:0], sc.own[:0] // own: ids of each argument's subsets in its own class
+	if cap(sc.sub) < 1<<maxS {
+		sc.sub = make([]key128, 1<<maxS)
+	}
+	sub := sc.sub
 	lanes := make([]key128, maxS)
-	own := make([]int32, 0, entries) // ids of each argument's subsets in its own class
+	defer func() { sc.g, sc.es, sc.own = g, es, own }()
 	for a, set := range sets {
 		for i, h := range set {
 			lanes[i] = leafLanes(h)
@@ -122,7 +140,7 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, t
 			id, inserted := t.id(sub[mask].plus(cl[s]))
 			if inserted {
 				g = append(g, 0)
-				es = append(es, entry{base: sub[mask], j: int8(bits.OnesCount(uint(mask))), s: int8(s)})
+				es = append(es, subsetEntry{base: sub[mask], j: int8(bits.OnesCount(uint(mask))), s: int8(s)})
 			}
 			g[id] += counts[a]
 			own = append(own, id)

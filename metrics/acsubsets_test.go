@@ -30,8 +30,8 @@ func TestACSubsetsMatchesPairLoop(t *testing.T) {
 		var f1, f2 fracSum
 		r1 := make([]float64, d)
 		r2 := make([]float64, d)
-		var tab keyTable
-		acSubsets(sets, counts, &f1, r1, &tab)
+		var sc subsetScratch
+		acSubsets(sets, counts, &f1, r1, &sc)
 		acPairLoop(sets, counts, &f2, r2)
 		if f1.value() != f2.value() {
 			t.Fatalf("iteration %d: subset sum %v, pair loop %v (sets %v, counts %v)", it, f1.value(), f2.value(), sets, counts)

@@ -179,12 +179,12 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 	var sets [][]uint64
 	var rowSum []float64
 	var localOf []int32
-	var table keyTable
+	var scratch subsetScratch
 	var arena []uint64
 	for k := 0; k < maxLen; k++ {
 		clear(local)
 		counts, sets, localOf = counts[:0], sets[:0], localOf[:0]
-		arena = make([]uint64, 0, 4*len(g.rep))
+		arena = arena[:0] // the previous step's sets are no longer used
 		var m int64
 		for grp, r := range g.rep {
 			calls := runs[r].Calls
@@ -215,7 +215,7 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		rowSum = append(rowSum[:0], make([]float64, len(counts))...)
 		pairs := len(counts) * (len(counts) - 1) / 2
 		if cost := subsetCost(sets); cost >= 0 && cost < pairs {
-			acSubsets(sets, counts, &fs, rowSum, &table)
+			acSubsets(sets, counts, &fs, rowSum, &scratch)
 		} else {
 			acPairLoop(sets, counts, &fs, rowSum)
 		}
