@@ -105,6 +105,13 @@ func TestEventsMixedBatch(t *testing.T) {
 	if n := streamCount(t, e.bus); n != uint64(len(good)) {
 		t.Errorf("stream holds %d events, want %d", n, len(good))
 	}
+	reg := e.srv.Registry()
+	if got := counterSum(t, reg, "ditto_ingest_events_accepted_total"); got != float64(len(good)) {
+		t.Errorf("ditto_ingest_events_accepted_total = %v, want %d", got, len(good))
+	}
+	if got := counterSum(t, reg, "ditto_ingest_events_rejected_total"); got != float64(len(bad)) {
+		t.Errorf("ditto_ingest_events_rejected_total = %v, want %d", got, len(bad))
+	}
 }
 
 func TestEventsRequestErrors(t *testing.T) {

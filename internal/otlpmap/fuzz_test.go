@@ -56,7 +56,7 @@ func FuzzMapOTLP(f *testing.F) {
 					}
 				}
 			}
-			a := NewAssembler(AssemblerConfig{MaxSpans: 50, MaxSpansPerTrace: 10})
+			a := NewAssembler(AssemblerConfig{MaxSpans: 50, MaxSpansPerTrace: 10, ClosedMemory: 8})
 			_, _, _ = a.Add(spans, t0)
 			_ = a.Drain()
 		}
