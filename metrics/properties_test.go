@@ -212,3 +212,31 @@ func TestSignaturesFraming(t *testing.T) {
 		t.Error("TraceSignature depends on tools, which sig_trace does not cover")
 	}
 }
+
+func TestValueJSON(t *testing.T) {
+	tests := []struct {
+		give Value
+		want string
+	}{
+		{Null, "null"},
+		{Some(math.NaN()), "null"},
+		{Some(math.Inf(1)), "null"},
+		{Value{V: math.NaN(), Valid: true}, "null"}, // defensive
+		{Some(math.Copysign(0, -1)), "0"},
+		{Some(0.25), "0.25"},
+		{Some(1e-300), "1e-300"},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.give)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json.Marshal(%#v) = %s, %v, want %s", tt.give, b, err, tt.want)
+		}
+	}
+	var v Value
+	if err := json.Unmarshal([]byte("null"), &v); err != nil || v.Valid {
+		t.Errorf("Unmarshal(null) = %+v, %v", v, err)
+	}
+	if err := json.Unmarshal([]byte("0.5"), &v); err != nil || v != Some(0.5) {
+		t.Errorf("Unmarshal(0.5) = %+v, %v", v, err)
+	}
+}

@@ -18,9 +18,13 @@ type Value struct {
 var Null = Value{}
 
 // Some returns x as a defined Value, or Null when x is NaN or infinite.
+// Negative zero becomes zero, so equal values marshal to equal bytes.
 func Some(x float64) Value {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return Null
+	}
+	if x == 0 {
+		x = 0
 	}
 	return Value{V: x, Valid: true}
 }
