@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"database/sql"
@@ -140,6 +141,9 @@ type SQLRequest struct {
 	Format  string `json:"format,omitempty"`  // json (default), csv or arrow; else the Accept header decides
 	Limit   int    `json:"limit,omitempty"`   // rows; 0 for the server's default, capped by its maximum
 	Timeout string `json:"timeout,omitempty"` // Go duration ("5s"); empty for the server's default, capped by its maximum
+	// Params bind the query's parameters ($1, $2, …) in order: strings, numbers (integers
+	// stay exact), booleans and null. They are values, never SQL.
+	Params []any `json:"params,omitempty"`
 }
 
 // Answer headers of POST /v1/sql, for the CSV and Arrow formats that have no room for them.
@@ -157,7 +161,7 @@ func (s *Server) sql(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	res, err := s.guard.Query(r.Context(), req.SQL, lim)
+	res, err := s.guard.Query(r.Context(), req.SQL, lim, req.Params...)
 	if err != nil {
 		status, kind := classify(err)
 		s.count(kind, start)
@@ -197,8 +201,17 @@ func (s *Server) parseSQLRequest(w http.ResponseWriter, r *http.Request) (SQLReq
 		return req, "", sqlguard.Limits{}, fmt.Errorf("%w: body: %v", ErrBadRequest, err)
 	}
 	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
-		if err := json.Unmarshal(body, &req); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&req); err != nil {
 			return req, "", sqlguard.Limits{}, fmt.Errorf("%w: JSON body: %v", ErrBadRequest, err)
+		}
+		for i, p := range req.Params {
+			v, err := paramValue(p)
+			if err != nil {
+				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: params[%d]: %v", ErrBadRequest, i, err)
+			}
+			req.Params[i] = v
 		}
 	} else {
 		q := r.URL.Query()
@@ -231,6 +244,25 @@ func (s *Server) parseSQLRequest(w http.ResponseWriter, r *http.Request) (SQLReq
 		}
 	}
 	return req, format, lim, nil
+}
+
+// paramValue converts a decoded JSON parameter to the Go value DuckDB binds: integers as
+// int64, other numbers as float64; arrays and objects are refused.
+func paramValue(p any) (any, error) {
+	switch x := p.(type) {
+	case nil, string, bool:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %s: %v", x, err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("%T is not a string, number, boolean or null", p)
 }
 
 // classify maps a guard error onto an HTTP status and an error kind.

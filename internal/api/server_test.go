@@ -400,6 +400,27 @@ func TestSQLErrors(t *testing.T) {
 	}
 }
 
+func TestParams(t *testing.T) {
+	ts, _ := newTestServer(t, "")
+	c := NewClient(ts.URL, "")
+	tab, err := c.Query(context.Background(), SQLRequest{
+		SQL:    "SELECT run, tokens FROM runs WHERE study = $1 AND tokens >= $2 AND latency < $3 AND ok = $4 ORDER BY run",
+		Params: []any{"s1", 1000, 7.5, true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s1 holds runs 1, 4, 7, …, 28; ok ones are even; tokens = 100 i; latency = i / 4.
+	got, _ := json.Marshal(tab.Rows)
+	if want := `[["r10",1000],["r16",1600],["r22",2200],["r28",2800]]`; string(got) != want {
+		t.Errorf("rows = %s, want %s", got, want)
+	}
+	resp := post(t, ts.URL+"/v1/sql", "", MediaJSON, `{"sql":"SELECT $1","params":[{"a":1}]}`)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("object parameter: status %d, want 400", resp.StatusCode)
+	}
+}
+
 func TestStudies(t *testing.T) {
 	ts, _ := newTestServer(t, "")
 	st, err := NewClient(ts.URL, "").Studies(context.Background())

@@ -106,9 +106,9 @@ func (g *Guard) limits(l Limits) Limits {
 }
 
 // Query checks query (see Check) and runs it within limits in a read-only transaction that is
-// rolled back. Errors: *RefusedError (ErrRefused), ErrEmpty, ErrTimeout also wrapping
+// rolled back. args bind the query's parameters ($1, $2, … or ?), as values, never as SQL. Errors: *RefusedError (ErrRefused), ErrEmpty, ErrTimeout also wrapping
 // context.DeadlineExceeded, ctx's own error, or ErrQuery wrapping DuckDB's error.
-func (g *Guard) Query(ctx context.Context, query string, lim Limits) (*Result, error) {
+func (g *Guard) Query(ctx context.Context, query string, lim Limits, args ...any) (*Result, error) {
 	lim = g.limits(lim)
 	start := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, lim.Timeout)
@@ -142,7 +142,7 @@ func (g *Guard) Query(ctx context.Context, query string, lim Limits) (*Result, e
 	if _, err := conn.ExecContext(qctx, "BEGIN TRANSACTION READ ONLY"); err != nil {
 		return nil, g.classify(ctx, qctx, lim, fmt.Errorf("sqlguard: begin: %w", err))
 	}
-	res, err := scan(qctx, conn, text, lim.Rows)
+	res, err := scan(qctx, conn, text, lim.Rows, args)
 	rollback(conn)
 	if err != nil {
 		return nil, g.classify(ctx, qctx, lim, err)

@@ -346,6 +346,22 @@ func TestTimeoutCancels(t *testing.T) {
 	}
 }
 
+func TestParameters(t *testing.T) {
+	f := newFixture(t, true)
+	res, err := f.guard.Query(context.Background(), "SELECT run FROM runs WHERE study = $1 AND ok = $2", Limits{}, "s1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != "r1" {
+		t.Errorf("rows = %v, want [[r1]]", res.Rows)
+	}
+	// A parameter is a value: SQL in it is text, not a statement.
+	res, err = f.guard.Query(context.Background(), "SELECT count(*) FROM runs WHERE study = $1", Limits{}, "s1'; DROP TABLE runs; --")
+	if err != nil || res.Rows[0][0] != int64(0) {
+		t.Errorf("injection attempt = %v, %v; want count 0", res.Rows, err)
+	}
+}
+
 func TestQueryErrorAndEmpty(t *testing.T) {
 	f := newFixture(t, true)
 	if _, err := f.guard.Query(context.Background(), "SELECT * FROM nosuchtable", Limits{}); !errors.Is(err, ErrQuery) {

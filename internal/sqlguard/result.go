@@ -28,8 +28,8 @@ type Result struct {
 }
 
 // scan runs text on conn and reads at most limit rows (one more tells Truncated).
-func scan(ctx context.Context, conn *sql.Conn, text string, limit int) (*Result, error) {
-	rows, err := conn.QueryContext(ctx, text)
+func scan(ctx context.Context, conn *sql.Conn, text string, limit int, args []any) (*Result, error) {
+	rows, err := conn.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrQuery, err)
 	}
