@@ -15,46 +15,63 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// attempt is the event path of one run attempt: a Sequencer numbering the events, a fold
-// checking them, and a Publisher of its own so that Wait covers this attempt only.
+// attempt is the event path of one run attempt: it numbers the events (gapless from 1),
+// encodes them (which validates them), folds them, and hands them to a Publisher of its own so
+// that Wait covers this attempt only. It plays the part of harness.Sequencer, validating each
+// event once instead of twice (the Sequencer validates and the publisher's Encode validates
+// again; on large tool outputs the canonical-JSON check is the costliest part of an event).
+// It is used from the run's goroutine only.
 type attempt struct {
-	w    *Worker
-	pub  *bus.Publisher
-	seq  harness.Sequencer
-	fold events.Run
+	w      *Worker
+	pub    *bus.Publisher
+	study  string
+	run    string
+	n      int
+	source events.Source
+	seq    int64
+	fold   events.Run
 }
+
+var _ harness.Emitter = (*attempt)(nil)
 
 func (w *Worker) newAttempt(job *study.Job, n int) (*attempt, error) {
 	pub, err := w.bus.NewPublisher()
 	if err != nil {
 		return nil, err
 	}
-	a := &attempt{w: w, pub: pub}
-	a.seq = harness.Sequencer{
-		Study: job.Study, Run: job.Run, Attempt: n,
-		Source:  events.Source{Kind: events.SourceHarness, ID: w.cfg.ID},
-		Publish: a.publish,
-	}
-	return a, nil
+	return &attempt{w: w, pub: pub, study: job.Study, run: job.Run, n: n,
+		source: events.Source{Kind: events.SourceHarness, ID: w.cfg.ID}}, nil
 }
 
-func (a *attempt) emitter() harness.Emitter { return &a.seq }
+func (a *attempt) emitter() harness.Emitter { return a }
 
-// publish folds e and hands it to the publisher. The acknowledgement is collected by Wait.
-func (a *attempt) publish(ctx context.Context, e *events.Envelope) error {
+// Emit implements harness.Emitter: the event is numbered, encoded, folded and handed to the
+// publisher; its acknowledgement is collected by Wait.
+func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	t0 := time.Now()
-	if err := a.fold.Apply(e); err != nil {
+	e := events.New(a.study, a.run, t0, p)
+	e.Attempt, e.Seq, e.Source = a.n, a.seq+1, a.source
+	data, err := events.Encode(&e)
+	if err != nil {
+		return fmt.Errorf("worker: event %d (%s) is invalid: %w", e.Seq, e.Type, err)
+	}
+	if err := a.fold.Apply(&e); err != nil {
 		return fmt.Errorf("%w: %v", ErrIllFormed, err)
+	}
+	subject, err := events.SubjectOf(&e)
+	if err != nil {
+		return err
 	}
 	// The run's context ends at shutdown, but what the run did must still be recorded (its
 	// run.finished above all); the publisher's own ack timeout bounds the wait for room.
-	if err := a.pub.PublishEvent(context.WithoutCancel(ctx), e); err != nil {
+	if err := a.pub.Publish(context.WithoutCancel(ctx), subject, e.ID, data); err != nil {
 		return err
 	}
+	a.seq = e.Seq
 	m := a.w.m
 	m.emitLatency.Observe(time.Since(t0).Seconds())
 	m.events.WithLabelValues(string(e.Type)).Inc()
-	if mc, ok := e.Payload.(events.ModelCalled); ok {
+	if mc, ok := p.(events.ModelCalled); ok {
 		m.steps.Inc()
 		m.modelLatency.Observe(mc.LatencyMS / 1000)
 	}
@@ -66,16 +83,16 @@ func (a *attempt) abort(reason string) error {
 	if a.fold.Started == nil || a.fold.Done() {
 		return nil
 	}
-	return a.seq.Emit(context.Background(), events.RunFinished{Status: events.StatusAborted, Error: reason})
+	return a.Emit(context.Background(), events.RunFinished{Status: events.StatusAborted, Error: reason})
 }
 
 // record publishes a whole attempt that was not run (run.started then run.finished) and waits
 // for both to be acknowledged.
 func (a *attempt) record(started events.RunStarted, finished events.RunFinished, timeout time.Duration) error {
-	if err := a.seq.Emit(context.Background(), started); err != nil {
+	if err := a.Emit(context.Background(), started); err != nil {
 		return err
 	}
-	if err := a.seq.Emit(context.Background(), finished); err != nil {
+	if err := a.Emit(context.Background(), finished); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -106,7 +106,7 @@ func TestShutdownAbandonsRunsAfterGrace(t *testing.T) {
 	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
 	w1 := e.startWorker(worker.Config{ID: "leaving", Concurrency: 1, ShutdownGrace: 200 * time.Millisecond,
 		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
-	<-bm.blocked
+	waitClosed(t, ctx, bm.blocked, "the second model call")
 	w1.cancel() // SIGTERM
 	select {
 	case <-w1.done:
@@ -148,9 +148,9 @@ func TestInProgressAcksKeepALongRun(t *testing.T) {
 	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
 	w1 := e.startWorker(worker.Config{ID: "slow", Concurrency: 1, AckWait: ackWait,
 		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
-	// A second worker would get the job if it were redelivered.
+	waitClosed(t, ctx, bm.blocked, "the slow worker's second model call")
+	// A second worker, started once the first holds the job, would get it if it were redelivered.
 	w2 := e.startWorker(worker.Config{ID: "eager", Concurrency: 1, AckWait: ackWait})
-	<-bm.blocked
 	time.AfterFunc(4*ackWait, func() { close(bm.release) }) // the model takes 4 ack waits to answer
 	waitFor(t, ctx, "the long run to be acked", func() bool { return w1.Stats().Acked.Load() == 1 })
 	if w2.Stats().Acked.Load() != 0 {

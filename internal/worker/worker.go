@@ -274,7 +274,7 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 			return
 		}
 		w.stats.Acked.Add(1)
-		log.Debug("run recorded", "status", res.Status, "events", a.seq.Seq())
+		log.Debug("run recorded", "status", res.Status, "events", a.seq)
 	}
 }
 
