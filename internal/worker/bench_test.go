@@ -78,9 +78,14 @@ func benchPlan(b *testing.B, name string, runs int) *study.Plan {
 	return p
 }
 
+// sweep is the number of runs per benchmark iteration: one run of each of the research
+// matrix's 18 cells, so that even -benchtime 3x gives percentiles over hundreds of steps.
+const sweep = 18
+
 // BenchmarkStepOverhead measures the harness's overhead per step with the simulated models
-// answering at once: each iteration is one run (the research matrix, cycled) through the
-// worker's event path (Sequencer, fold, publish) to a real embedded JetStream. It reports the
+// answering at once: each iteration is one sweep of the research matrix (18 runs) through the
+// worker's event path (numbering, encoding and validation, fold, publish) to a real embedded
+// JetStream. It reports the
 // p50 and p99 of the per-step overhead, the per-event emit cost, and the time JetStream takes
 // to acknowledge a run's events after its last one.
 func BenchmarkStepOverhead(b *testing.B) {
@@ -102,11 +107,11 @@ func BenchmarkStepOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	clock := &stepClock{inner: inner}
-	plan := benchPlan(b, "benchsteps", 18*4)
+	plan := benchPlan(b, "benchsteps", sweep*4)
 	var emits []time.Duration
 	var ackWaits []time.Duration
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < b.N*sweep; i++ {
 		job := plan.Jobs[i%len(plan.Jobs)]
 		job.Run = fmt.Sprintf("%s-%d", job.Run, i) // a fresh run id per iteration
 		spec, err := job.RunSpec()
@@ -138,15 +143,18 @@ func BenchmarkStepOverhead(b *testing.B) {
 	slices.Sort(steps)
 	slices.Sort(emits)
 	slices.Sort(ackWaits)
-	b.ReportMetric(float64(percentile(steps, 0.50).Microseconds()), "µs/step-p50")
-	b.ReportMetric(float64(percentile(steps, 0.99).Microseconds()), "µs/step-p99")
-	b.ReportMetric(float64(percentile(emits, 0.50).Nanoseconds())/1000, "µs/event-p50")
-	b.ReportMetric(float64(percentile(emits, 0.99).Nanoseconds())/1000, "µs/event-p99")
-	b.ReportMetric(float64(percentile(ackWaits, 0.50).Microseconds()), "µs/run-ackwait-p50")
-	b.ReportMetric(float64(len(steps))/float64(b.N), "steps/run")
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	b.ReportMetric(us(percentile(steps, 0.50)), "µs/step-p50")
+	b.ReportMetric(us(percentile(steps, 0.99)), "µs/step-p99")
+	b.ReportMetric(us(percentile(emits, 0.50)), "µs/event-p50")
+	b.ReportMetric(us(percentile(emits, 0.99)), "µs/event-p99")
+	b.ReportMetric(us(percentile(ackWaits, 0.50)), "µs/run-ackwait-p50")
+	b.ReportMetric(float64(len(steps))/float64(b.N*sweep), "steps/run")
+	b.ReportMetric(float64(len(emits))/float64(b.N*sweep), "events/run")
 }
 
-// BenchmarkWorkerThroughput runs b.N jobs through one worker (the research matrix, cycled)
+// BenchmarkWorkerThroughput runs b.N sweeps of the research matrix (18 jobs each) through one
+// worker
 // against the simulated models answering at once, and reports runs per second. The worker,
 // the simulated models and nats-server share this process and its cores.
 func BenchmarkWorkerThroughput(b *testing.B) {
@@ -162,7 +170,7 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 			}
 			defer func() { cancel(); _ = wait() }()
 			name := fmt.Sprintf("tput%d", benchSeq.Add(1))
-			p := benchPlan(b, name, b.N)
+			p := benchPlan(b, name, b.N*sweep)
 			if _, err := study.Submit(ctx, bs, p, "bench"); err != nil {
 				b.Fatal(err)
 			}
@@ -176,14 +184,14 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			go func() { done <- w.Run(wctx) }()
-			for w.stats.Acked.Load() < int64(b.N) {
+			for w.stats.Acked.Load() < int64(b.N*sweep) {
 				time.Sleep(time.Millisecond)
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
 			stop()
 			<-done
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+			b.ReportMetric(float64(b.N*sweep)/elapsed.Seconds(), "runs/s")
 		})
 	}
 }
