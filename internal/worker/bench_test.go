@@ -154,9 +154,8 @@ func BenchmarkStepOverhead(b *testing.B) {
 }
 
 // BenchmarkWorkerThroughput runs b.N sweeps of the research matrix (18 jobs each) through one
-// worker
-// against the simulated models answering at once, and reports runs per second. The worker,
-// the simulated models and nats-server share this process and its cores.
+// worker against the simulated models answering at once, and reports runs per second. The
+// worker, the simulated models and nats-server share this process and its cores.
 func BenchmarkWorkerThroughput(b *testing.B) {
 	for _, conc := range []int{1, 4} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
