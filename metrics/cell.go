@@ -9,6 +9,7 @@ import (
 const (
 	DefaultMaxExactDistinct = 2000
 	DefaultSamplePairs      = 1 << 18
+	DefaultMaxSubsetWork    = 1 << 25
 )
 
 // DefaultPassK are the k of pass^k the spec reports (those ≤ N).
@@ -25,6 +26,12 @@ type Options struct {
 	// SamplePairs is the number of run pairs sampled for an estimate.
 	// 0 means DefaultSamplePairs.
 	SamplePairs int
+	// MaxSubsetWork lets AC stay exact beyond MaxExactDistinct when the
+	// arguments have few leaves: the exact computation counting shared
+	// leaf subsets (acsubsets.go) is attempted while its work stays within
+	// this many table operations (about 10 ns each), and the sample is used
+	// otherwise. 0 means DefaultMaxSubsetWork; negative disables it.
+	MaxSubsetWork int
 	// Seed seeds the pair sample; equal seeds and equal runs (in the same
 	// order) give identical estimates.
 	Seed uint64
@@ -52,6 +59,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SamplePairs == 0 {
 		o.SamplePairs = DefaultSamplePairs
+	}
+	if o.MaxSubsetWork == 0 {
+		o.MaxSubsetWork = DefaultMaxSubsetWork
 	}
 	if o.PassK == nil {
 		o.PassK = DefaultPassK
@@ -232,7 +242,15 @@ func tssOf(runs []Run, ix *index, opt Options) Estimate {
 func acOf(runs []Run, ix *index, opt Options) Estimate {
 	g := &ix.g[kArgs]
 	if g.distinct() <= opt.MaxExactDistinct {
-		return acExact(runs, ix.n, g)
+		e, _ := acExact(runs, ix.n, g, -1)
+		return e
+	}
+	// Beyond the threshold, AC may still be exact and cheap by counting
+	// shared leaf subsets when arguments have few leaves.
+	if opt.MaxSubsetWork > 0 && g.distinct() <= opt.MaxSubsetWork/64 {
+		if e, ok := acExact(runs, ix.n, g, opt.MaxSubsetWork); ok {
+			return e
+		}
 	}
 	return sampledRatio(ix.n, opt.SamplePairs, opt.Seed, streamAC, acPair(runs))
 }

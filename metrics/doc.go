@@ -38,11 +38,14 @@
 // distinct arguments, either by the D²/2 Jaccard overlaps or, when
 // cheaper, by counting the runs that share each subset of argument leaves
 // and inverting the counts into the number of pairs sharing exactly i
-// leaves (Σ 2^leaves table operations; see acsubsets.go). Point estimates
-// sum exact rationals (integer numerators per denominator), so they are
-// bit-identical to an all-pairs loop and independent of run order. Beyond the threshold
-// both are estimated from Options.SamplePairs ordered run pairs drawn with
-// a seeded generator as anchor runs × 64 partners: SamplingSE is the
+// leaves (Σ 2^leaves table operations; see acsubsets.go). Beyond the
+// threshold AC is still exact when that subset work fits
+// Options.MaxSubsetWork (arguments with few leaves); otherwise, and for
+// TSS, the pair sample is used. Exact point estimates sum exact rationals
+// (integer numerators per denominator), so they are bit-identical to an
+// all-pairs loop and independent of run order. The sample is
+// Options.SamplePairs ordered run pairs drawn with a seeded generator as
+// anchor runs × 64 partners: SamplingSE is the
 // delta-method SE over the independent anchors, and the jackknife SE is
 // estimated from the variance of the anchors' row means less their
 // within-anchor noise (accurate to about 35%, or to SamplingSE when runs

@@ -110,7 +110,7 @@ func TestSampledAgreesWithExact(t *testing.T) {
 		var z2 float64
 		var count int
 		for seed := uint64(1); seed <= 5; seed++ {
-			sampled, err := ComputeCell(runs, Options{MaxExactDistinct: 1, SamplePairs: 1 << 15, Seed: seed})
+			sampled, err := ComputeCell(runs, Options{MaxExactDistinct: 1, MaxSubsetWork: -1, SamplePairs: 1 << 15, Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestSampledAgreesWithExact(t *testing.T) {
 
 func TestSampledIsReproducible(t *testing.T) {
 	runs := genRuns(500, shapeDistinct, 2)
-	opt := Options{MaxExactDistinct: 10, SamplePairs: 5000, Seed: 9}
+	opt := Options{MaxExactDistinct: 10, MaxSubsetWork: -1, SamplePairs: 5000, Seed: 9}
 	a, _ := ComputeCell(runs, opt)
 	b, _ := ComputeCell(runs, opt)
 	if a.TSS != b.TSS || a.AC != b.AC {
@@ -206,4 +206,26 @@ func naivePairSE(runs []Run) [4]float64 {
 		out[q] = math.Sqrt(ss/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
 	}
 	return out
+}
+
+// Beyond MaxExactDistinct, AC stays exact through the subset counts while
+// their work fits MaxSubsetWork, and equals the unconditional exact value.
+func TestACExactBeyondThresholdViaSubsets(t *testing.T) {
+	runs := genRuns(3000, shapeDistinct, 4)
+	got, err := ComputeCell(runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DistinctArgSeqs <= DefaultMaxExactDistinct {
+		t.Fatalf("only %d distinct argument sequences: the test needs more than %d", got.DistinctArgSeqs, DefaultMaxExactDistinct)
+	}
+	want, _ := ComputeCell(runs, Options{MaxExactDistinct: 5000})
+	if got.AC.Estimated || !sameValue(got.AC.Value, want.AC.Value) || !nearValue(got.AC.SE, want.AC.SE, 1e-9) {
+		t.Errorf("AC = %+v, exact %+v", got.AC, want.AC)
+	}
+	// With too small a budget it falls back to the sample.
+	small, _ := ComputeCell(runs, Options{MaxSubsetWork: 64 * 3000})
+	if !small.AC.Estimated {
+		t.Errorf("AC with a tiny subset budget = %+v, want estimated", small.AC)
+	}
 }

@@ -160,9 +160,13 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 // sequences: at step k the runs with a call at k are grouped by their
 // argument bytes, and the Jaccard overlap is evaluated once per pair of
 // distinct arguments.
-func acExact(runs []Run, n int, g *grouping) Estimate {
+//
+// budget bounds the work: a step whose cheaper method costs more than the
+// remaining budget (in pair or subset-table operations) stops the
+// computation and ok is false; budget < 0 means unlimited.
+func acExact(runs []Run, n int, g *grouping, budget int) (e Estimate, ok bool) {
 	if n < 2 {
-		return Estimate{}
+		return Estimate{}, true
 	}
 	d := g.distinct()
 	maxLen := 0
@@ -214,7 +218,18 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		den += m * (m - 1)
 		rowSum = append(rowSum[:0], make([]float64, len(counts))...)
 		pairs := len(counts) * (len(counts) - 1) / 2
-		if cost := subsetCost(sets); cost >= 0 && cost < pairs {
+		cost := subsetCost(sets)
+		useSubsets := cost >= 0 && cost < pairs
+		if !useSubsets {
+			cost = pairs
+		}
+		if budget >= 0 {
+			if cost > budget {
+				return Estimate{}, false
+			}
+			budget -= cost
+		}
+		if useSubsets {
 			acSubsets(sets, counts, &fs, rowSum, &scratch)
 		} else {
 			acPairLoop(sets, counts, &fs, rowSum)
@@ -227,10 +242,10 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		}
 	}
 	if den == 0 {
-		return Estimate{}
+		return Estimate{}, true
 	}
 	num := fs.value()
-	e := Estimate{Value: Some(num / float64(den))}
+	e = Estimate{Value: Some(num / float64(den))}
 	e.SE = jackknifeGroups(n, g.count, func(k int) (float64, bool) {
 		dd := float64(den) - 2*denRow[k]
 		if dd <= 0 {
@@ -238,7 +253,7 @@ func acExact(runs []Run, n int, g *grouping) Estimate {
 		}
 		return (num - 2*numRow[k]) / dd, true
 	})
-	return e
+	return e, true
 }
 
 // acPairLoop is the D²/2 form of acSubsets.
