@@ -205,3 +205,32 @@ func TestTracesIncompleteFlushedAsAborted(t *testing.T) {
 		}
 	}
 }
+
+// TestTracesRootFirstWithGrace: with a grace period, children exported after their root (spans
+// of one trace from several processes) still join the run.
+func TestTracesRootFirstWithGrace(t *testing.T) {
+	e := newEnv(t, func(c *ingest.Config) {
+		c.Assembly.Grace = 200 * time.Millisecond
+		c.FlushInterval = 20 * time.Millisecond
+	})
+	for _, f := range []string{"split_part2.json", "split_part1.json"} { // root first
+		if resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, f)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", f, resp.StatusCode, raw)
+		}
+	}
+	for k, r := range waitFinished(t, e.bus, 1) {
+		if r.ModelCalls != 2 || len(r.Tools) != 1 || r.Finished.Status != "succeeded" {
+			t.Errorf("%s: %d model calls, tools %q, %s; want 2, [lookup], succeeded", k, r.ModelCalls, r.Tools, r.Finished.Status)
+		}
+	}
+}
+
+func TestTracesUnsafeStudyAttribute(t *testing.T) {
+	e := newEnv(t, nil)
+	body := strings.Replace(string(payload(t, "genai.json")), `"key": "gen_ai.operation.name",`, `"key": "ditto.study", "value": {"stringValue": "a.b"}}, {"key": "gen_ai.operation.name",`, 1)
+	resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", []byte(body))
+	r := exportResp(t, true, raw)
+	if resp.StatusCode != http.StatusOK || r.GetPartialSuccess().GetRejectedSpans() != 1 || !strings.Contains(r.GetPartialSuccess().GetErrorMessage(), "unsafe") {
+		t.Errorf("span with ditto.study=a.b: %d %v, want 200 with 1 rejected as unsafe", resp.StatusCode, r.PartialSuccess)
+	}
+}
