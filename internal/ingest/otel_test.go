@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,33 @@ func TestOpenTelemetrySDKExport(t *testing.T) {
 	for key := range got {
 		if len(key) != len("prod/d20261130-")+32 {
 			t.Errorf("run key %q is not prod/d<yyyymmdd>-<trace id>", key)
+		}
+	}
+}
+
+// TestOpenTelemetrySDKRemoteParent: an agent invoked with a propagated trace context (its
+// invoke_agent span's parent lives in another service) is a complete run as soon as its spans
+// are exported, not an incomplete trace waiting for a root that will never come.
+func TestOpenTelemetrySDKRemoteParent(t *testing.T) {
+	e := newEnv(t, nil) // trace idle timeout: the default 5 minutes
+	ctx := ctxT(t, 30*time.Second)
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(e.ts.URL+"/v1/traces"),
+		otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + tokProd}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	tid, _ := trace.TraceIDFromHex("0123456789abcdef0123456789abcdef")
+	sid, _ := trace.SpanIDFromHex("0123456789abcdef")
+	upstream := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+	agentRun(trace.ContextWithRemoteSpanContext(ctx, upstream), tp.Tracer("agent"), 0)
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runs := waitFinished(t, e.bus, 1)
+	for k, r := range runs {
+		if r.Finished.Status != events.StatusSucceeded || len(r.Tools) != 2 || !strings.HasSuffix(k, "0123456789abcdef0123456789abcdef") {
+			t.Errorf("%s finished %s with tools %q, want the trace's run, succeeded, 2 tools", k, r.Finished.Status, r.Tools)
 		}
 	}
 }

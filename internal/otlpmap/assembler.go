@@ -51,8 +51,9 @@ type pending struct {
 }
 
 // Assembler buffers the spans of each trace until the trace is complete. A trace is complete
-// when its root span (the span with no parent, which an OpenTelemetry SDK exports last because
-// it ends last) has arrived, plus Grace. A trace whose root never arrives is released as
+// when its local root span has arrived (Span.LocalRoot: no parent, or a remote parent; an
+// OpenTelemetry SDK exports it last because it ends last), plus Grace. When several processes
+// export spans of one trace, set Grace so that the other processes' spans join the run. A trace whose root never arrives is released as
 // incomplete after IdleTimeout. Released traces are remembered (ClosedMemory) so that their
 // late spans are refused rather than starting a second, partial run.
 //
@@ -125,7 +126,7 @@ func (a *Assembler) Add(spans []Span, now time.Time) (ready []Trace, rejected []
 		p.spans = append(p.spans, s)
 		p.lastSeen = now
 		a.total++
-		if s.ParentID == "" && p.rootAt.IsZero() {
+		if s.LocalRoot() && p.rootAt.IsZero() {
 			p.rootAt = now
 			if a.cfg.Grace <= 0 {
 				completed = append(completed, s.TraceID)

@@ -107,3 +107,31 @@ func TestAssemblerRestoreAndMemory(t *testing.T) {
 		t.Errorf("forgotten trace still refused: %v", rej)
 	}
 }
+
+func TestAssemblerLocalRootWithRemoteParent(t *testing.T) {
+	a := NewAssembler(AssemblerConfig{})
+	children := load(t, "split_part1.json")
+	root := load(t, "split_part2.json")
+	for i := range root {
+		if root[i].ParentID == "" { // the agent was called with a propagated context
+			root[i].ParentID, root[i].RemoteParent = "feedfacefeedface", true
+		}
+	}
+	a.Add(children, t0)
+	ready, _, _ := a.Add(root, t0)
+	if len(ready) != 1 || !ready[0].Complete {
+		t.Fatalf("a span with a remote parent did not complete its trace: %+v", ready)
+	}
+	res, err := MapTrace(ready[0].Spans, Config{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range res.Notes {
+		if n.SpanID == "b7ad6b7169203331" {
+			t.Errorf("a remote parent is noted as missing: %v", n)
+		}
+	}
+	if res.Task != "helper" {
+		t.Errorf("Task = %q, want helper", res.Task)
+	}
+}

@@ -154,7 +154,9 @@ func (m *mapper) index(in []Span) error {
 		case s.ParentID == "":
 			m.tops = append(m.tops, s)
 		case !seen[s.ParentID]:
-			m.note(s, "parent span %s not received; treated as top level", s.ParentID)
+			if !s.RemoteParent {
+				m.note(s, "parent span %s not received; treated as top level", s.ParentID)
+			}
 			m.tops = append(m.tops, s)
 		default:
 			m.children[s.ParentID] = append(m.children[s.ParentID], s)

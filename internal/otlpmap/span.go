@@ -38,13 +38,16 @@ type SpanEvent struct {
 // a trace root.
 type Span struct {
 	TraceID, SpanID, ParentID string
-	Name                      string
-	Start, End                time.Time
-	Attrs                     Attrs
-	Resource                  Attrs
-	Status                    StatusCode
-	StatusMessage             string
-	Events                    []SpanEvent
+	// RemoteParent says the parent span is in another process (OTLP span flags). Such a span
+	// is the local root of this process's part of the trace.
+	RemoteParent  bool
+	Name          string
+	Start, End    time.Time
+	Attrs         Attrs
+	Resource      Attrs
+	Status        StatusCode
+	StatusMessage string
+	Events        []SpanEvent
 	// Study is the ditto study the span is written to; the ingestion server sets it from the
 	// ditto.study attribute or the caller's default before buffering.
 	Study string
@@ -152,8 +155,9 @@ func SpanFromProto(ps *tracepb.Span, resource Attrs) (Span, error) {
 	if end.Before(start) { // an unended or skewed span: treat it as instantaneous
 		end = start
 	}
+	const remote = uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 	s := Span{
-		TraceID: tid, SpanID: sid, ParentID: pid, Name: ps.GetName(),
+		TraceID: tid, SpanID: sid, ParentID: pid, RemoteParent: pid != "" && ps.GetFlags()&remote == remote, Name: ps.GetName(),
 		Start: start, End: end, Attrs: attrs(ps.GetAttributes()), Resource: resource,
 		Status: StatusCode(ps.GetStatus().GetCode()), StatusMessage: ps.GetStatus().GetMessage(),
 	}
@@ -220,3 +224,8 @@ func anyValue(v *commonpb.AnyValue, depth int) any {
 	}
 	return nil
 }
+
+// LocalRoot reports whether s is the root of the trace as exported by its process: it has no
+// parent, or its parent is remote (the agent was called with a propagated trace context). An
+// SDK exports it last, since it ends last.
+func (s *Span) LocalRoot() bool { return s.ParentID == "" || s.RemoteParent }
