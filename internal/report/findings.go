@@ -130,6 +130,13 @@ func simulated(cells []CellInfo, model string) bool {
 	return false
 }
 
+// namedConditions describe the research's conditions by their sorted components, for
+// comparisons against baseline (no component).
+var namedConditions = map[string]string{
+	"circuit_breaker,forced_tool,fsm,permission_gate,retry,schema_gate,validation":                     "The harness",
+	"circuit_breaker,forced_tool,fsm,permission_gate,retry,schema_gate,structured_planning,validation": "The harness with Structured Planning",
+}
+
 // changeName names what differs between conditions A and B, as the subject of a sentence.
 func changeName(cells []CellInfo, task, model, a, b string, production bool) string {
 	if production {
@@ -145,6 +152,11 @@ func changeName(cells []CellInfo, task, model, a, b string, production bool) str
 	for _, c := range ca {
 		if !slices.Contains(cb, c) {
 			removed = append(removed, componentTitle(c))
+		}
+	}
+	if len(ca) == 0 && len(removed) == 0 {
+		if named, ok := namedConditions[strings.Join(cb, ",")]; ok {
+			return named
 		}
 	}
 	switch {

@@ -76,12 +76,16 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(bw, "No comparison is significant after the Benjamini–Hochberg adjustment.")
 	}
-	for _, fd := range r.Findings {
-		mark := ""
-		if fd.Bad {
-			mark = " **(worse)**"
+	for _, g := range r.FindingGroups() {
+		fmt.Fprintf(bw, "### %s\n\n", g.Title)
+		for _, fd := range g.Findings {
+			mark := ""
+			if fd.Bad {
+				mark = " **(worse)**"
+			}
+			fmt.Fprintf(bw, "- %s%s\n", fd.Sentence, mark)
 		}
-		fmt.Fprintf(bw, "- %s%s\n", fd.Sentence, mark)
+		fmt.Fprintln(bw)
 	}
 	fmt.Fprintln(bw)
 	if r.Kind == KindStudy {
@@ -112,6 +116,25 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// FindingGroup is the findings of one task and model.
+type FindingGroup struct {
+	Title    string
+	Findings []Finding
+}
+
+// FindingGroups groups the findings by task and model, in report order.
+func (r *Report) FindingGroups() []FindingGroup {
+	var out []FindingGroup
+	for _, f := range r.Findings {
+		title := f.Task + " · " + modelText(r.Cells, f.Model)
+		if n := len(out); n == 0 || out[n-1].Title != title {
+			out = append(out, FindingGroup{Title: title})
+		}
+		out[len(out)-1].Findings = append(out[len(out)-1].Findings, f)
+	}
+	return out
 }
 
 // ConditionTable lists each condition's harness components as the runs recorded them.
@@ -170,7 +193,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <title>{{.R.Title}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem;color:#1b1f24;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem}
+h1{font-size:1.6rem;margin-bottom:.2rem} h3{font-size:1rem;margin:.8rem 0 .2rem} h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem}
 .meta{color:#57606a}
 table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}
 th,td{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:left;vertical-align:top;white-space:nowrap}
@@ -182,7 +205,7 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 <h1>{{.R.Title}}</h1>
 <p class="meta">study <b>{{.R.Study}}</b>{{if .GeneratedAt}} · data up to {{.GeneratedAt}}{{end}} · {{.R.Basis.CountedRuns}} runs counted · {{.R.Basis.Events}} events</p>
 <h2>Findings</h2>
-{{if .R.Findings}}<ul class="findings">{{range .R.Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}</li>{{end}}</ul>
+{{if .R.Findings}}{{range .R.FindingGroups}}<h3>{{.Title}}</h3><ul class="findings">{{range .Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}</li>{{end}}</ul>{{end}}
 {{else}}<p>No comparison is significant after the Benjamini–Hochberg adjustment.</p>{{end}}
 {{define "table"}}<div class="scroll"><table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
 {{range $i, $row := .Rows}}<tr{{if index $.Flag $i}} class="bad"{{end}}>{{range $row}}<td>{{.}}</td>{{end}}</tr>
@@ -227,6 +250,10 @@ func writeAtomic(path string, data []byte) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("report: %w", err)
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("report: write %s: %w", path, err)

@@ -208,6 +208,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 		if si.SourceKind == "production" {
 			jobs = append(jobs, func() (*report.Report, error) { return s.buildDrift(ctx, si.Study, now) })
 		}
+		failed := false
 		for _, job := range jobs {
 			r, err := job()
 			if errors.Is(err, report.ErrNoData) {
@@ -215,18 +216,26 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 			}
 			if err != nil {
 				s.log.Error("reports: build", "study", si.Study, "err", err)
-				lastErr = err
+				lastErr, failed = err, true
 				continue
 			}
 			g, err := s.publish(ctx, r, st, alerted)
 			if err != nil {
 				s.log.Error("reports: publish", "report", r.Name, "err", err)
-				lastErr = err
+				lastErr, failed = err, true
 				continue
 			}
 			res.Reports = append(res.Reports, g)
 		}
-		st.Studies[si.Study] = si.LastEvent
+		if !failed { // a failed study is tried again at the next run
+			st.Studies[si.Study] = si.LastEvent
+		} else { // and keeps its alerted findings, so that they do not alert twice
+			for k := range st.Alerted {
+				if strings.HasPrefix(k, si.Study+"|") || strings.HasPrefix(k, si.Study+"-drift|") {
+					alerted[k] = true
+				}
+			}
+		}
 	}
 	// Findings that are no longer bad may alert again when they turn bad anew.
 	st.Alerted = alerted
@@ -244,7 +253,7 @@ func (s *Scheduler) studies(ctx context.Context) ([]report.StudyInfo, error) {
 
 // snapshot runs f in a read transaction: one snapshot per report.
 func (s *Scheduler) snapshot(ctx context.Context, f func(q analysis.Querier) (*report.Report, error)) (*report.Report, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: begin: %w", err)
 	}
