@@ -36,6 +36,7 @@ type Run struct {
 	fold    events.Run // the run so far: every recorded event is applied first
 	buf     []events.Envelope
 	callSeq int
+	plans   int
 }
 
 // StartRun records run.started.
@@ -95,11 +96,16 @@ func (r *Run) recordLocked(p events.Payload) error {
 	return nil
 }
 
-// Plan records the plan the model proposed (plan.proposed), as text.
+// Plan records a plan the model proposed (plan.proposed), as text. Successive plans of a run
+// are attempts 1, 2, ...
 func (r *Run) Plan(text string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.recordLocked(events.PlanProposed{Text: text, Attempt: r.fold.PlanReprompts + 1})
+	if err := r.recordLocked(events.PlanProposed{Text: text, Attempt: r.plans + 1}); err != nil {
+		return err
+	}
+	r.plans++
+	return nil
 }
 
 // EnterState records entering a state (a step of the agent).
