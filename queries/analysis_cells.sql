@@ -1,6 +1,8 @@
 -- analysis_cells: per cell of one study, the runs the metrics count and those they do not.
--- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell; model.called and
---   retry.scheduled: the activity of attempts, finished or not), runs (every attempt).
+-- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell; run.started: every
+--   attempt; model.called and retry.scheduled: the activity of attempts, finished or not),
+--   run_folds (finished attempts). Read directly rather than through the view runs, whose scan
+--   of every study's run.started events dominated the cost.
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
 --   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
 --   runs with a finished attempt, each counted once, by its latest finished attempt: succeeded,
@@ -33,18 +35,29 @@ WITH defined AS (
     FROM events
     WHERE study = $1 AND type IN ('model.called', 'retry.scheduled')
     GROUP BY run, attempt
+), started AS (
+    SELECT run, attempt,
+           min(payload ->> '$.task') AS task,
+           min(payload ->> '$.model') AS model,
+           min(payload ->> '$.condition') AS condition,
+           min(time) AS started_at
+    FROM events
+    WHERE study = $1 AND type = 'run.started'
+    GROUP BY run, attempt
+), folds AS (
+    SELECT * FROM run_folds WHERE study = $1
 ), attempts AS (
-    SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
-           coalesce(condition, '') AS condition, run, attempt,
-           sig_trace IS NOT NULL AS finished,
-           sig_trace, sig_output, sig_tools, fold_error, check_error,
+    SELECT coalesce(f.task, s.task, '') AS task, coalesce(f.model, s.model, '') AS model,
+           coalesce(f.condition, s.condition, '') AS condition, run, attempt,
+           f.sig_trace IS NOT NULL AS finished,
+           f.sig_trace, f.sig_output, f.sig_tools, f.fold_error, f.check_error,
            coalesce(a.tokens, 0) AS tokens, coalesce(a.retries, 0) AS retries,
-           started_at, finished_at,
+           coalesce(f.started_at, s.started_at) AS started_at, f.finished_at,
            max(attempt) OVER (PARTITION BY run) AS latest_attempt,
-           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
-    FROM runs r
+           max(CASE WHEN f.sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
+    FROM folds f
+    FULL OUTER JOIN started s USING (run, attempt)
     LEFT JOIN activity a USING (run, attempt)
-    WHERE r.study = $1
 ), seen AS (
     SELECT task, model, condition,
            count(DISTINCT run) AS runs,

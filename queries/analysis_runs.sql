@@ -2,7 +2,9 @@
 -- each with the per-run values the metrics need; their trace content is in analysis_traces.
 -- Inputs: $1 study (VARCHAR); $2 task, $3 model, $4 condition (VARCHAR, NULL for any); $5, $6
 --   (BIGINT microseconds since the epoch, NULL for unbounded): keep runs with $5 <= started_at <
---   $6. View runs. A run counts once, by its latest finished attempt (see analysis_cells).
+--   $6. Table run_folds (one row per finished attempt; reading it rather than the view runs
+--   spares the view's scan of every run.started event). A run counts once, by its latest
+--   finished attempt (see analysis_cells).
 -- Outputs: rows (task, model, condition, run, attempt, status, success, tokens, latency_ms,
 --   retries, plan_reprompts, rejected_tool_calls, escalated, input_index, seed_index, started_us,
 --   sig_trace, sig_tools), ordered by task, model, condition, run. success is the ground-truth
@@ -13,8 +15,8 @@ WITH attempts AS (
            coalesce(condition, '') AS condition, run, attempt, status, success, tokens,
            latency_ms, elapsed_ms, retries, plan_reprompts, rejected_tool_calls, escalated,
            input_index, seed_index, started_at, sig_trace, sig_tools,
-           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
-    FROM runs
+           max(attempt) OVER (PARTITION BY run) AS counted_attempt
+    FROM run_folds
     WHERE study = $1
 )
 SELECT task, model, condition, run, attempt, status,

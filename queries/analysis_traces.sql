@@ -1,7 +1,8 @@
 -- analysis_traces: the signature grouping of the counted runs: each distinct trace of a cell
 -- once, with its multiplicity, so that run contents cross the wire once per distinct trace.
 -- Inputs: the parameters of analysis_runs ($1 study; $2 task, $3 model, $4 condition, NULL for
---   any; $5, $6 microseconds since the epoch, NULL for unbounded, on started_at). View runs.
+--   any; $5, $6 microseconds since the epoch, NULL for unbounded, on started_at). Table
+--   run_folds (finished attempts).
 -- Outputs: rows (task, model, condition, sig_trace, sig_tools, plan, states, tools, calls,
 --   output, runs), one per distinct (sig_trace, sig_tools) of a cell, ordered by task, model,
 --   condition, sig_trace, sig_tools. sig_trace covers plan, states, calls and output and
@@ -12,8 +13,8 @@ WITH attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
            coalesce(condition, '') AS condition, run, attempt, started_at,
            sig_trace, sig_tools, plan, states, tools, calls, output,
-           max(CASE WHEN sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
-    FROM runs
+           max(attempt) OVER (PARTITION BY run) AS counted_attempt
+    FROM run_folds
     WHERE study = $1
 )
 SELECT task, model, condition, sig_trace, sig_tools,
