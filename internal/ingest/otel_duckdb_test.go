@@ -62,6 +62,17 @@ func TestOpenTelemetrySDKExportInDuckDB(t *testing.T) {
 	if failed != 1 { // runs 1 (of 0, 1, 2) fails its route call
 		t.Errorf("failed route calls in DuckDB = %d, want 1", failed)
 	}
+	// The README's per-window query: one window, one cell, all runs.
+	var day string
+	var perWindow int64
+	if err := w.DB().QueryRowContext(ctx, `SELECT split_part(run, '-', 1) AS day, count(*) AS runs
+		FROM runs WHERE source_kind = 'production' AND last_attempt AND status <> 'incomplete'
+		GROUP BY ALL`).Scan(&day, &perWindow); err != nil {
+		t.Fatal(err)
+	}
+	if perWindow != runs || len(day) != len("d20261130") || day[0] != 'd' {
+		t.Errorf("per-window query = (%q, %d), want (d<yyyymmdd>, %d)", day, perWindow, runs)
+	}
 	var rejected int64
 	if err := w.DB().QueryRowContext(ctx, `SELECT count(*) FROM rejected_events`).Scan(&rejected); err != nil {
 		t.Fatal(err)
