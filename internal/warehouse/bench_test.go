@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +33,15 @@ func benchMsgs(tb testing.TB, n int) []msg {
 		out = append(out, s.out...)
 	}
 	return out
+}
+
+// cpuTime returns this process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func envInt(name string, def int) int {
@@ -184,11 +194,15 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	publishFast(b, bs, msgs)
 	b.ResetTimer()
-	var ref, wh time.Duration
+	var ref, wh, refCPU, whCPU time.Duration
 	var fig ingestFigures
 	for i := 0; i < b.N; i++ {
+		c0 := cpuTime()
 		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
+		c1 := cpuTime()
 		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch})
+		c2 := cpuTime()
+		refCPU, whCPU = refCPU+c1-c0, whCPU+c2-c1
 		wh += f.took
 		fig.peakHeap = max(fig.peakHeap, f.peakHeap)
 		fig.fileBytes = f.fileBytes
@@ -201,9 +215,12 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(whRate/refRate, "ratio")
 	b.ReportMetric(float64(fig.fileBytes)/float64(n), "duckdb-bytes/event")
 	b.ReportMetric(float64(fig.peakHeap)/(1<<20), "peak-heap-MiB")
-	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB\n",
-		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, float64(fig.fileBytes)/float64(n),
-		float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20))
+	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
+	b.ReportMetric(perEvent(whCPU), "cpu-µs/event")
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU of this process per event: analyzer %.1f µs, reference %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
+		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(refCPU),
+		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load)+" ?")[0])
 }
 
 // TestMemoryBoundedUnderBacklog ingests a backlog and a ten times larger one with the same

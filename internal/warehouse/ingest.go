@@ -135,6 +135,7 @@ func (ing *ingester) session(ctx context.Context) error {
 		// limits); nothing can be stored for them.
 		wm = state.FirstSeq - 1
 	}
+	ing.w.stats.setWatermark(wm)
 	if ing.untilCaughtUp && state.LastSeq <= wm {
 		return errCaughtUp
 	}

@@ -123,6 +123,13 @@ func (r *statsRecorder) setRunning(on bool) {
 	r.mu.Unlock()
 }
 
+func (r *statsRecorder) setWatermark(wm uint64) {
+	r.mu.Lock()
+	r.s.Watermark = wm
+	r.mu.Unlock()
+	r.watermark.Set(float64(wm))
+}
+
 func (r *statsRecorder) restarted() {
 	r.mu.Lock()
 	r.s.Restarts++

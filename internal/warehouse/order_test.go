@@ -1,0 +1,67 @@
+package warehouse_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/warehouse"
+)
+
+// A run whose events arrive in reverse order, one batch each: its run.finished comes first
+// (folded with an error), and every late event refolds it until the row is the fold of the
+// whole history.
+func TestLateEventsRefold(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	s := newSynth(t, "late")
+	s.run("r-0", 1, runOpts{condition: "harness"})
+	reversed := slices.Clone(s.out)
+	slices.Reverse(reversed)
+	publish(t, b, reversed)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 1, BatchWait: 10 * time.Millisecond})
+	checkExact(t, w, s.out)
+	var status string
+	var foldErr, sigTrace any
+	if err := w.DB().QueryRow("SELECT status, fold_error, sig_trace FROM runs WHERE run = 'r-0'").Scan(&status, &foldErr, &sigTrace); err != nil {
+		t.Fatal(err)
+	}
+	if status != "succeeded" || foldErr != nil || sigTrace == nil {
+		t.Errorf("runs row = (%s, %v, %v), want succeeded without a fold error", status, foldErr, sigTrace)
+	}
+	if got := w.Stats().FoldErrors; got == 0 {
+		t.Errorf("Stats().FoldErrors = 0, want the early folds counted")
+	}
+}
+
+// A message removed from the stream leaves a hole the consumer can never fill: after a few
+// consumer restarts the ingester steps over it.
+func TestHoleInStream(t *testing.T) {
+	srv := bustest.NewServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// DITTO_EVENTS as an operator might have made it, allowing deletes (ditto's denies them).
+	cfg := bus.EventsStreamConfig(1, time.Minute)
+	cfg.DenyDelete = false
+	s, err := b.JetStream().CreateStream(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := sampleMsgs(t)[:40]
+	publish(t, b, msgs)
+	if err := s.DeleteMsg(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 7, BatchWait: 10 * time.Millisecond})
+	checkExact(t, w, append(slices.Clone(msgs[:9]), msgs[10:]...))
+	if st := w.Stats(); st.Restarts < 3 {
+		t.Errorf("Stats().Restarts = %d, want the consumer restarted before stepping over the hole", st.Restarts)
+	}
+}
