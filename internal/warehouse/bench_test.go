@@ -220,7 +220,7 @@ func BenchmarkIngest(b *testing.B) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU of this process per event: analyzer %.1f µs, reference %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
 		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(refCPU),
-		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load)+" ?")[0])
+		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load) + " ?")[0])
 }
 
 // TestMemoryBoundedUnderBacklog ingests a backlog and a ten times larger one with the same
