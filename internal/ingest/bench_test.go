@@ -40,57 +40,85 @@ func BenchmarkIngest(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		e := newEnv(b, nil)
 		evs := benchEvents(b, fmt.Sprintf("direct-%d", b.N), b.N)
-		p, err := e.bus.NewPublisher(bus.WithMaxInFlight(512))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx := context.Background()
 		b.ResetTimer()
-		start := time.Now()
-		for i := range evs {
-			if err := p.PublishEvent(ctx, &evs[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := p.Wait(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		b.ReportMetric(publishDirect(b, e, evs), "events/s")
 	})
 	b.Run("http", func(b *testing.B) {
 		e := newEnv(b, nil)
 		evs := benchEvents(b, fmt.Sprintf("http-%d", b.N), b.N)
-		c, err := client.New(e.ts.URL, client.WithToken(tokAll))
-		if err != nil {
-			b.Fatal(err)
-		}
-		const batch, workers = 500, 4
-		work := make(chan []events.Envelope)
-		var wg sync.WaitGroup
 		b.ResetTimer()
-		start := time.Now()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for chunk := range work {
-					if err := c.Send(context.Background(), chunk); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		for i := 0; i < len(evs); i += batch {
-			work <- evs[i:min(i+batch, len(evs))]
-		}
-		close(work)
-		wg.Wait()
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		b.ReportMetric(sendHTTP(b, e, evs), "events/s")
 		b.StopTimer()
 		if n := streamCount(b, e.bus); n != uint64(b.N) {
 			b.Fatalf("stream holds %d events, want %d", n, b.N)
 		}
 	})
+}
+
+// BenchmarkIngestRatio measures both paths back to back on one server, per op 20,000 events
+// each way, and reports their rates and the ratio http/direct.
+//
+// go test -run XXX -bench IngestRatio -benchtime 3x ./internal/ingest
+func BenchmarkIngestRatio(b *testing.B) {
+	e := newEnv(b, nil)
+	const n = 20_000
+	var direct, http float64
+	for i := 0; i < b.N; i++ {
+		direct += publishDirect(b, e, benchEvents(b, fmt.Sprintf("rd%d", i), n))
+		http += sendHTTP(b, e, benchEvents(b, fmt.Sprintf("rh%d", i), n))
+	}
+	b.ReportMetric(direct/float64(b.N), "direct-events/s")
+	b.ReportMetric(http/float64(b.N), "http-events/s")
+	b.ReportMetric(http/direct, "http/direct")
+}
+
+// publishDirect publishes evs with the bus publisher and returns events/s.
+func publishDirect(b *testing.B, e *env, evs []events.Envelope) float64 {
+	p, err := e.bus.NewPublisher(bus.WithMaxInFlight(512))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	for i := range evs {
+		if err := p.PublishEvent(ctx, &evs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return float64(len(evs)) / time.Since(start).Seconds()
+}
+
+// sendHTTP sends evs with the Go client (batches of 500, 4 concurrent senders) and returns
+// events/s.
+func sendHTTP(b *testing.B, e *env, evs []events.Envelope) float64 {
+	c, err := client.New(e.ts.URL, client.WithToken(tokAll))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch, workers = 500, 4
+	work := make(chan []events.Envelope)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for chunk := range work {
+				if err := c.Send(context.Background(), chunk); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < len(evs); i += batch {
+		work <- evs[i:min(i+batch, len(evs))]
+	}
+	close(work)
+	wg.Wait()
+	return float64(len(evs)) / time.Since(start).Seconds()
 }
 
 // BenchmarkIngestOTLP measures OTLP/HTTP protobuf exports of complete GenAI traces (7 spans,
