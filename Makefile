@@ -41,12 +41,10 @@ test: tools vet ## the whole test suite (what CI runs)
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: demo
-demo: ## the main job on embedded defaults: import the bundled sample traces and summarise the stream
-	@rm -rf $(DATA_DIR)/demo
+demo: ## the research study end to end in one process (embedded NATS, simulated models, workers, analyzer) and its report; DEMO_FLAGS="--n 20 --latency-scale 0" for a quicker run
 	@mkdir -p $(BIN)
-	@CGO_ENABLED=0 $(GO) build -o $(BIN)/producer ./cmd/producer
-	$(BIN)/producer import --data-dir $(DATA_DIR)/demo --nats-port -1 internal/samples/traces.jsonl
-	$(BIN)/producer summary --data-dir $(DATA_DIR)/demo --nats-port -1
+	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/analyzer ./cmd/analyzer
+	$(BIN)/analyzer demo --data-dir $(DATA_DIR)/demo $(DEMO_FLAGS)
 
 .PHONY: bench
 bench: ## benchmarks, printed as ratios against references measured in the same run
