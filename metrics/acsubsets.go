@@ -77,11 +77,14 @@ func binom(n, k int) int64 {
 // argument a with leaf set sets[a] and multiplicity counts[a].
 // subsetScratch holds acSubsets' buffers, reused across steps.
 type subsetScratch struct {
-	t   keyTable
-	g   []int64
-	es  []subsetEntry
-	own []int32
-	sub []key128
+	common  []uint64
+	reduced [][]uint64
+	arena   []uint64
+	t       keyTable
+	g       []int64
+	es      []subsetEntry
+	own     []int32
+	sub     []key128
 }
 
 type subsetEntry struct {
@@ -91,6 +94,10 @@ type subsetEntry struct {
 
 func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, sc *subsetScratch) {
 	t := &sc.t
+	// Leaves shared by every argument at this step (a constant field, the
+	// step index) are in every intersection: strip them and add their
+	// number u back, J = (i+u)/(s1+s2+u−i). Each one halves the subsets.
+	sets, u := stripCommon(sets, sc)
 	maxS := 0
 	for _, s := range sets {
 		maxS = max(maxS, len(s))
@@ -191,11 +198,7 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, s
 					}
 					ni += term
 				}
-				if s1 == 0 && s2 == 0 {
-					fs.add(0, 0, ni)
-				} else {
-					fs.add(i, s1+s2-i, ni)
-				}
+				fs.add(i+u, s1+s2+u-i, ni) // both empty: (0, 0), which fracSum scores 1
 			}
 		}
 	}
@@ -242,10 +245,58 @@ func acSubsets(sets [][]uint64, counts []int64, fs *fracSum, rowSum []float64, s
 				case sa == 0 && s2 == 0:
 					r += float64(ni)
 				case ni != 0:
-					r += float64(ni) * float64(i) / float64(sa+s2-i)
+					r += float64(ni) * float64(i+u) / float64(sa+s2+u-i)
 				}
 			}
 		}
 		rowSum[a] = r
 	}
+}
+
+// stripCommon removes the leaves present in every set and returns the
+// reduced sets (in scratch memory) and the number removed.
+func stripCommon(sets [][]uint64, sc *subsetScratch) ([][]uint64, int) {
+	if len(sets) == 0 {
+		return sets, 0
+	}
+	common := append(sc.common[:0], sets[0]...)
+	for _, s := range sets[1:] {
+		if len(common) == 0 {
+			break
+		}
+		k := 0
+		i := 0
+		for _, h := range common {
+			for i < len(s) && s[i] < h {
+				i++
+			}
+			if i < len(s) && s[i] == h {
+				common[k] = h
+				k++
+			}
+		}
+		common = common[:k]
+	}
+	sc.common = common
+	if len(common) == 0 {
+		return sets, 0
+	}
+	out := sc.reduced[:0]
+	arena := sc.arena[:0]
+	for _, s := range sets {
+		start := len(arena)
+		c := 0
+		for _, h := range s {
+			for c < len(common) && common[c] < h {
+				c++
+			}
+			if c < len(common) && common[c] == h {
+				continue
+			}
+			arena = append(arena, h)
+		}
+		out = append(out, arena[start:len(arena):len(arena)])
+	}
+	sc.reduced, sc.arena = out, arena
+	return out, len(common)
 }
