@@ -44,17 +44,20 @@ func loadItems(tb testing.TB, n int) []*item {
 func BenchmarkLoad(b *testing.B) {
 	const n, batch = 200_000, 10_000
 	items := loadItems(b, n)
-	for _, variant := range []string{"watermark", "watermark+antijoin", "primary-key"} {
+	for _, variant := range []string{"watermark", "watermark+antijoin", "primary-key", "varchar-payload"} {
 		b.Run(LoadPath+"/"+variant, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				path := filepath.Join(b.TempDir(), "load.duckdb")
 				ctx := context.Background()
-				if variant == "primary-key" {
+				if variant == "primary-key" || variant == "varchar-payload" {
 					db, err := sql.Open("duckdb", path)
 					if err != nil {
 						b.Fatal(err)
 					}
 					ddl := strings.Replace(queries.TableEvents.SQL, "id             VARCHAR     NOT NULL,", "id VARCHAR PRIMARY KEY,", 1)
+					if variant == "varchar-payload" {
+						ddl = strings.Replace(queries.TableEvents.SQL, "payload        JSON", "payload        VARCHAR", 1)
+					}
 					if _, err := db.Exec(ddl); err != nil {
 						b.Fatal(err)
 					}
