@@ -234,3 +234,27 @@ func TestTracesUnsafeStudyAttribute(t *testing.T) {
 		t.Errorf("span with ditto.study=a.b: %d %v, want 200 with 1 rejected as unsafe", resp.StatusCode, r.PartialSuccess)
 	}
 }
+
+// TestTracesBufferFull: when incomplete traces fill the span buffer, an export that would add
+// to it is answered 503 with Retry-After and nothing of it is buffered; an export of complete
+// traces still goes through.
+func TestTracesBufferFull(t *testing.T) {
+	e := newEnv(t, func(c *ingest.Config) { c.Assembly.MaxSpans = 3 })
+	if resp, _ := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part1.json")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first export = %d", resp.StatusCode)
+	}
+	incomplete := strings.Replace(string(payload(t, "genai.json")), `"parentSpanId": ""`, `"parentSpanId": "0badc0de0badc0de"`, 1)
+	resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", []byte(incomplete))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("export into a full buffer = %d %q (Retry-After %q), want 503 with Retry-After", resp.StatusCode, raw, resp.Header.Get("Retry-After"))
+	}
+	if v := gauge(t, e.srv.Registry(), "ditto_ingest_buffered_spans"); v != 2 {
+		t.Errorf("buffered spans = %v, want 2 (the refused export added none)", v)
+	}
+	if resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "openinference.json")); resp.StatusCode != http.StatusOK {
+		t.Errorf("complete trace with a full buffer = %d %q, want 200", resp.StatusCode, raw)
+	}
+	if runs := folds(t, stored(t, e.bus)); len(runs) != 1 {
+		t.Errorf("%d runs stored, want the complete one", len(runs))
+	}
+}

@@ -10,7 +10,7 @@ import (
 type AssemblerConfig struct {
 	MaxTraces        int           // traces buffered at once; default 10,000
 	MaxSpans         int           // spans buffered over all traces; default 200,000
-	MaxSpansPerTrace int           // default 10,000; later spans of a longer trace are refused
+	MaxSpansPerTrace int           // default 10,000; later spans of a longer trace are refused, except its root
 	Grace            time.Duration // wait after the root span for late siblings; default 0 (emit at once)
 	IdleTimeout      time.Duration // flush a trace whose root never came after this long without a span; default 5m
 	ClosedMemory     int           // emitted trace ids remembered to refuse their late spans; default 100,000
@@ -83,10 +83,23 @@ func (a *Assembler) Stats() (traces, spans int) { return len(a.traces), a.total 
 // (ErrLate) and spans beyond MaxSpansPerTrace (ErrTooMany) are refused one by one, with
 // their index in spans. A span already buffered is ignored: exporters retry.
 func (a *Assembler) Add(spans []Span, now time.Time) (ready []Trace, rejected []Rejected, err error) {
+	// Spans of traces this request completes (their root is in it and there is no grace
+	// period) are released at once: they do not need room, so a full buffer of incomplete
+	// traces does not block complete ones.
+	completing := map[string]bool{}
+	if a.cfg.Grace <= 0 {
+		for i := range spans {
+			if s := &spans[i]; s.LocalRoot() {
+				if p := a.traces[s.TraceID]; p == nil || p.rootAt.IsZero() {
+					completing[s.TraceID] = true
+				}
+			}
+		}
+	}
 	newSpans, newTraces := 0, map[string]bool{}
 	for i := range spans {
 		s := &spans[i]
-		if _, late := a.closed[s.TraceID]; late {
+		if _, late := a.closed[s.TraceID]; late || completing[s.TraceID] {
 			continue
 		}
 		if p := a.traces[s.TraceID]; p != nil {
@@ -117,7 +130,8 @@ func (a *Assembler) Add(spans []Span, now time.Time) (ready []Trace, rejected []
 		if p.ids[s.SpanID] {
 			continue
 		}
-		if len(p.spans) >= a.cfg.MaxSpansPerTrace {
+		// The local root is always kept: without it the trace could never complete.
+		if len(p.spans) >= a.cfg.MaxSpansPerTrace && !s.LocalRoot() {
 			rejected = append(rejected, Rejected{Index: i, TraceID: s.TraceID, SpanID: s.SpanID,
 				Err: fmt.Errorf("%w: more than %d", ErrTooMany, a.cfg.MaxSpansPerTrace)})
 			continue

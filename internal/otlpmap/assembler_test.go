@@ -66,26 +66,45 @@ func TestAssemblerGraceAndIdle(t *testing.T) {
 	}
 }
 
+// withoutRoot drops a trace's root span: the rest waits in the buffer.
+func withoutRoot(spans []Span) []Span {
+	var out []Span
+	for _, s := range spans {
+		if !s.LocalRoot() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func TestAssemblerBounds(t *testing.T) {
 	a := NewAssembler(AssemblerConfig{MaxSpans: 3})
 	if _, _, err := a.Add(load(t, "split_part1.json"), t0); err != nil {
 		t.Fatal(err)
 	}
-	// 2 buffered + 7 new > 3: all or nothing.
-	if _, _, err := a.Add(load(t, "genai.json"), t0); !errors.Is(err, ErrFull) {
+	// 2 buffered + 6 new > 3: all or nothing.
+	if _, _, err := a.Add(withoutRoot(load(t, "genai.json")), t0); !errors.Is(err, ErrFull) {
 		t.Fatalf("Add over MaxSpans = %v, want ErrFull", err)
 	}
 	if _, spans := a.Stats(); spans != 2 {
 		t.Errorf("a refused request buffered spans: %d buffered, want 2", spans)
 	}
+	// A trace complete within one request needs no room: a full buffer does not block it.
+	ready, _, err := a.Add(load(t, "genai.json"), t0)
+	if err != nil || len(ready) != 1 || len(ready[0].Spans) != 7 {
+		t.Fatalf("Add(complete trace) with a full buffer = %d ready, %v; want it released", len(ready), err)
+	}
 	b := NewAssembler(AssemblerConfig{MaxSpansPerTrace: 5})
-	_, rej, err := b.Add(load(t, "genai.json"), t0)
-	if err != nil || len(rej) != 2 || !errors.Is(rej[0].Err, ErrTooMany) {
-		t.Errorf("Add 7 spans with MaxSpansPerTrace 5 = %v, %v; want 2 ErrTooMany", rej, err)
+	ready, rej, err := b.Add(load(t, "genai.json"), t0) // the root comes last
+	if err != nil || len(rej) != 1 || !errors.Is(rej[0].Err, ErrTooMany) {
+		t.Errorf("Add 7 spans with MaxSpansPerTrace 5 = %v, %v; want 1 ErrTooMany", rej, err)
+	}
+	if len(ready) != 1 || len(ready[0].Spans) != 6 {
+		t.Errorf("the trace was not released with its first 5 spans and its root: %+v", ready)
 	}
 	c := NewAssembler(AssemblerConfig{MaxTraces: 1})
 	c.Add(load(t, "split_part1.json"), t0)
-	if _, _, err := c.Add(load(t, "openinference.json"), t0); !errors.Is(err, ErrFull) {
+	if _, _, err := c.Add(withoutRoot(load(t, "openinference.json")), t0); !errors.Is(err, ErrFull) {
 		t.Errorf("Add second trace with MaxTraces 1 = %v, want ErrFull", err)
 	}
 }
