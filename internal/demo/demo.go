@@ -342,10 +342,26 @@ func PrintSummary(out io.Writer, r *report.Report) error {
 			sig++
 		}
 	}
-	fmt.Fprintf(out, "\n%d comparisons, %d significant after Benjamini–Hochberg. Findings:\n", len(r.Metrics.Comparisons), sig)
-	for _, f := range r.Findings {
-		fmt.Fprintf(out, "  - %s\n", f.Sentence)
+	fmt.Fprintf(out, "\n%d comparisons, %d significant after Benjamini–Hochberg. What each change did, per model, across tasks "+
+		"(↑k/n: significantly higher in k of n tasks, ↓ lower, · no significant difference):\n\n", len(r.Metrics.Comparisons), sig)
+	st := r.SummaryTable()
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(st.Header, "\t")))
+	for _, row := range st.Rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nFindings on the harness's Structured Planning (the harness with and without it):")
+	shown := 0
+	for _, f := range r.Findings {
+		if f.ConditionA == "harness" && f.ConditionB == "harness_sp" {
+			fmt.Fprintf(out, "  - %s\n", f.Sentence)
+			shown++
+		}
+	}
+	fmt.Fprintf(out, "(%d findings in all, %d shown here; every one is in the report)\n", len(r.Findings), shown)
 	if len(r.Notes) > 0 {
 		fmt.Fprintf(out, "\nnotes:\n  - %s\n", strings.Join(r.Notes, "\n  - "))
 	}

@@ -111,7 +111,7 @@ func pct(a, b metrics.Value) (string, bool) {
 // condition's name says.
 func componentsOf(cells []CellInfo, task, model, condition string) []string {
 	for _, c := range cells {
-		if c.Task == task && c.Model == model && c.Condition == condition {
+		if (task == "" || c.Task == task) && c.Model == model && c.Condition == condition {
 			return c.Components
 		}
 	}

@@ -71,6 +71,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		fmt.Fprintf(bw, "Data up to %s. Plots: %s beside this file.\n\n", *r.Metrics.GeneratedAt, FileHTML)
 	}
+	if r.Kind == KindStudy {
+		fmt.Fprintln(bw, "## Summary")
+		fmt.Fprintln(bw)
+		fmt.Fprintln(bw, "What each change did, per model, across tasks: ↑k/n significantly higher in k of n tasks, ↓ lower, · no significant difference (Benjamini–Hochberg across the report).")
+		fmt.Fprintln(bw)
+		writeMDTable(bw, r.SummaryTable())
+	}
 	fmt.Fprintln(bw, "## Findings")
 	fmt.Fprintln(bw)
 	if len(r.Findings) == 0 {
@@ -161,11 +168,11 @@ type htmlPlot struct {
 }
 
 type htmlData struct {
-	R                                            *Report
-	Cells, Conditions, Drift, Comparisons, Basis Table
-	Plots                                        []htmlPlot
-	GeneratedAt                                  string
-	HasCells                                     bool
+	R                                                     *Report
+	Cells, Conditions, Drift, Comparisons, Basis, Summary Table
+	Plots                                                 []htmlPlot
+	GeneratedAt                                           string
+	HasCells                                              bool
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -176,7 +183,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return err
 	}
 	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(), Comparisons: r.ComparisonTable(),
-		Basis: r.BasisTable(), HasCells: r.Kind == KindStudy}
+		Basis: r.BasisTable(), Summary: r.SummaryTable(), HasCells: r.Kind == KindStudy}
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
 	}
@@ -204,6 +211,9 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 </style></head><body>
 <h1>{{.R.Title}}</h1>
 <p class="meta">study <b>{{.R.Study}}</b>{{if .GeneratedAt}} · data up to {{.GeneratedAt}}{{end}} · {{.R.Basis.CountedRuns}} runs counted · {{.R.Basis.Events}} events</p>
+{{if .HasCells}}<h2>Summary</h2>
+<p class="meta">What each change did, per model, across tasks: ↑k/n significantly higher in k of n tasks, ↓ lower, · no significant difference (Benjamini–Hochberg across the report).</p>
+{{template "table" .Summary}}{{end}}
 <h2>Findings</h2>
 {{if .R.Findings}}{{range .R.FindingGroups}}<h3>{{.Title}}</h3><ul class="findings">{{range .Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}</li>{{end}}</ul>{{end}}
 {{else}}<p>No comparison is significant after the Benjamini–Hochberg adjustment.</p>{{end}}

@@ -216,3 +216,88 @@ func (r *Report) BasisTable() Table {
 	}
 	return t
 }
+
+// summaryQuantities are the columns of SummaryTable.
+var summaryQuantities = []string{metrics.QuantitySuccess, metrics.QuantityRR, metrics.QuantityDI, metrics.QuantityTSS,
+	metrics.QuantityAC, metrics.QuantityTokens, metrics.QuantityLatency}
+
+// SummaryTable says, per model and pair of conditions, what the change did to each quantity
+// across tasks: "↑2/3" means significantly higher in 2 of the 3 tasks compared (after the
+// Benjamini–Hochberg adjustment), "↓" lower, "·" no significant difference.
+func (r *Report) SummaryTable() Table {
+	t := Table{Header: []string{"model", "change"}}
+	for _, q := range summaryQuantities {
+		t.Header = append(t.Header, quantityShort(q))
+	}
+	if r.Metrics == nil {
+		return t
+	}
+	type rowKey struct{ model, a, b string }
+	type count struct {
+		up, down int
+		tasks    map[string]bool
+	}
+	var order []rowKey
+	counts := map[rowKey]map[string]*count{}
+	seen := map[string]bool{}
+	for _, c := range r.Metrics.Comparisons {
+		k := rowKey{c.Model, c.ConditionA, c.ConditionB}
+		if counts[k] == nil {
+			counts[k] = map[string]*count{}
+			order = append(order, k)
+		}
+		cq := counts[k][c.Quantity]
+		if cq == nil {
+			cq = &count{tasks: map[string]bool{}}
+			counts[k][c.Quantity] = cq
+		}
+		cq.tasks[c.Task] = true
+		id := c.Task + "\x00" + c.Model + "\x00" + c.ConditionA + "\x00" + c.ConditionB + "\x00" + c.Quantity
+		if seen[id] || !c.Significant || !c.Difference.Valid || c.Difference.V == 0 {
+			continue
+		}
+		seen[id] = true
+		if c.Difference.V > 0 {
+			cq.up++
+		} else {
+			cq.down++
+		}
+	}
+	production := r.Metrics.Study.SourceKind == "production"
+	for _, k := range order {
+		row := []string{modelText(r.Cells, k.model), strings.TrimPrefix(changeName(r.Cells, "", k.model, k.a, k.b, production), "The ") + " vs " + k.a}
+		for _, q := range summaryQuantities {
+			c := counts[k][q]
+			if c == nil {
+				row = append(row, "")
+				continue
+			}
+			n := strconv.Itoa(len(c.tasks))
+			var parts []string
+			if c.up > 0 {
+				parts = append(parts, "↑"+strconv.Itoa(c.up)+"/"+n)
+			}
+			if c.down > 0 {
+				parts = append(parts, "↓"+strconv.Itoa(c.down)+"/"+n)
+			}
+			if len(parts) == 0 {
+				parts = append(parts, "·")
+			}
+			row = append(row, strings.Join(parts, " "))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func quantityShort(q string) string {
+	switch q {
+	case metrics.QuantityTokens:
+		return "tokens"
+	case metrics.QuantityLatency:
+		return "latency"
+	case metrics.QuantitySuccess:
+		return "success"
+	}
+	return strings.ToUpper(q)
+}
