@@ -338,10 +338,7 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 	var keys []attemptKey
 	var foldErrors uint64
 	for _, a := range fromMemory {
-		h := make([]histEvent, len(a.items))
-		for i, it := range a.items {
-			h[i] = histEvent{env: it.env, streamSeq: it.streamSeq}
-		}
+		h := a.items
 		sortHistory(h)
 		keys = append(keys, a.key)
 		if row, ferr := foldHistory(a.key, h); row != nil {

@@ -22,8 +22,9 @@
 // between commit and ack, or between fetch and commit, resumes exactly. Events re-sent after the
 // broker's duplicate window (same id, new stream sequence) are found by an id anti-join against
 // the stored ids, restricted to the batch's id range so that DuckDB reads only the row groups
-// whose min/max statistics overlap it. There is no primary key on events.id: an ART index made
-// appends several times slower (figures in the package's benchmark notes, bench_test.go).
+// whose min/max statistics overlap it, and skipped for ids above the largest stored id. There is
+// no primary key on events.id: its ART index halved the append rate (BenchmarkLoad, figures in
+// load_bench_test.go) and must be held in memory as the table grows.
 //
 // # Rejected messages
 //

@@ -11,7 +11,7 @@ type attemptKey struct {
 // openAttempt is what the ingester holds of a run attempt that has not been folded yet.
 type openAttempt struct {
 	key   attemptKey
-	items []*item // stored events of the attempt, in arrival order
+	items []histEvent // stored events of the attempt, in arrival order (not the messages: their bytes are freed)
 	// partial: the entry's events were evicted, so its fold reads DuckDB. An entry that is
 	// not partial may still miss events stored before it was created (before a restart); its
 	// sequence numbers then have a hole (they are gapless per attempt) and complete says so.
@@ -60,7 +60,7 @@ func (t *tracker) add(it *item) {
 		t.batch = append(t.batch, a)
 	}
 	if !a.partial {
-		a.items = append(a.items, it)
+		a.items = append(a.items, histEvent{env: it.env, streamSeq: it.streamSeq})
 		t.events++
 	}
 	if e.Type == events.TypeRunFinished {
@@ -113,8 +113,8 @@ func (a *openAttempt) complete() bool {
 		return false
 	}
 	seen := make([]bool, len(a.items)+1)
-	for _, it := range a.items {
-		s := it.env.Seq
+	for _, h := range a.items {
+		s := h.env.Seq
 		if s < 1 || s > int64(len(a.items)) || seen[s] {
 			return false
 		}
