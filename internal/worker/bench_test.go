@@ -111,6 +111,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	var emits []time.Duration
 	var ackWaits []time.Duration
 	b.ResetTimer()
+	cpu0, cpuOK := processCPU()
 	for i := 0; i < b.N*sweep; i++ {
 		job := plan.Jobs[i%len(plan.Jobs)]
 		job.Run = fmt.Sprintf("%s-%d", job.Run, i) // a fresh run id per iteration
@@ -138,7 +139,11 @@ func BenchmarkStepOverhead(b *testing.B) {
 		}
 		ackWaits = append(ackWaits, time.Since(t0))
 	}
+	cpu1, _ := processCPU()
 	b.StopTimer()
+	if cpuOK {
+		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/1000/float64(b.N*sweep), "cpu-ms/run")
+	}
 	steps := slices.Clone(clock.steps)
 	slices.Sort(steps)
 	slices.Sort(emits)
@@ -181,16 +186,22 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 			wctx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			b.ResetTimer()
+			cpu0, cpuOK := processCPU()
 			start := time.Now()
 			go func() { done <- w.Run(wctx) }()
 			for w.stats.Acked.Load() < int64(b.N*sweep) {
 				time.Sleep(time.Millisecond)
 			}
 			elapsed := time.Since(start)
+			cpu1, _ := processCPU()
 			b.StopTimer()
 			stop()
 			<-done
 			b.ReportMetric(float64(b.N*sweep)/elapsed.Seconds(), "runs/s")
+			if cpuOK {
+				// Worker, simulated models and nats-server together: the whole cost of a run.
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/1000/float64(b.N*sweep), "cpu-ms/run")
+			}
 		})
 	}
 }
