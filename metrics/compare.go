@@ -259,7 +259,7 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 	for i := range ident {
 		ident[i] = int32(i)
 	}
-	sa, sb := e.stats(ident[:na]), e.stats(ident[na:])
+	sa, sb := e.stats(ident[:na], ident[na:])
 	var obs [numPermQ]float64
 	var live [numPermQ]bool
 	for q := range out {
@@ -278,7 +278,7 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 	var extreme, valid [numPermQ]int
 	for rep := 0; rep < cfg.Permutations; rep++ {
 		perm.next()
-		pa, pb := e.stats(perm.idx[:na]), e.stats(perm.idx[na:])
+		pa, pb := e.stats(perm.idx[:na], perm.idx[na:])
 		for q := range out {
 			if !live[q] || !pa[q].Valid || !pb[q].Valid {
 				continue

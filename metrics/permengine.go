@@ -8,6 +8,7 @@ package metrics
 // estimates them from a fixed number of sampled pairs per side.
 type permEngine struct {
 	agree   [4]*grouping // trace, tools, states, output
+	totalP  [4]int64     // Σ n(n−1) over the pool, per grouping
 	cnt     []int64
 	touched []int32
 	tss, ac pairForm
@@ -27,8 +28,9 @@ func newPermEngine(pool []Run, ix *index, cfg CompareConfig) *permEngine {
 		agree: [4]*grouping{&ix.g[kTrace], &ix.g[kTools], &ix.g[kStates], &ix.g[kOutput]},
 	}
 	maxD := 0
-	for _, g := range e.agree {
+	for q, g := range e.agree {
 		maxD = max(maxD, g.distinct())
+		_, e.totalP[q], _ = agreementSums(g.count)
 	}
 	e.cnt = make([]int64, maxD)
 	tg := &ix.g[kTools]
@@ -47,36 +49,51 @@ func newPermEngine(pool []Run, ix *index, cfg CompareConfig) *permEngine {
 	return e
 }
 
-// stats returns RR, DI, TSS and AC of the runs idx of the pool.
-func (e *permEngine) stats(idx []int32) [numPermQ]Value {
-	var out [numPermQ]Value
-	m := float64(len(idx))
-	if len(idx) < 2 {
-		return out
+// stats returns RR, DI, TSS and AC of the runs idxA and of the runs idxB,
+// which together are the whole pool. The agreement counts of side B are
+// the pool's totals less side A's, so only the smaller side is counted.
+func (e *permEngine) stats(idxA, idxB []int32) (sa, sb [numPermQ]Value) {
+	small, swapped := idxA, false
+	if len(idxB) < len(idxA) {
+		small, swapped = idxB, true
 	}
-	var a [4]float64
+	ms, mo := float64(len(small)), float64(len(idxA)+len(idxB)-len(small))
+	var as, ao [4]float64
 	for q, g := range e.agree {
 		e.touched = e.touched[:0]
-		for _, i := range idx {
+		for _, i := range small {
 			id := g.id[i]
 			if e.cnt[id] == 0 {
 				e.touched = append(e.touched, id)
 			}
 			e.cnt[id]++
 		}
-		var p int64
+		ps, po := int64(0), e.totalP[q]
 		for _, id := range e.touched {
-			c := e.cnt[id]
-			p += c * (c - 1)
+			c, t := e.cnt[id], g.count[id]
+			ps += c * (c - 1)
+			po += (t-c)*(t-c-1) - t*(t-1)
 			e.cnt[id] = 0
 		}
-		a[q] = float64(p) / (m * (m - 1))
+		as[q] = float64(ps) / (ms * (ms - 1))
+		ao[q] = float64(po) / (mo * (mo - 1))
 	}
-	out[qRR] = Some(a[0])
-	out[qDI] = Some((a[1] + a[2] + a[3]) / 3)
-	out[qTSS] = e.tss.value(idx)
-	out[qAC] = e.ac.value(idx)
-	return out
+	fill := func(out *[numPermQ]Value, a [4]float64, m float64) {
+		if m >= 2 {
+			out[qRR] = Some(a[0])
+			out[qDI] = Some((a[1] + a[2] + a[3]) / 3)
+		}
+	}
+	if swapped {
+		fill(&sb, as, ms)
+		fill(&sa, ao, mo)
+	} else {
+		fill(&sa, as, ms)
+		fill(&sb, ao, mo)
+	}
+	sa[qTSS], sa[qAC] = e.tss.value(idxA), e.ac.value(idxA)
+	sb[qTSS], sb[qAC] = e.tss.value(idxB), e.ac.value(idxB)
+	return sa, sb
 }
 
 // pairForm is a pairwise ratio statistic Σ num / Σ den over the ordered
