@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/worker"
+)
+
+func TestStudyValidate(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"name":"x","tasks":["nope"],"models":["sim-steady"],"conditions":["baseline"],"runs":1,"endpoints":{"sim":{"sim":true}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr error
+	}{
+		{"shipped", []string{"validate", "builtin:research"}, nil},
+		{"invalid spec", []string{"validate", bad}, study.ErrInvalidSpec},
+		{"no spec", []string{"validate"}, command.ErrUsage},
+		{"unknown subcommand", []string{"launch"}, command.ErrUsage},
+		{"unknown shipped spec", []string{"validate", "builtin:nope"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := runStudy(context.Background(), tt.args)
+			switch {
+			case tt.name == "unknown shipped spec":
+				if err == nil {
+					t.Errorf("runStudy(%q) = nil, want an error", tt.args)
+				}
+			case tt.wantErr == nil && err != nil:
+				t.Errorf("runStudy(%q) = %v", tt.args, err)
+			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+				t.Errorf("runStudy(%q) = %v, want %v", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestStudySubmitWait submits the shipped small study to an embedded server with a worker
+// running, and waits for it to complete; a second submit publishes nothing.
+func TestStudySubmitWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 54 runs")
+	}
+	srv := bustest.NewServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := srv.Connect(t)
+	w, err := worker.New(b, worker.Config{ID: "w", SimBaseURL: url, FetchWait: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done; cancel(); _ = wait() }()
+
+	args := []string{"submit", "--nats-url", srv.ClientURL(), "--wait", "--timeout", "50s", "builtin:small"}
+	if err := runStudy(ctx, args); err != nil {
+		t.Fatalf("study submit --wait = %v", err)
+	}
+	if got := w.Stats().Acked.Load(); got != 54 {
+		t.Errorf("worker acked %d jobs, want 54", got)
+	}
+	lastSeq := func() uint64 {
+		s, err := b.JetStream().Stream(ctx, events.JobsStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := lastSeq()
+	if err := runStudy(ctx, []string{"submit", "--nats-url", srv.ClientURL(), "builtin:small"}); err != nil {
+		t.Fatalf("second submit = %v", err)
+	}
+	if after := lastSeq(); after != before {
+		t.Errorf("a second submit published %d jobs, want none", after-before)
+	}
+}
