@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/worker"
+)
+
+func TestRunFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want error
+	}{
+		{"bad concurrency", []string{"--concurrency", "-1"}, worker.ErrConfig},
+		{"bad latency scale", []string{"--sim-latency-scale", "-1"}, command.ErrUsage},
+		{"bad metrics addr", []string{"--metrics-addr", "nope"}, command.ErrUsage},
+		{"bad log level", []string{"--log-level", "loud"}, command.ErrUsage},
+		{"stray argument", []string{"extra"}, command.ErrUsage},
+		{"unknown flag", []string{"--turbo"}, command.ErrUsage},
+	}
+	for _, tt := range tests {
+		if err := runWorker(context.Background(), tt.args); !errors.Is(err, tt.want) {
+			t.Errorf("%s: run %q = %v, want %v", tt.name, tt.args, err, tt.want)
+		}
+	}
+	if err := runSimServe(context.Background(), []string{"--latency-scale", "-2"}); !errors.Is(err, command.ErrUsage) {
+		t.Errorf("sim-serve --latency-scale -2 = %v, want ErrUsage", err)
+	}
+}
+
+// TestRunCompletesAStudy runs `harness-worker run` (hosting the simulated models) against a
+// nats-server until a small study is done, then stops it as SIGTERM would.
+func TestRunCompletesAStudy(t *testing.T) {
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := &study.Spec{Name: "cmdrun", Tasks: []string{"credit_ecl"}, Models: []string{"sim-steady", "sim-wobbly"},
+		Conditions: []string{"baseline", "harness_sp"}, Runs: 3, Endpoints: map[string]study.Endpoint{"sim": {Sim: true}}}
+	s.Normalize()
+	p, err := study.Expand(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := study.Submit(ctx, b, p, "test"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := runConfig{
+		Bus:             bus.Config{URL: srv.ClientURL()},
+		Worker:          worker.Config{ID: "cmd", Concurrency: 2, FetchWait: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Sim:             true,
+		SimLatencyScale: 0,
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(rctx, cfg) }()
+	for {
+		pr, err := study.GetProgress(ctx, b.JetStream(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Done() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("study not done: %+v", pr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after SIGTERM = %v, want nil", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("run did not stop")
+	}
+}
