@@ -144,14 +144,15 @@ func TestInProgressAcksKeepALongRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ackWait = 600 * time.Millisecond
+	// In-progress acks go every ackWait/3; a loaded machine must not delay one by a whole ackWait.
+	const ackWait = time.Second
 	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
 	w1 := e.startWorker(worker.Config{ID: "slow", Concurrency: 1, AckWait: ackWait,
 		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
 	waitClosed(t, ctx, bm.blocked, "the slow worker's second model call")
 	// A second worker, started once the first holds the job, would get it if it were redelivered.
 	w2 := e.startWorker(worker.Config{ID: "eager", Concurrency: 1, AckWait: ackWait})
-	time.AfterFunc(4*ackWait, func() { close(bm.release) }) // the model takes 4 ack waits to answer
+	time.AfterFunc(3*ackWait, func() { close(bm.release) }) // the model takes 3 ack waits to answer
 	waitFor(t, ctx, "the long run to be acked", func() bool { return w1.Stats().Acked.Load() == 1 })
 	if w2.Stats().Acked.Load() != 0 {
 		t.Errorf("the job was redelivered to another worker despite in-progress acks")
