@@ -1,0 +1,115 @@
+package warehouse_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestIngestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    warehouse.IngestConfig
+		wantErr error
+	}{
+		{"zero value", warehouse.IngestConfig{}, nil},
+		{"negative batch", warehouse.IngestConfig{BatchSize: -1}, warehouse.ErrConfig},
+		{"batch bytes below one event", warehouse.IngestConfig{MaxBatchBytes: 1000}, warehouse.ErrConfig},
+		{"ack pending below batch", warehouse.IngestConfig{BatchSize: 100, MaxAckPending: 10}, warehouse.ErrConfig},
+		{"tiny ack wait", warehouse.IngestConfig{AckWait: time.Millisecond}, warehouse.ErrConfig},
+		{"unsafe durable", warehouse.IngestConfig{Durable: "a.b"}, warehouse.ErrConfig},
+		{"fine", warehouse.IngestConfig{BatchSize: 100, MaxAckPending: 500, AckWait: time.Second, Durable: "x-1"}, nil},
+	}
+	for _, tt := range tests {
+		if err := tt.give.Validate(); !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: Validate() = %v, want %v", tt.name, err, tt.wantErr)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    warehouse.Config
+		wantErr error
+	}{
+		{"memory", warehouse.Config{}, nil},
+		{"read-only memory", warehouse.Config{ReadOnly: true}, warehouse.ErrConfig},
+		{"negative threads", warehouse.Config{Path: "x", Threads: -1}, warehouse.ErrConfig},
+	}
+	for _, tt := range tests {
+		if err := tt.give.Validate(); !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: Validate() = %v, want %v", tt.name, err, tt.wantErr)
+		}
+	}
+}
+
+func TestReadOnlyRefusesIngest(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	path := tempDB(t)
+	w := openWH(t, path)
+	w.Close()
+	ro, err := warehouse.Open(ctxT(t, 10*time.Second), warehouse.Config{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.CatchUp(ctxT(t, 10*time.Second), b, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrReadOnly) {
+		t.Errorf("CatchUp(read-only) = %v, want ErrReadOnly", err)
+	}
+}
+
+// Ingestion's collectors register and count; Ingest leaves no goroutine behind.
+func TestCollectorsAndNoLeak(t *testing.T) {
+	b := externalServer(t) // the broker's own goroutines (a durable consumer lives on) stay out
+	msgs := sampleMsgs(t)
+	publish(t, b, append(msgs, msg{"ditto.events.a.b.c", "poison", []byte("nope")}))
+	w := openWH(t, tempDB(t))
+	reg := prometheus.NewRegistry()
+	for _, c := range w.Collectors() {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ignore := goleak.IgnoreCurrent()
+	catchUp(t, w, b, small())
+	goleak.VerifyNone(t, ignore)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, f := range families {
+		m := f.GetMetric()[0]
+		switch {
+		case m.GetCounter() != nil:
+			values[f.GetName()] = m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			values[f.GetName()] = m.GetGauge().GetValue()
+		case m.GetHistogram() != nil:
+			values[f.GetName()] = float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	for name, want := range map[string]float64{
+		"ditto_analyzer_events_ingested_total": float64(len(msgs)),
+		"ditto_analyzer_rejected_events_total": 1,
+		"ditto_analyzer_watermark":             float64(len(msgs) + 1),
+		"ditto_analyzer_consumer_lag":          0,
+	} {
+		if got, ok := values[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	if values["ditto_analyzer_batch_seconds"] == 0 {
+		t.Errorf("ditto_analyzer_batch_seconds observed no batch")
+	}
+	st := w.Stats()
+	if st.Events != uint64(len(msgs)) || st.Rejected != 1 || st.Watermark != uint64(len(msgs)+1) || st.Batches == 0 {
+		t.Errorf("Stats() = %+v, want %d events, 1 rejected, watermark %d", st, len(msgs), len(msgs)+1)
+	}
+}
