@@ -152,7 +152,7 @@ func (s *Server) emit(ctx context.Context, traces []otlpmap.Trace, wait time.Dur
 				reason = "unsafe_study"
 			}
 			s.m.tracesDropped.WithLabelValues(reason).Inc()
-			s.log.Info("ingest: trace produced no run", "trace", t.ID, "spans", len(t.Spans), "err", err)
+			s.log.Debug("ingest: trace produced no run", "trace", t.ID, "spans", len(t.Spans), "err", err)
 			continue
 		}
 		// A very long trace is published in chunks that each fit the gate; a chunk that
