@@ -87,3 +87,30 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkComputeLarge times Compute over 3 cells of 10⁵ runs each (B = 1,000). Only 3 × 10
+// runs go through nats-server and the warehouse; the rest are copies of their run_folds rows
+// under new run ids (ingesting 3 × 10⁵ runs through the bus takes minutes on this machine).
+// Few distinct traces per cell, as under a harness.
+func BenchmarkComputeLarge(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	w := ingest(b, largeStudy("big", 10))
+	ctx := ctxT(b, 30*time.Minute)
+	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_folds
+		SELECT f.* REPLACE (f.run || '-copy-' || CAST(i AS VARCHAR) AS run, f.latency_ms + i % 97 AS latency_ms)
+		FROM run_folds f, range(9999) t(i) WHERE f.study = 'big'`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		rep, err := Compute(ctx, w.DB(), "big", Options{Permutations: 1000, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Cells[0].Metrics.N != 100_000 {
+			b.Fatalf("N = %d", rep.Cells[0].Metrics.N)
+		}
+	}
+}
