@@ -12,12 +12,15 @@ import (
 
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/report"
+	"go.uber.org/goleak"
 )
 
 // TestDemo runs the demo with N = 3 per cell and no simulated latency: the study completes
 // (every cell holds its runs), the report is written in its three formats, and the printed
 // output has the table and the HTML path.
 func TestDemo(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -23,6 +23,7 @@ import (
 	"github.com/dittolab/ditto/internal/schedule"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
 )
 
 // prodRun is one production run of an agent: a model call and one tool call. Runs with equal
@@ -187,6 +188,8 @@ func TestScheduledReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seconds-level schedule")
 	}
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
 	e := setup(t)
 	now := time.Now()
 	// The previous window [now-2h, now-1h) and the last one [now-1h, now) both hold 15
@@ -272,6 +275,8 @@ func readState(t *testing.T, dir string) time.Time {
 // TestMissedRunOnStart: with a fake clock, a schedule that fired while the analyzer was down
 // runs once on Start; one that has not fired does not.
 func TestMissedRunOnStart(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
 	e := setup(t)
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	publish(t, e.b, good("svc", "a", 5, base.Add(-30*time.Minute)))
