@@ -211,8 +211,8 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 		failed := false
 		for _, job := range jobs {
 			r, err := job()
-			if errors.Is(err, report.ErrNoData) {
-				continue
+			if errors.Is(err, report.ErrNoData) || errors.Is(err, analysis.ErrNoRuns) {
+				continue // nothing to report yet
 			}
 			if err != nil {
 				s.log.Error("reports: build", "study", si.Study, "err", err)
