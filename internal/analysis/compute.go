@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dittolab/ditto/metrics"
 )
@@ -88,37 +90,87 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 		Comparisons: []Comparison{},
 		Notes:       []string{},
 	}
-	for _, c := range cells {
-		m, err := metrics.ComputeCell(runs[c.key], opts.Cell)
-		if err != nil {
-			return nil, fmt.Errorf("analysis: cell %s: %w", c.key, err)
+	ms := make([]metrics.CellMetrics, len(cells))
+	err = parallel(len(cells), func(i int) error {
+		var err error
+		if ms[i], err = metrics.ComputeCell(runs[cells[i].key], opts.Cell); err != nil {
+			return fmt.Errorf("analysis: cell %s: %w", cells[i].key, err)
 		}
-		rep.Cells = append(rep.Cells, Cell{CellKey: c.key, Data: c.data, Metrics: m})
-		rep.Notes = append(rep.Notes, cellNotes(c, m)...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cells {
+		rep.Cells = append(rep.Cells, Cell{CellKey: c.key, Data: c.data, Metrics: ms[i]})
+		rep.Notes = append(rep.Notes, cellNotes(c, ms[i])...)
 	}
 
 	pairs, rule := resolvePairs(st.SourceKind, opts.Pairs, cells)
 	rep.Settings.PairRule, rep.Settings.Pairs = rule, pairs
+	type job struct {
+		task, model, a, b string
+	}
+	var jobs []job
 	for _, g := range groupCells(cells) {
 		for _, p := range pairs {
 			for _, b := range g.conditions {
-				if !p.matches(b) || !slices.Contains(g.conditions, p.A) {
-					continue
-				}
-				ka := CellKey{g.task, g.model, p.A}
-				kb := CellKey{g.task, g.model, b}
-				cs, err := metrics.Compare(runs[ka], runs[kb], opts.compareConfig(ka.String(), kb.String()))
-				if err != nil {
-					return nil, fmt.Errorf("analysis: compare %s with %s: %w", kb, ka, err)
-				}
-				for _, c := range cs {
-					rep.Comparisons = append(rep.Comparisons, Comparison{Task: g.task, Model: g.model, ConditionA: p.A, ConditionB: b, Comparison: c})
+				if p.matches(b) && slices.Contains(g.conditions, p.A) {
+					jobs = append(jobs, job{g.task, g.model, p.A, b})
 				}
 			}
 		}
 	}
+	// Each comparison has its own seed (derived from its cells' names), so running them
+	// concurrently changes nothing in the result.
+	results := make([][]metrics.Comparison, len(jobs))
+	err = parallel(len(jobs), func(i int) error {
+		j := jobs[i]
+		ka, kb := CellKey{j.task, j.model, j.a}, CellKey{j.task, j.model, j.b}
+		cs, err := metrics.Compare(runs[ka], runs[kb], opts.compareConfig(ka.String(), kb.String()))
+		if err != nil {
+			return fmt.Errorf("analysis: compare %s with %s: %w", kb, ka, err)
+		}
+		results[i] = cs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		for _, c := range results[i] {
+			rep.Comparisons = append(rep.Comparisons, Comparison{Task: j.task, Model: j.model, ConditionA: j.a, ConditionB: j.b, Comparison: c})
+		}
+	}
 	adjust(rep.Comparisons)
 	return rep, nil
+}
+
+// parallel runs f(0), …, f(n−1) on up to GOMAXPROCS goroutines and returns the error of the
+// lowest index that failed (so the error, like the result, does not depend on scheduling).
+func parallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return firstErr(errs)
+}
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // adjust applies metrics.AdjustBH across every comparison of a report.

@@ -122,3 +122,13 @@ type Comparison struct {
 	ConditionB string `json:"condition_b"`
 	metrics.Comparison
 }
+
+// Cell returns the report's cell k, or nil.
+func (r *Report) Cell(k CellKey) *Cell {
+	for i := range r.Cells {
+		if r.Cells[i].CellKey == k {
+			return &r.Cells[i]
+		}
+	}
+	return nil
+}
