@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/queries"
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // builtRecord is an Arrow record batch and the items it holds.
@@ -69,7 +71,7 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 			accepted = append(accepted, it)
 			next++
 		default:
-			if !gap && len(accepted) == 0 && ing.gapPersists(next) {
+			if !gap && len(accepted) == 0 && ing.gapPersists(next) && ing.goneFromStream(ctx, next+1) {
 				// The same hole after several consumer restarts: the message is gone from the
 				// stream (deleted by an operator). Step over it.
 				next = it.streamSeq - 1
@@ -124,6 +126,16 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 		return next, errRestart
 	}
 	return next, nil
+}
+
+// goneFromStream reports whether the stream no longer holds the message at seq.
+func (ing *ingester) goneFromStream(ctx context.Context, seq uint64) bool {
+	s, err := ing.js.Stream(ctx, ing.cfg.Stream)
+	if err != nil {
+		return false
+	}
+	_, err = s.GetMsg(ctx, seq)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
 // gapPersists counts the consumer restarts caused by a hole just above watermark wm.

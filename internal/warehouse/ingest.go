@@ -195,11 +195,22 @@ func (ing *ingester) session(ctx context.Context) error {
 			continue
 		}
 		next, err := ing.commit(ctx, b, wm)
+		lag := b.lag
 		b.release()
 		if err != nil {
 			return drain(err)
 		}
 		wm = next
+		if ing.untilCaughtUp && lag == 0 {
+			// The consumer had nothing more when the batch's last message was delivered.
+			last, err := lastSeq(ctx, s)
+			if err != nil {
+				return drain(err)
+			}
+			if last <= wm {
+				return drain(errCaughtUp)
+			}
+		}
 	}
 	return drain(nil)
 }
