@@ -2,10 +2,10 @@ package warehouse
 
 import (
 	"context"
-	"errors"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
