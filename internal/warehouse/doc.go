@@ -11,6 +11,13 @@
 // messages, at most five batches exist at once (one per stage and one per hand-over), and the
 // broker delivers at most MaxAckPending unacknowledged messages.
 //
+// # Build tag
+//
+// Batches reach DuckDB through a registered Arrow view (INSERT … SELECT from the record batch,
+// the view's release function called once scanned) when built with -tags duckdb_arrow, the path
+// ditto ships (make sets it); without the tag the same record batches go through DuckDB's
+// appender, slower (BenchmarkLoad) but buildable by a plain go test. LoadPath says which.
+//
 // # Exactly once
 //
 // The transaction that stores a batch also advances a watermark, the stream sequence at and
