@@ -36,9 +36,16 @@ vet: ## go vet and gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: tools vet ## the whole test suite (what CI runs)
+test: tools vet fuzz ## the whole test suite (what CI runs): vet, a short fuzz of each target, every test
 	CGO_ENABLED=0 $(GO) build ./cmd/producer ./cmd/harness-worker ./events/... ./metrics/...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+FUZZTIME ?= 10s
+.PHONY: fuzz
+fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s); their seed corpora also run in every go test
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzMapOTLP$$' -fuzztime $(FUZZTIME) ./internal/otlpmap/
 
 .PHONY: demo
 demo: ## the research study end to end in one process (embedded NATS, simulated models, workers, analyzer) and its report; DEMO_FLAGS="--n 20 --latency-scale 0" for a quicker run
@@ -47,8 +54,17 @@ demo: ## the research study end to end in one process (embedded NATS, simulated 
 	$(BIN)/analyzer demo --data-dir $(DATA_DIR)/demo $(DEMO_FLAGS)
 
 .PHONY: bench
-bench: ## benchmarks, printed as ratios against references measured in the same run
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 3x ./metrics/ ./internal/harness/
+bench: ## benchmarks, each printed as a ratio against a reference measured in the same run
+	@echo "== metrics: all metrics of one cell, N = 1e4..1e6, two shapes; speed vs the all-pairs reference at N = 2,000 =="
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./metrics/
+	@echo "== harness: its own overhead per step (zero-latency model), p50/p99 =="
+	$(GO) test -run '^$$' -bench Step -benchtime 2000x ./internal/harness/
+	@echo "== worker: overhead per step with NATS publishing, runs per second per worker =="
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/worker/
+	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream =="
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$' -benchtime 1x ./internal/warehouse/
+	@echo "== producer serve: events/s over HTTP vs direct publishing with the bus =="
+	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/ingest/
 
 .PHONY: clean
 clean: ## remove build output and the demo data
