@@ -30,6 +30,14 @@ type attempt struct {
 	source events.Source
 	seq    int64
 	fold   events.Run
+	sent   map[string]sentEvent // by event id, kept to re-publish what JetStream did not acknowledge
+	// republished counts the events published again by wait.
+	republished int
+}
+
+type sentEvent struct {
+	subject string
+	data    []byte
 }
 
 var _ harness.Emitter = (*attempt)(nil)
@@ -40,7 +48,7 @@ func (w *Worker) newAttempt(job *study.Job, n int) (*attempt, error) {
 		return nil, err
 	}
 	return &attempt{w: w, pub: pub, study: job.Study, run: job.Run, n: n,
-		source: events.Source{Kind: events.SourceHarness, ID: w.cfg.ID}}, nil
+		source: events.Source{Kind: events.SourceHarness, ID: w.cfg.ID}, sent: map[string]sentEvent{}}, nil
 }
 
 func (a *attempt) emitter() harness.Emitter { return a }
@@ -67,6 +75,7 @@ func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	if err := a.pub.Publish(context.WithoutCancel(ctx), subject, e.ID, data); err != nil {
 		return err
 	}
+	a.sent[e.ID] = sentEvent{subject, data}
 	a.seq = e.Seq
 	m := a.w.m
 	m.emitLatency.Observe(time.Since(t0).Seconds())
@@ -95,9 +104,40 @@ func (a *attempt) record(started events.RunStarted, finished events.RunFinished,
 	if err := a.Emit(context.Background(), finished); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return a.pub.Wait(ctx)
+	return a.wait(timeout)
+}
+
+// publishRetries bounds the re-publishing of events JetStream did not acknowledge.
+const publishRetries = 3
+
+// wait waits until JetStream has acknowledged every event of the attempt. Events that were not
+// acknowledged (a leader election, a brief outage) are published again with the same
+// Nats-Msg-Id, which stores them at most once, up to publishRetries times with a growing pause:
+// a transient failure delays the run's acknowledgement instead of costing it an attempt.
+func (a *attempt) wait(timeout time.Duration) error {
+	pause := 500 * time.Millisecond
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := a.pub.Wait(ctx)
+		cancel()
+		failed, isAck := bus.IsAckError(err)
+		if err == nil || !isAck || try == publishRetries {
+			return err
+		}
+		a.w.m.errors.WithLabelValues(errPublish).Inc()
+		time.Sleep(pause)
+		pause *= 2
+		for _, f := range failed {
+			ev, ok := a.sent[f.MsgID]
+			if !ok {
+				return err
+			}
+			if perr := a.pub.Publish(context.Background(), ev.subject, f.MsgID, ev.data); perr != nil {
+				return perr
+			}
+			a.republished++
+		}
+	}
 }
 
 // startedOf is the run.started of an attempt recorded without running: what the job says.

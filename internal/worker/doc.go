@@ -25,8 +25,12 @@
 //   - The run's own failures (a model returning garbage, timing out, a run escalating) are
 //     outcomes: the harness records them and the job is acknowledged.
 //   - Infrastructure failures (events not acknowledged by JetStream, an endpoint this worker
-//     cannot reach or has no key for) are retried: the job is NakWithDelay'ed and re-run as a
-//     new attempt.
+//     cannot reach or has no key for) are retried. Events JetStream did not acknowledge are
+//     first published again (same Nats-Msg-Id, so stored at most once), a few times with a
+//     growing pause; if that fails too, or the endpoint is unusable, the job is
+//     NakWithDelay'ed, the delay doubling with each delivery (Config.NakDelay, capped at two
+//     minutes) so that an outage spends a job's attempts over minutes, and re-run as a new
+//     attempt.
 //   - A malformed job (undecodable, unknown task or component, an unsafe name) is terminated
 //     with a reason (TermWithReason). Its raw bytes and the reason are kept on the
 //     DITTO_REJECTED_JOBS stream (subject ditto.rejected.jobs.<study>), and when the job

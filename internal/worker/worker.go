@@ -213,7 +213,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		model, err = w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
 	}
 	if err != nil {
-		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "cannot reach the job's model", err)
+		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "cannot reach the job's model", err)
 		return
 	}
 	w.execute(ctx, msg, &job, attempt, model, log)
@@ -228,7 +228,7 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 	}
 	a, err := w.newAttempt(job, attempt)
 	if err != nil {
-		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "publisher", err)
+		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "publisher", err)
 		return
 	}
 	w.m.inFlight.Inc()
@@ -247,16 +247,14 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		}
 	}
 	ackStart := time.Now()
-	wctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckTimeout)
-	waitErr := a.pub.Wait(wctx)
-	cancel()
+	waitErr := a.wait(w.cfg.AckTimeout)
 	w.m.ackWait.Observe(time.Since(ackStart).Seconds())
 	switch {
 	case waitErr != nil:
 		w.m.errors.WithLabelValues(errPublish).Inc()
-		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "events not acknowledged; the run will be re-run as a new attempt", waitErr)
+		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "events not acknowledged; the run will be re-run as a new attempt", waitErr)
 	case runErr != nil:
-		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "run stopped", runErr)
+		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "run stopped", runErr)
 	case res.Status == events.StatusAborted:
 		// Cancelled by shutdown: recorded as aborted; the next worker re-runs it at once.
 		w.m.runs.WithLabelValues(res.Status).Inc()
@@ -289,6 +287,19 @@ func (w *Worker) settleRecorded(msg jetstream.Msg, log *slog.Logger, prev int, s
 	}
 	w.stats.AlreadyRecorded.Add(1)
 	log.Info(recordedMsg(prev, status))
+}
+
+// maxNakDelay caps the growing redelivery delay after infrastructure errors.
+const maxNakDelay = 2 * time.Minute
+
+// nakDelay is NakDelay doubled for each earlier delivery, capped at maxNakDelay, so that an
+// outage of the endpoint or of JetStream spends a job's attempts over minutes, not seconds.
+func (w *Worker) nakDelay(delivery int) time.Duration {
+	d := w.cfg.NakDelay
+	for i := 1; i < delivery && d < maxNakDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxNakDelay)
 }
 
 // requeue Naks the job (with delay > 0, NakWithDelay) and counts why.

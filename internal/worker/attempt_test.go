@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/study"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func startAt(t *testing.T, port int, dir string) *server.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{Port: port, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// TestWaitRepublishesUnacknowledgedEvents: events published while the server is down are not
+// acknowledged; once it is back, wait publishes them again and every event is stored once.
+func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	srv := startAt(t, port, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(b, Config{ID: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := study.Job{Study: "flaky", Run: "r1", Task: "credit_ecl", Model: "sim-steady", Condition: "baseline",
+		Components: []string{}, Endpoint: study.JobEndpoint{Name: "sim", Sim: true}}
+	a, err := w.newAttempt(&job, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.pub, err = b.NewPublisher(bus.WithAckTimeout(300 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	if err := a.Emit(ctx, startedOf(&job)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Emit(ctx, events.RunFinished{Status: events.StatusFailed, Error: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := make(chan *server.Server, 1)
+	time.AfterFunc(400*time.Millisecond, func() { restarted <- startAt(t, port, dir) })
+	defer func() { s := <-restarted; s.Shutdown(); s.WaitForShutdown() }()
+
+	if err := a.wait(2 * time.Second); err != nil {
+		t.Fatalf("wait across a server restart = %v, want every event acknowledged", err)
+	}
+	st, err := b.JetStream().Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.republished == 0 {
+		t.Errorf("nothing was republished: the test did not exercise the failure")
+	}
+	if info.State.Msgs != 2 {
+		t.Errorf("stream holds %d events, want 2", info.State.Msgs)
+	}
+}
