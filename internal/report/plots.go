@@ -41,8 +41,15 @@ func (r *Report) conditions() []string {
 	return out
 }
 
-// Plots renders the report's figures as PNG. A drift report has none.
+// Plots renders the report's figures as PNG.
 func (r *Report) Plots() ([]Plot, error) {
+	if len(r.Drift) > 0 {
+		p, err := r.plotDrift()
+		if err != nil {
+			return nil, err
+		}
+		return []Plot{p}, nil
+	}
 	if r.Metrics == nil || len(r.Metrics.Cells) == 0 {
 		return nil, nil
 	}
@@ -293,4 +300,79 @@ func (r *Report) plotDivergence() ([]Plot, error) {
 		out = append(out, Plot{Title: "Where runs part ways: " + t, Caption: "Line colour: condition; dash and marker: model. A flat line at 0 means every run made the same calls.", PNG: png})
 	}
 	return out, nil
+}
+
+// plotDrift draws, per production cell, success, RR, DI, TSS and AC in the previous and the
+// last window with 95% intervals (Wilson for success, ±1.96 jackknife SE for the others).
+func (r *Report) plotDrift() (Plot, error) {
+	type row struct {
+		label  string
+		before metrics.CellMetrics
+		after  metrics.CellMetrics
+		get    func(m metrics.CellMetrics) (v, lo, hi metrics.Value)
+	}
+	est := func(f func(m metrics.CellMetrics) metrics.Estimate) func(m metrics.CellMetrics) (metrics.Value, metrics.Value, metrics.Value) {
+		return func(m metrics.CellMetrics) (metrics.Value, metrics.Value, metrics.Value) {
+			e := f(m)
+			if !e.Value.Valid || !e.SE.Valid {
+				return e.Value, e.Value, e.Value
+			}
+			return e.Value, metrics.Some(max(0, e.Value.V-1.96*e.SE.V)), metrics.Some(min(1, e.Value.V+1.96*e.SE.V))
+		}
+	}
+	var rows []row
+	for _, d := range r.Drift {
+		base := d.Cell.Task + " · " + d.Cell.Model + " · "
+		rows = append(rows,
+			row{base + "success", d.A.Metrics, d.B.Metrics, func(m metrics.CellMetrics) (metrics.Value, metrics.Value, metrics.Value) {
+				return m.Success.Rate, m.Success.WilsonLow, m.Success.WilsonHi
+			}},
+			row{base + "RR", d.A.Metrics, d.B.Metrics, est(func(m metrics.CellMetrics) metrics.Estimate { return m.RR })},
+			row{base + "DI", d.A.Metrics, d.B.Metrics, est(func(m metrics.CellMetrics) metrics.Estimate { return m.DI })},
+			row{base + "TSS", d.A.Metrics, d.B.Metrics, est(func(m metrics.CellMetrics) metrics.Estimate { return m.TSS })},
+			row{base + "AC", d.A.Metrics, d.B.Metrics, est(func(m metrics.CellMetrics) metrics.Estimate { return m.AC })})
+	}
+	slices.Reverse(rows)
+	p := plot.New()
+	p.Title.Text = "Previous window against the last (95% intervals)"
+	p.X.Min, p.X.Max = 0, 1.02
+	p.Add(plotter.NewGrid())
+	for si, side := range []struct {
+		name string
+		off  float64
+		m    func(rw row) metrics.CellMetrics
+	}{{"previous window", 0.15, func(rw row) metrics.CellMetrics { return rw.before }}, {"last window", -0.15, func(rw row) metrics.CellMetrics { return rw.after }}} {
+		var pts errPoints
+		for i, rw := range rows {
+			v, lo, hi := rw.get(side.m(rw))
+			if !v.Valid {
+				continue
+			}
+			pts.XYs = append(pts.XYs, plotter.XY{X: v.V, Y: float64(i) + side.off})
+			pts.XErrors = append(pts.XErrors, struct{ Low, High float64 }{v.V - lo.Or(v.V), hi.Or(v.V) - v.V})
+		}
+		if len(pts.XYs) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts.XYs)
+		if err != nil {
+			return Plot{}, err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = plotutil.Color(si), plotutil.Shape(si), vg.Points(3)
+		eb, err := plotter.NewXErrorBars(pts)
+		if err != nil {
+			return Plot{}, err
+		}
+		eb.LineStyle.Color = plotutil.Color(si)
+		p.Add(eb, sc)
+		p.Legend.Add(side.name, sc)
+	}
+	p.Legend.Top = true
+	labels := make([]string, len(rows))
+	for i, rw := range rows {
+		labels[i] = rw.label
+	}
+	p.NominalY(labels...)
+	png, err := render(p, 9*vg.Inch, cellsHeight(len(rows)))
+	return Plot{Title: "Drift", Caption: "Each production cell's success rate and agreement metrics in the two windows.", PNG: png}, err
 }

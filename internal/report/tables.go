@@ -194,11 +194,11 @@ func (r *Report) BasisTable() Table {
 	t.Rows = [][]string{
 		{"events", strconv.FormatInt(b.Events, 10)},
 		{"time window of the events", opt(b.FirstEvent) + " — " + opt(b.LastEvent)},
-		{"runs seen", strconv.FormatInt(b.Runs, 10)},
 		{"runs counted in the metrics", strconv.FormatInt(b.CountedRuns, 10)},
 	}
 	if r.Kind == KindStudy {
 		t.Rows = append(t.Rows,
+			[]string{"runs seen", strconv.FormatInt(b.Runs, 10)},
 			[]string{"runs expected (study definition)", strconv.FormatInt(b.ExpectedRuns, 10)},
 			[]string{"incomplete runs (no finished attempt)", strconv.FormatInt(b.IncompleteRuns, 10)},
 			[]string{"superseded attempts (crash recovery)", strconv.FormatInt(b.SupersededAttempts, 10)},
