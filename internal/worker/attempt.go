@@ -162,7 +162,7 @@ func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, log *slog.Log
 		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusFailed, Error: reason}, w.cfg.AckTimeout)
 	}
 	if err != nil {
-		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not record an exhausted job", err)
+		w.requeue(msg, w.nakDelay(n), errInfra, log, "could not record an exhausted job", err)
 		return
 	}
 	w.m.runs.WithLabelValues(events.StatusFailed).Inc()

@@ -22,8 +22,10 @@ const (
 	DefaultNakDelay      = 5 * time.Second
 	DefaultFetchWait     = time.Second
 	DefaultAckTimeout    = 30 * time.Second
-	// recordDeliveries are the deliveries beyond MaxAttempts kept to record an exhausted job.
-	recordDeliveries = 2
+	// recordDeliveries are the deliveries beyond MaxAttempts kept to record an exhausted job:
+	// with the Nak delay capped at two minutes, recording can wait out about an hour of
+	// JetStream outage before the consumer stops delivering the job.
+	recordDeliveries = 30
 )
 
 // ModelFactory builds the model client of a job's endpoint. simBaseURL is the base URL of the

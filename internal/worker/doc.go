@@ -36,10 +36,14 @@
 //     DITTO_REJECTED_JOBS stream (subject ditto.rejected.jobs.<study>), and when the job
 //     names its study, run, task, model and condition, the run is also recorded in
 //     DITTO_EVENTS as failed, so that it counts in the study.
+//   - A run that panics (a bug in the harness or a model client) is recovered: the attempt
+//     is closed as aborted with the panic as its error and the job is retried like an
+//     infrastructure failure; the worker's other runs go on.
 //   - A job delivered more than Config.MaxAttempts times is not run again: the worker records
 //     a final attempt whose run.finished is failed with an error saying the deliveries were
-//     exhausted, then terminates the job. The consumer's MaxDeliver leaves two deliveries
-//     beyond MaxAttempts for that record, so a run is never silently dropped.
+//     exhausted, then terminates the job. The consumer's MaxDeliver leaves 30 deliveries
+//     beyond MaxAttempts for that record (about an hour of outage at the capped Nak delay),
+//     so a run is not silently dropped.
 //
 // # Shutdown
 //

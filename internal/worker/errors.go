@@ -10,4 +10,6 @@ var (
 	ErrNoSim = errors.New("worker: job needs the simulated models, and this worker hosts none (run with --sim)")
 	// ErrIllFormed reports a harness history that does not fold; the run is not recorded.
 	ErrIllFormed = errors.New("worker: the harness emitted an ill-formed history")
+	// ErrPanic reports a run whose harness or model panicked; the worker survives it.
+	ErrPanic = errors.New("worker: the run panicked")
 )

@@ -217,3 +217,35 @@ func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
 		t.Errorf("%d jobs left", n)
 	}
 }
+
+type panicky struct{}
+
+func (panicky) Chat(context.Context, llm.Request) (llm.Response, error) { panic("model bug") }
+
+// TestPanickingRunDoesNotKillTheWorker: a run that panics is closed as aborted and retried;
+// when its attempts are spent it is recorded as failed, and the worker keeps working.
+func TestPanickingRunDoesNotKillTheWorker(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "panics")
+	w := e.startWorker(worker.Config{ID: "w", MaxAttempts: 1, NakDelay: 10 * time.Millisecond,
+		Models: func(study.JobEndpoint, string) (llm.Model, error) { return panicky{}, nil }})
+	waitFor(t, ctx, "the job to be exhausted", func() bool { return w.Stats().Exhausted.Load() == 1 })
+	hs := histories(t, e.readStudy(ctx, "panics"))
+	a1, err1 := events.Fold(hs[attemptKey{job.Run, 1}])
+	a2, err2 := events.Fold(hs[attemptKey{job.Run, 2}])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("fold: %v, %v", err1, err2)
+	}
+	if !a1.Done() || a1.Finished.Status != events.StatusAborted || !strings.Contains(a1.Finished.Error, "panicked") {
+		t.Errorf("attempt 1 = %+v, want aborted by the panic", a1.Finished)
+	}
+	if !a2.Done() || a2.Finished.Status != events.StatusFailed {
+		t.Errorf("attempt 2 = %+v, want failed (deliveries exhausted)", a2.Finished)
+	}
+	select {
+	case <-w.done:
+		t.Fatalf("the worker stopped: %v", w.err)
+	default:
+	}
+}

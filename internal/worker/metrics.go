@@ -13,6 +13,7 @@ const (
 	errAck       = "ack"            // the job's ack/nak/term not confirmed
 	errFetch     = "fetch"
 	errIllFormed = "ill_formed_history"
+	errPanic     = "panic"
 )
 
 // metrics are the worker's Prometheus metrics.
@@ -51,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, workerID string) (*metrics, error) {
 		runDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ditto_worker_run_duration_seconds",
 			Help: "Wall time of run attempts.", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ditto_worker_errors_total",
-			Help:        "Errors by kind (infrastructure, malformed_job, exhausted, publish, ack, fetch, ill_formed_history).",
+			Help:        "Errors by kind (infrastructure, malformed_job, exhausted, publish, ack, fetch, ill_formed_history, panic).",
 			ConstLabels: labels}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.inFlight, m.steps, m.events, m.modelLatency, m.emitLatency, m.ackWait, m.runDuration, m.errors} {

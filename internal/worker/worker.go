@@ -233,12 +233,16 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 	}
 	w.m.inFlight.Inc()
 	start := time.Now()
-	res, runErr := harness.Run(ctx, spec, model, a.emitter())
+	res, runErr := runSafely(ctx, spec, model, a)
 	w.m.inFlight.Dec()
 	w.m.runDuration.Observe(time.Since(start).Seconds())
 	if runErr != nil {
-		if errors.Is(runErr, ErrIllFormed) {
+		switch {
+		case errors.Is(runErr, ErrIllFormed):
 			w.m.errors.WithLabelValues(errIllFormed).Inc()
+		case errors.Is(runErr, ErrPanic):
+			w.m.errors.WithLabelValues(errPanic).Inc()
+			log.Error("run panicked", "err", runErr)
 		}
 		// The history is incomplete: close the attempt with the next sequence number if the
 		// fold still allows it, so that it reads as aborted rather than cut off.
@@ -274,6 +278,17 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		w.stats.Acked.Add(1)
 		log.Debug("run recorded", "status", res.Status, "events", a.seq)
 	}
+}
+
+// runSafely runs the harness, turning a panic into an error: one run's bug must not take the
+// worker's other runs down with it. The attempt is then closed as aborted and re-run.
+func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *attempt) (res harness.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", ErrPanic, p)
+		}
+	}()
+	return harness.Run(ctx, spec, model, a.emitter())
 }
 
 // settleRecorded acknowledges a redelivered job whose run an earlier attempt recorded.
