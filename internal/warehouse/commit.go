@@ -103,6 +103,9 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	ing.current = b.built
 	res, err := ing.store(ctx, good, rejected, next, dups)
 	ing.current = nil
+	if err == nil {
+		ing.committed++
+	}
 	if err != nil {
 		ing.tracker.reset()
 		ing.maxIDKnown = false

@@ -20,8 +20,9 @@ var (
 )
 
 // Ingest consumes the stream into the database until ctx is done, then returns nil. It returns
-// an error only when the database fails (ErrCommit) or a test hook stops it (ErrHook); broker
-// errors (a restarting server, a lost connection) are retried with back-off. Only one Ingest or
+// an error only when the database fails repeatedly (ErrCommit, after several attempts with
+// back-off) or a test hook stops it (ErrHook); broker errors (a restarting server, a lost
+// connection) are retried with back-off for as long as it takes. Only one Ingest or
 // CatchUp runs at a time per Warehouse; a second call waits for the first.
 func (w *Warehouse) Ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig) error {
 	err := w.ingest(ctx, b, cfg, false)
@@ -65,8 +66,12 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	ing := &ingester{w: w, js: b.JetStream(), cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
 		untilCaughtUp: untilCaughtUp}
 	backoff := 100 * time.Millisecond
+	commitFailures, okAtFailure := 0, -1
 	for {
 		err := ing.session(ctx)
+		if ing.committed != okAtFailure { // progress since the last failure
+			backoff, commitFailures = 100*time.Millisecond, 0
+		}
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -75,12 +80,21 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 		case errors.Is(err, errRestart):
 			w.stats.restarted()
 			continue
-		case errors.Is(err, ErrCommit), errors.Is(err, ErrHook), errors.Is(err, ErrConfig):
+		case errors.Is(err, ErrHook), errors.Is(err, ErrConfig):
 			return err
+		case errors.Is(err, ErrCommit):
+			// Nothing of the batch was stored or acked; a transient failure (a write conflict
+			// with another connection) heals on retry. A persistent one (disk full) stops.
+			commitFailures++
+			if commitFailures >= maxCommitFailures {
+				return err
+			}
 		case err == nil:
 			continue
 		}
-		// A broker error: the server may be restarting or electing a leader. Retry.
+		okAtFailure = ing.committed
+		// A broker error (the server may be restarting or electing a leader) or a commit
+		// failure: retry from the committed watermark after a pause.
 		w.stats.restarted()
 		select {
 		case <-ctx.Done():
@@ -91,6 +105,10 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	}
 }
 
+// maxCommitFailures is how many consecutive failed commits, without a successful one between
+// them, make Ingest give up.
+const maxCommitFailures = 5
+
 // ingester is the state of one Ingest call.
 type ingester struct {
 	w             *Warehouse
@@ -100,6 +118,7 @@ type ingester struct {
 	tracker       *tracker
 	untilCaughtUp bool
 	batchNo       int
+	committed     int          // batches committed
 	current       *builtRecord // the fetcher's record of the batch being committed
 	maxID         string       // the largest stored event id, once maxIDKnown
 	maxIDKnown    bool
