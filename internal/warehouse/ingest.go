@@ -62,9 +62,9 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	if err != nil {
 		return fmt.Errorf("warehouse: connection: %w", err)
 	}
-	defer conn.Close()
 	ing := &ingester{w: w, js: b.JetStream(), cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
 		untilCaughtUp: untilCaughtUp}
+	defer func() { _ = ing.conn.Close() }()
 	backoff := 100 * time.Millisecond
 	commitFailures, okAtFailure := 0, -1
 	for {
@@ -88,6 +88,11 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 			commitFailures++
 			if commitFailures >= maxCommitFailures {
 				return err
+			}
+			// A fresh connection: the failed one may be left inside its transaction.
+			_ = ing.conn.Close()
+			if ing.conn, err = w.db.Conn(ctx); err != nil {
+				return fmt.Errorf("warehouse: connection: %w", err)
 			}
 		case err == nil:
 			continue
