@@ -29,6 +29,8 @@ const studyUsage = `usage:
   producer study validate SPEC     check a spec and show the runs it expands to
   producer study submit [flags] SPEC
                                    publish its jobs and study.defined (idempotent)
+  producer study status [flags] NAME
+                                   progress and outcomes of a submitted study
 SPEC is a JSON file, or builtin:NAME for a shipped spec (%s).`
 
 func runStudy(ctx context.Context, args []string) error {
@@ -40,6 +42,8 @@ func runStudy(ctx context.Context, args []string) error {
 		return runStudyValidate(args[1:])
 	case "submit":
 		return runStudySubmit(ctx, args[1:])
+	case "status":
+		return runStudyStatus(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintf(os.Stderr, studyUsage+"\n", strings.Join(study.ShippedSpecs(), ", "))
 		return nil
@@ -155,6 +159,44 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	return waitForStudy(ctx, b.JetStream(), p, os.Stdout)
 }
 
+func runStudyStatus(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("study status", flag.ContinueOnError)
+	var cfg bus.Config
+	cfg.RegisterFlags(fs)
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: producer study status [flags] NAME", command.ErrUsage)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Name == "" {
+		cfg.Name = "ditto-producer"
+	}
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		return err
+	}
+	p, at, err := study.Submitted(ctx, b.JetStream(), fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("submitted at %s\n", at.Format(time.RFC3339))
+	printPlan(os.Stdout, p)
+	pr, err := study.GetProgress(ctx, b.JetStream(), p)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d/%d runs finished, %d jobs queued or running\n", pr.Finished, pr.Expected, pr.Queued)
+	return printOutcomes(ctx, b.JetStream(), p, os.Stdout)
+}
+
 // printPlan shows the matrix of a plan.
 func printPlan(w io.Writer, p *study.Plan) {
 	d := p.Defined
@@ -208,6 +250,11 @@ func waitForStudy(ctx context.Context, js jetstream.JetStream, p *study.Plan, w 
 		case <-tick.C:
 		}
 	}
+	return printOutcomes(ctx, js, p, w)
+}
+
+// printOutcomes prints each cell's runs by status.
+func printOutcomes(ctx context.Context, js jetstream.JetStream, p *study.Plan, w io.Writer) error {
 	outcomes, err := study.Outcomes(ctx, js, p)
 	if err != nil {
 		return err

@@ -100,4 +100,10 @@ func TestStudySubmitWait(t *testing.T) {
 	if after := lastSeq(); after != before {
 		t.Errorf("a second submit published %d jobs, want none", after-before)
 	}
+	if err := runStudy(ctx, []string{"status", "--nats-url", srv.ClientURL(), "small"}); err != nil {
+		t.Errorf("study status small = %v", err)
+	}
+	if err := runStudy(ctx, []string{"status", "--nats-url", srv.ClientURL(), "nosuch"}); !errors.Is(err, study.ErrNotSubmitted) {
+		t.Errorf("study status nosuch = %v, want ErrNotSubmitted", err)
+	}
 }

@@ -14,6 +14,8 @@ var (
 	ErrInvalidJob = errors.New("study: invalid job")
 	// ErrStudyExists reports a submission under a study name already defined with another spec.
 	ErrStudyExists = errors.New("study: already defined with a different spec")
+	// ErrNotSubmitted reports a study name with no study.defined event.
+	ErrNotSubmitted = errors.New("study: no such study was submitted")
 )
 
 // FieldError is one problem of a spec, naming the field at fault as a JSON path

@@ -156,3 +156,26 @@ func submitJobs(ctx context.Context, js jetstream.JetStream, p *Plan) (SubmitRes
 	}
 	return res, nil
 }
+
+// Submitted rebuilds the plan of a submitted study from its study.defined event (which holds
+// the normalized spec), and returns when it was submitted. Errors wrap ErrNotSubmitted when
+// the study was never submitted.
+func Submitted(ctx context.Context, js jetstream.JetStream, name string) (*Plan, time.Time, error) {
+	e, ok, err := Defined(ctx, js, name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !ok {
+		return nil, time.Time{}, fmt.Errorf("%w: %q", ErrNotSubmitted, name)
+	}
+	def, _ := e.Payload.(events.StudyDefined)
+	s, err := Parse(def.Spec)
+	if err != nil {
+		return nil, e.Time, fmt.Errorf("study: the recorded spec of %s no longer parses: %w", name, err)
+	}
+	p, err := Expand(s)
+	if err != nil {
+		return nil, e.Time, err
+	}
+	return p, e.Time, nil
+}

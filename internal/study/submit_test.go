@@ -3,6 +3,7 @@ package study
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -50,6 +51,17 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 	}
 	if got := def.Payload.(events.StudyDefined); got.ExpectedRuns != len(p.Jobs) || len(got.Cells) != len(p.Cells) {
 		t.Errorf("study.defined = %+v", got)
+	}
+
+	rebuilt, _, err := Submitted(ctx, b.JetStream(), s.Name)
+	if err != nil {
+		t.Fatalf("Submitted = %v", err)
+	}
+	if !reflect.DeepEqual(rebuilt.Jobs, p.Jobs) {
+		t.Error("the plan rebuilt from study.defined differs from the submitted one")
+	}
+	if _, _, err := Submitted(ctx, b.JetStream(), "never"); !errors.Is(err, ErrNotSubmitted) {
+		t.Errorf("Submitted(never) = %v, want ErrNotSubmitted", err)
 	}
 
 	r2, err := Submit(ctx, b, p, "test")
