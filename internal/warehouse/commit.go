@@ -242,6 +242,11 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		return res, fmt.Errorf("watermark: %w", err)
 	}
 	tr.mark("watermark")
+	if h := ing.cfg.Hooks; h != nil && h.BeforeCommit != nil {
+		if err := h.BeforeCommit(ing.batchNo); err != nil {
+			return res, err
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return res, err
 	}

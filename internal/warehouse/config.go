@@ -128,6 +128,9 @@ type Hooks struct {
 	AfterFetch func(batch int) error
 	// AfterCommit runs after a batch's transaction commits, before its messages are acked.
 	AfterCommit func(batch int) error
+	// BeforeCommit runs inside a batch's transaction just before COMMIT; an error it returns
+	// is handled as a DuckDB failure (the transaction is rolled back, ErrCommit).
+	BeforeCommit func(batch int) error
 	// SkipAck, when it returns true, leaves a committed batch unacknowledged (as if the acks
 	// were lost) and goes on: the broker redelivers it after AckWait.
 	SkipAck func(batch int) bool

@@ -321,3 +321,32 @@ func first(s []string) string {
 	}
 	return s[0]
 }
+
+func TestFailedCommitsRetried(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	publishFast(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	cfg := small()
+	failures := 0
+	cfg.Hooks = &warehouse.Hooks{BeforeCommit: func(n int) error {
+		if n >= 2 && failures < 4 { // four failures in a row, then it heals
+			failures++
+			return errors.New("disk hiccup")
+		}
+		return nil
+	}}
+	catchUp(t, w, b, cfg)
+	checkExact(t, w, msgs)
+	if failures != 4 {
+		t.Errorf("%d failed commits, want 4", failures)
+	}
+
+	// A failure that does not heal stops ingestion with ErrCommit.
+	publish(t, b, []msg{{"ditto.events.x.y.z", "one-more", []byte("{")}})
+	cfg.Hooks = &warehouse.Hooks{BeforeCommit: func(int) error { return errors.New("disk full") }}
+	if err := w.CatchUp(ctxT(t, 60*time.Second), b, cfg); !errors.Is(err, warehouse.ErrCommit) {
+		t.Errorf("CatchUp() with every commit failing = %v, want ErrCommit", err)
+	}
+	checkExact(t, w, msgs)
+}
