@@ -83,6 +83,22 @@ func dbCounts(t *testing.T, path, study string) counts {
 	one(&c.DistinctIDs, `SELECT count(DISTINCT id) FROM events WHERE study = ?`, study)
 	c.DupIDs = c.Events - c.DistinctIDs
 	one(&c.DupSeqs, `SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM events WHERE study = ? GROUP BY run, attempt, seq HAVING count(*) > 1)`, study)
+	if c.DupSeqs > 0 {
+		rows, err := db.QueryContext(ctx, `SELECT run, attempt, seq, string_agg(type || ' ' || id || ' ' || source_id || ' ' || strftime(time, '%H:%M:%S.%f'), ' | ' ORDER BY stream_seq)
+			FROM events WHERE study = ? GROUP BY run, attempt, seq HAVING count(*) > 1 LIMIT 10`, study)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var run, detail string
+			var attempt, seq int64
+			if err := rows.Scan(&run, &attempt, &seq, &detail); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("(run %s, attempt %d, seq %d) stored more than once: %s", run, attempt, seq, detail)
+		}
+		rows.Close()
+	}
 	one(&c.Rejected, `SELECT count(*) FROM rejected_events`)
 	one(&c.Runs, `SELECT count(DISTINCT run) FROM runs WHERE study = ? AND run <> '_study'`, study)
 	one(&c.Finished, `SELECT count(*) FROM runs WHERE study = ? AND last_attempt AND status NOT IN ('incomplete', 'aborted')`, study)

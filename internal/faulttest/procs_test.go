@@ -105,6 +105,9 @@ func start(t *testing.T, dir, name, bin string, env []string, args ...string) *p
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
+		if t.Failed() {
+			t.Logf("--- end of %s's log (%s):\n%s", name, logPath, p.tail())
+		}
 	})
 	return p
 }
@@ -162,8 +165,8 @@ func (p *proc) wait(timeout time.Duration) error {
 // tail returns the end of the process's log.
 func (p *proc) tail() string {
 	raw, _ := os.ReadFile(p.log)
-	if len(raw) > 4000 {
-		raw = raw[len(raw)-4000:]
+	if len(raw) > 2500 {
+		raw = raw[len(raw)-2500:]
 	}
 	return string(raw)
 }
@@ -208,5 +211,33 @@ func requireEnv(t *testing.T, name string) {
 	t.Helper()
 	if os.Getenv(name) == "" {
 		t.Skipf("set %s=1 (make test-faults / make load) to run process-level tests", name)
+	}
+}
+
+// startReady starts a process and waits until its log shows marker. A process that exits
+// before that is started again, up to 5 times, as compose's restart policy or a Kubernetes
+// Deployment would: on a loaded 2-core machine an R3 stream or consumer creation at start can
+// exceed a client's API timeout, and ditto's processes exit on a failed start.
+func startReady(t *testing.T, dir, name, bin string, env []string, marker string, args ...string) *proc {
+	t.Helper()
+	for try := 1; ; try++ {
+		p := start(t, dir, name, bin, env, args...)
+		var exited bool
+		poll(t, 2*time.Minute, name+" ready", func() (bool, error) {
+			raw, _ := os.ReadFile(p.log)
+			// Only this start's output: the log file is appended to across restarts.
+			if strings.Count(string(raw), marker) >= try {
+				return true, nil
+			}
+			exited = !p.running()
+			return exited, nil
+		})
+		if !exited {
+			return p
+		}
+		if try == 5 {
+			t.Fatalf("%s exited at start %d times; log:\n%s", name, try, p.tail())
+		}
+		t.Logf("%s exited at start (%v); restarting it as a restart policy would", name, p.err)
 	}
 }

@@ -19,12 +19,15 @@ const (
 	studyRuns = 54
 )
 
+// workerReady is what a worker logs once its consumer exists.
+const workerReady = "worker started"
+
 // workerArgs run a worker whose abandoned jobs come back quickly (ack wait 3 s) and whose
 // simulated models take a fraction of their modelled latency, so that a run lasts long enough
 // to be killed in the middle.
 func workerArgs(busArgs ...string) []string {
 	return append([]string{"run", "--concurrency", "4", "--ack-wait", "3s", "--sim-latency-scale", "0.25",
-		"--log-level", "warn"}, busArgs...)
+		"--log-level", "info"}, busArgs...)
 }
 
 // subjectCount counts the stream's messages on a subject filter (an ephemeral consumer's
@@ -49,6 +52,24 @@ func subjectCount(b *bus.Bus, stream, filter string) (int64, error) {
 	return int64(info.NumPending), nil
 }
 
+// queuedJobs counts the study's jobs still in DITTO_JOBS (queued or in flight). A work-queue
+// stream allows no second consumer on the same subjects, so this reads the stream's subject
+// counts instead.
+func queuedJobs(b *bus.Bus) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := b.JetStream().Stream(ctx, events.JobsStream)
+	if err != nil {
+		return 0, err
+	}
+	subject := "ditto.jobs." + studyName
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return int64(info.State.Subjects[subject]), nil
+}
+
 // progress is how many run attempts of the study have started and finished.
 func progress(b *bus.Bus) (started, finished int64, err error) {
 	if started, err = subjectCount(b, events.EventsStream, fmt.Sprintf("ditto.events.%s.*.%s", studyName, events.TypeRunStarted)); err != nil {
@@ -67,6 +88,22 @@ func waitInFlight(t *testing.T, b *bus.Bus, minFinished int64) (started, finishe
 		return err == nil && finished >= minFinished && started > finished, err
 	})
 	return started, finished
+}
+
+// waitStudyDone waits until the work queue holds no job of the study (a worker acknowledges a
+// job only after every event of its run is acknowledged) and every run has a run.finished.
+// It polls with short per-request timeouts itself: a request that went to a node as it died
+// must not hang the wait.
+func waitStudyDone(t *testing.T, b *bus.Bus, timeout time.Duration) {
+	t.Helper()
+	poll(t, timeout, "every job of the study done", func() (bool, error) {
+		_, f, err := progress(b)
+		if err != nil {
+			return false, err
+		}
+		jobs, err := queuedJobs(b)
+		return err == nil && jobs == 0 && f >= studyRuns, err
+	})
 }
 
 // waitCaughtUp waits until the analyzer has committed everything in DITTO_EVENTS.
@@ -113,16 +150,16 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	db := filepath.Join(dir, "ditto.duckdb")
 	analyzer := start(t, dir, "analyzer", b.analyzer, nil, "ingest", "--nats-url", url, "--data-dir", dir, "--db", db, "--stats-every", "0")
 	w1 := start(t, dir, "worker-1", b.worker, nil, workerArgs("--nats-url", url, "--worker-id", "w1")...)
-	submit := start(t, dir, "submit", b.producer, nil, "study", "submit", "--nats-url", url, "--wait", "--timeout", "8m", studySpec)
+	if _, err := run(context.Background(), b.producer, nil, "study", "submit", "--nats-url", url, studySpec); err != nil {
+		t.Fatal(err)
+	}
 
 	started, finished := waitInFlight(t, obs, 5)
 	w1.kill()
 	inFlight := started - finished
 	t.Logf("worker-1 killed with %d run attempts in flight (%d finished)", inFlight, finished)
 	w2 := start(t, dir, "worker-2", b.worker, nil, workerArgs("--nats-url", url, "--worker-id", "w2")...)
-	if err := submit.wait(8 * time.Minute); err != nil {
-		t.Fatalf("study did not complete: %v", err)
-	}
+	waitStudyDone(t, obs, 8*time.Minute)
 	if err := w2.stop(time.Minute); err != nil {
 		t.Logf("worker-2 stop: %v", err)
 	}
@@ -151,13 +188,16 @@ func TestNATSNodeKilledMidStudy(t *testing.T) {
 	env := []string{"DITTO_REPLICAS=3"}
 	obs := connect(t, url)
 	db := filepath.Join(dir, "ditto.duckdb")
-	analyzer := start(t, dir, "analyzer", b.analyzer, env, "ingest", "--nats-url", url, "--data-dir", dir, "--db", db, "--stats-every", "0")
+	analyzer := startReady(t, dir, "analyzer", b.analyzer, env, "msg=ingesting", "ingest", "--nats-url", url, "--data-dir", dir, "--db", db, "--stats-every", "0")
 	var workers []*proc
 	for i := 1; i <= 2; i++ {
-		workers = append(workers, start(t, dir, fmt.Sprintf("worker-%d", i), b.worker, env,
+		workers = append(workers, startReady(t, dir, fmt.Sprintf("worker-%d", i), b.worker, env, workerReady,
 			workerArgs("--nats-url", url, "--worker-id", fmt.Sprintf("w%d", i))...))
 	}
-	submit := start(t, dir, "submit", b.producer, env, "study", "submit", "--nats-url", url, "--wait", "--timeout", "8m", studySpec)
+	// Submitted without --wait: the test polls itself (see waitStudyDone).
+	if _, err := run(context.Background(), b.producer, env, "study", "submit", "--nats-url", url, studySpec); err != nil {
+		t.Fatal(err)
+	}
 
 	_, finished := waitInFlight(t, obs, 8)
 	victim := c.leaderOf(t, obs, events.EventsStream)
@@ -169,9 +209,7 @@ func TestNATSNodeKilledMidStudy(t *testing.T) {
 		return err == nil && f >= finished+5, err
 	})
 	c.restart(victim)
-	if err := submit.wait(8 * time.Minute); err != nil {
-		t.Fatalf("study did not complete: %v", err)
-	}
+	waitStudyDone(t, obs, 8*time.Minute)
 	for _, w := range workers {
 		if err := w.stop(time.Minute); err != nil {
 			t.Logf("%s stop: %v", w.name, err)
@@ -190,26 +228,26 @@ func TestNATSNodeKilledMidStudy(t *testing.T) {
 // leaderOf returns the index of the node leading stream.
 func (c *cluster) leaderOf(t *testing.T, b *bus.Bus, stream string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := b.JetStream().Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Cluster == nil {
-		t.Fatalf("%s has no cluster info", stream)
-	}
-	for i, n := range c.nodes {
-		if "ditto-"+n.name == info.Cluster.Leader {
-			return i
+	leader := -1
+	poll(t, 30*time.Second, stream+" to have a leader", func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := b.JetStream().Stream(ctx, stream)
+		if err != nil {
+			return false, err
 		}
-	}
-	t.Fatalf("leader %q is none of the nodes", info.Cluster.Leader)
-	return -1
+		info, err := s.Info(ctx)
+		if err != nil || info.Cluster == nil {
+			return false, err
+		}
+		for i, n := range c.nodes {
+			if "ditto-"+n.name == info.Cluster.Leader {
+				leader = i
+			}
+		}
+		return leader >= 0, nil
+	})
+	return leader
 }
 
 // checkReplicas checks that both streams are still R3 with every replica current: no ditto
@@ -276,16 +314,7 @@ func TestEmbeddedKilledMidStudy(t *testing.T) {
 	host.kill()
 	t.Logf("embedded host killed after %d runs finished", finished)
 	host = start(t, dir, "embedded", b.worker, nil, hostArgs...)
-	// Done when the work queue is empty (a worker acknowledges a job only after every event
-	// of its run is acknowledged) and every run has finished.
-	poll(t, 8*time.Minute, "every job done", func() (bool, error) {
-		_, f, err := progress(obs)
-		if err != nil {
-			return false, err
-		}
-		jobs, err := subjectCount(obs, events.JobsStream, "ditto.jobs."+studyName)
-		return err == nil && jobs == 0 && f >= studyRuns, err
-	})
+	waitStudyDone(t, obs, 8*time.Minute)
 	waitCaughtUp(t, obs)
 	if err := analyzer.stop(time.Minute); err != nil {
 		t.Logf("analyzer stop: %v", err)
