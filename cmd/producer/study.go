@@ -14,6 +14,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/command"
 	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/worker"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -150,6 +151,9 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	}
 	if !cfg.Wait {
 		return nil
+	}
+	if _, err := b.JetStream().Consumer(ctx, events.JobsStream, worker.DefaultConsumer); err != nil {
+		fmt.Println("no harness-worker has connected yet; start one, e.g.: harness-worker run --data-dir " + cfg.Bus.DataDir)
 	}
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
