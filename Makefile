@@ -1,7 +1,9 @@
 # ditto — make help lists the targets. `make test` is what CI runs.
 SHELL      := /usr/bin/env bash
 GO         ?= go
-GOTAGS     ?=
+# duckdb_arrow: the analyzer loads DuckDB through the driver's Arrow interface (the faster path,
+# measured in internal/warehouse's BenchmarkLoad); without it the appender path is used.
+GOTAGS     ?= duckdb_arrow
 DATA_DIR   ?= ditto-data
 BIN        := bin
 TOOLS      := .bin
@@ -60,9 +62,9 @@ bench: ## benchmarks, each printed as a ratio against a reference measured in th
 	@echo "== harness: its own overhead per step (zero-latency model), p50/p99 =="
 	$(GO) test -run '^$$' -bench Step -benchtime 2000x ./internal/harness/
 	@echo "== worker: overhead per step with NATS publishing, runs per second per worker =="
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/worker/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/worker/
 	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream =="
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$' -benchtime 1x ./internal/warehouse/
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkLoad' -benchtime 1x ./internal/warehouse/
 	@echo "== producer serve: events/s over HTTP vs direct publishing with the bus =="
 	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/ingest/
 
