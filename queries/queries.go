@@ -21,6 +21,7 @@ const (
 	View                 // CREATE VIEW: part of the schema
 	Ingest               // run by the ingester, with parameters or registered Arrow views
 	Analysis             // run by package analysis (metrics reports), with parameters
+	Report               // run by package report (a report's own accounting), with parameters
 )
 
 // Statement is one embedded SQL statement.
@@ -96,6 +97,15 @@ var (
 	AnalysisInsertComparison  = load("analysis_insert_comparison", Analysis)
 )
 
+// Report statements (package report): what a report stands on besides the metrics, read
+// through the same analysis.Querier.
+var (
+	ReportBasis       = load("report_basis", Report)
+	ReportCells       = load("report_cells", Report)
+	ReportStudies     = load("report_studies", Report)
+	ReportWindowCells = load("report_window_cells", Report)
+)
+
 // Schema returns the statements that create the projection, in the order to run them. They are
 // idempotent (IF NOT EXISTS, OR REPLACE).
 func Schema() []Statement {
@@ -114,6 +124,7 @@ func All() []Statement {
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
+		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,
 	)
 }
 

@@ -86,7 +86,7 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 	wb := analysis.Window{From: now.Add(-window), To: now}
 	type tm struct{ task, model string }
 	var pairs []tm
-	err := q.Query(ctx, stmtWindowCells, []any{study, wa.From.UnixMicro(), wb.To.UnixMicro()}, func(row []any) error {
+	err := q.Query(ctx, queries.ReportWindowCells, []any{study, wa.From.UnixMicro(), wb.To.UnixMicro()}, func(row []any) error {
 		pairs = append(pairs, tm{str(row[0]), str(row[1])})
 		return nil
 	})
@@ -157,7 +157,7 @@ type StudyInfo struct {
 // Studies lists every study with run events, with its kind and latest event.
 func Studies(ctx context.Context, q analysis.Querier) ([]StudyInfo, error) {
 	var out []StudyInfo
-	err := q.Query(ctx, stmtStudies, nil, func(row []any) error {
+	err := q.Query(ctx, queries.ReportStudies, nil, func(row []any) error {
 		us, _ := toInt(row[2])
 		out = append(out, StudyInfo{Study: str(row[0]), SourceKind: str(row[1]), LastEvent: time.UnixMicro(us).UTC()})
 		return nil
@@ -167,7 +167,7 @@ func Studies(ctx context.Context, q analysis.Querier) ([]StudyInfo, error) {
 
 func loadCellInfo(ctx context.Context, q analysis.Querier, study string) ([]CellInfo, error) {
 	var out []CellInfo
-	err := q.Query(ctx, stmtCells, []any{study}, func(row []any) error {
+	err := q.Query(ctx, queries.ReportCells, []any{study}, func(row []any) error {
 		c := CellInfo{CellKey: analysis.CellKey{Task: str(row[0]), Model: str(row[1]), Condition: str(row[2])}, Components: []string{}}
 		if s := str(row[3]); s != "" {
 			c.Components = strings.Split(s, ",")
@@ -182,7 +182,7 @@ func loadCellInfo(ctx context.Context, q analysis.Querier, study string) ([]Cell
 
 func loadBasis(ctx context.Context, q analysis.Querier, study string) (Basis, error) {
 	var b Basis
-	err := q.Query(ctx, stmtBasis, []any{study}, func(row []any) error {
+	err := q.Query(ctx, queries.ReportBasis, []any{study}, func(row []any) error {
 		b.Events, _ = toInt(row[0])
 		b.ReportEvents, _ = toInt(row[1])
 		b.FirstEvent = timeText(row[2])

@@ -23,7 +23,9 @@
 // token and latency distributions per cell coloured by condition, the divergence profile per
 // task, and harness activity (retries, plan re-prompts, rejected tool calls, escalations).
 //
-// The extra statements this package runs (report_*.sql) are embedded here rather than in
-// package queries because they are the report's own accounting, read through the same
-// analysis.Querier as the metrics; each file states its inputs and outputs.
+// Besides the analysis statements, this package runs its own accounting, the Report statements
+// of package queries (queries.ReportBasis, ReportCells, ReportStudies, ReportWindowCells; files
+// queries/report_*.sql, each stating its inputs and outputs), read through the same
+// analysis.Querier as the metrics. TestReportQueriesGolden executes each against a database
+// filled through the ingester.
 package report

@@ -63,6 +63,8 @@ func TestQueriesGolden(t *testing.T) {
 				got = runRolledBack(t, db, s, args)
 			case queries.Analysis:
 				t.Skip("executed with golden results by internal/analysis (TestQueriesGolden there)")
+			case queries.Report:
+				t.Skip("executed with golden results by internal/report (TestReportQueriesGolden there)")
 			}
 			checkGolden(t, s.Name, got+"\n")
 		})

@@ -1,0 +1,255 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/samples"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/queries"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenClock is the time of the synthetic study's first event.
+var goldenClock = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// us is t in microseconds since the epoch, the unit of the Report statements' time parameters.
+func us(t time.Time) int64 { return t.UnixMicro() }
+
+// reportCases give each Report statement one or more parameter lists; every list runs and the
+// results go, in order, into testdata/golden/<name>.golden.
+var reportCases = map[string][][]any{
+	"report_basis": {
+		{"s1"},          // report.published and rejected messages set apart
+		{"sample-prod"}, // production, nothing rejected
+		{"nope"},        // no events: zero counts, NULL times
+	},
+	"report_cells": {
+		{"s1"},
+		{"sample-prod"},
+	},
+	"report_studies": {nil},
+	"report_window_cells": {
+		// Half-open: from r1-run-004's start (kept) to r2-run-004's start (left out).
+		{"sample-prod", us(time.Date(2026, 11, 2, 10, 0, 0, 103e6, time.UTC)), us(time.Date(2026, 11, 2, 13, 0, 0, 144e6, time.UTC))},
+		{"s1", us(goldenClock), us(goldenClock.Add(time.Hour))},
+		{"s1", us(goldenClock.Add(-2 * time.Hour)), us(goldenClock.Add(-time.Hour))}, // before every run: no rows
+	},
+}
+
+// TestReportQueriesGolden executes every Report statement of package queries against a
+// database filled through the real ingestion path (embedded nats-server, warehouse CatchUp) with
+// the production samples and a small synthetic harness study, and compares the results with
+// testdata/golden/<name>.golden (go test -run TestReportQueriesGolden -update).
+func TestReportQueriesGolden(t *testing.T) {
+	db := reportGoldenDB(t)
+	statements := map[string]bool{}
+	for _, s := range queries.All() {
+		if s.Kind != queries.Report {
+			continue
+		}
+		statements[s.Name] = true
+		t.Run(s.Name, func(t *testing.T) {
+			cases, ok := reportCases[s.Name]
+			if !ok {
+				t.Fatalf("no golden case for %s: add one to reportCases", s.Name)
+			}
+			var b strings.Builder
+			for _, args := range cases {
+				fmt.Fprintf(&b, "-- args: %v\n", args)
+				b.WriteString(queryText(t, db, s, args))
+			}
+			checkGolden(t, s.Name, b.String())
+		})
+	}
+	for name := range reportCases {
+		if !statements[name] {
+			t.Errorf("reportCases has %s, which is not a Report statement of package queries", name)
+		}
+	}
+}
+
+// reportGoldenDB ingests the production samples, the synthetic study s1, a study with no run
+// (only study.defined) and two poison messages, one on s1's subjects, and returns the database.
+func reportGoldenDB(t *testing.T) *sql.DB {
+	t.Helper()
+	type msg struct {
+		subject, id string
+		data        []byte
+	}
+	var msgs []msg
+	for _, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
+		e, err := events.Decode(line)
+		if err != nil {
+			t.Fatalf("sample: %v", err)
+		}
+		subj, err := events.SubjectOf(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, msg{subj, e.ID, append([]byte(nil), line...)})
+	}
+	for _, e := range syntheticStudy() {
+		subj, err := events.SubjectOf(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := events.Encode(&e)
+		if err != nil {
+			t.Fatalf("encode %s: %v", e.Type, err)
+		}
+		msgs = append(msgs, msg{subj, e.ID, data})
+	}
+	msgs = append(msgs,
+		msg{"ditto.events.s1.a-0.run.finished", "poison-s1", []byte("{")},
+		msg{"ditto.events.other.x.run.started", "poison-other", []byte("not json")},
+	)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	b := bustest.NewServer(t).Connect(t)
+	p, err := b.NewPublisher(bus.WithMaxInFlight(1)) // in order
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := p.Publish(ctx, m.subject, m.id, m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(t.TempDir(), "ditto.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	if err := w.CatchUp(ctx, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}); err != nil {
+		t.Fatalf("CatchUp() = %v", err)
+	}
+	return w.DB()
+}
+
+// syntheticStudy is study s1: two simulated cells of credit_ecl (baseline on two workers;
+// harness with a crashed first attempt, then a finished second, and a run whose only attempt
+// is still running), one real-model cell of kyc_check, a report.published an hour after the
+// last run event; and study empty, defined without runs.
+func syntheticStudy() []events.Envelope {
+	var out []events.Envelope
+	n := 0
+	emit := func(study, run string, attempt int, seq int64, at time.Duration, src string, p events.Payload) {
+		n++
+		out = append(out, events.Envelope{Schema: events.SchemaVersion, ID: fmt.Sprintf("01RPGOLDEN%010d", n), Type: p.EventType(),
+			Time: goldenClock.Add(at), Study: study, Run: run, Attempt: attempt, Seq: seq,
+			Source: events.Source{Kind: events.SourceHarness, ID: src}, Payload: p})
+	}
+	type runSpec struct {
+		run                    string
+		attempt                int
+		task, model, condition string
+		components             []string
+		simulated, unfinished  bool
+		worker                 string
+		start                  time.Duration
+	}
+	emit("s1", events.StudyRun, 1, 0, 0, "producer", events.StudyDefined{Name: "s1 study", ExpectedRuns: 5, Cells: []events.Cell{
+		{Task: "credit_ecl", Model: "sim-a", Condition: "baseline", Runs: 2},
+		{Task: "credit_ecl", Model: "sim-a", Condition: "harness", Runs: 2},
+		{Task: "kyc_check", Model: "gpt-x", Condition: "baseline", Runs: 1},
+	}})
+	harness := []string{events.ComponentFSM, events.ComponentRetry}
+	for _, r := range []runSpec{
+		{"a-0", 1, "credit_ecl", "sim-a", "baseline", []string{}, true, false, "worker-1", time.Second},
+		{"a-1", 1, "credit_ecl", "sim-a", "baseline", []string{}, true, false, "worker-2", 2 * time.Second},
+		{"h-0", 1, "credit_ecl", "sim-a", "harness", harness, true, true, "worker-1", 3 * time.Second},
+		{"h-0", 2, "credit_ecl", "sim-a", "harness", harness, true, false, "worker-1", 4 * time.Second},
+		{"h-1", 1, "credit_ecl", "sim-a", "harness", harness, true, true, "worker-2", 5 * time.Second},
+		{"k-0", 1, "kyc_check", "gpt-x", "baseline", []string{}, false, false, "worker-1", 6 * time.Second},
+	} {
+		emit("s1", r.run, r.attempt, 1, r.start, r.worker, events.RunStarted{Task: r.task, Model: r.model, Condition: r.condition,
+			Components: r.components, Simulated: r.simulated})
+		if !r.unfinished {
+			emit("s1", r.run, r.attempt, 2, r.start+500*time.Millisecond, r.worker,
+				events.RunFinished{Status: events.StatusSucceeded, Success: true})
+		}
+	}
+	emit("s1", events.StudyRun, 1, 0, time.Hour, "scheduler", events.ReportPublished{Name: "s1", Path: "reports/s1",
+		Formats: []string{"md"}, Studies: []string{"s1"}})
+	emit("empty", events.StudyRun, 1, 0, 0, "producer", events.StudyDefined{Name: "empty study", ExpectedRuns: 1,
+		Cells: []events.Cell{{Task: "credit_ecl", Model: "sim-a", Condition: "baseline", Runs: 1}}})
+	return out
+}
+
+// queryText runs a Report statement (they only read) and renders its rows, one line each.
+func queryText(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
+	t.Helper()
+	rows, err := db.Query(s.SQL, args...)
+	if err != nil {
+		t.Fatalf("%s%v: %v", s.Name, args, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			text := fmt.Sprint(v)
+			if v == nil {
+				text = "NULL"
+			}
+			b.WriteString(cols[i] + "=" + text)
+		}
+		b.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s%v: %v", s.Name, args, err)
+	}
+	return b.String()
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestReportQueriesGolden -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from %s:\n got: %.3000s\nwant: %.3000s", name, path, got, want)
+	}
+}
