@@ -73,13 +73,18 @@ func Decode(b []byte) (Envelope, error) {
 	if len(b) > MaxEventSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
-	var w wire
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&w); err != nil {
-		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if dec.More() {
-		return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
+	w, ok := scanEnvelope(b)
+	if !ok {
+		// Anything the fast path does not read exactly as encoding/json would: let
+		// encoding/json decide, with its own errors.
+		w = wire{}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		if err := dec.Decode(&w); err != nil {
+			return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if dec.More() {
+			return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
+		}
 	}
 	e := Envelope{
 		Schema: w.Schema, ID: w.ID, Type: w.Type, Time: w.Time, Study: w.Study, Run: w.Run,
@@ -95,7 +100,8 @@ func Decode(b []byte) (Envelope, error) {
 	p, err := decodePayload(e.Type, e.Schema, w.Payload)
 	if err != nil {
 		if e.Ignorable && isUnknownType(err) {
-			e.Payload = Unknown{Type: e.Type, Raw: w.Payload}
+			// A copy: the fast path's payload aliases b, which the caller may reuse.
+			e.Payload = Unknown{Type: e.Type, Raw: bytes.Clone(w.Payload)}
 			return e, e.Validate()
 		}
 		return e, err
@@ -114,6 +120,9 @@ func isUnknownType(err error) bool {
 func decodePayload(t Type, version int, raw json.RawMessage) (Payload, error) {
 	if version < 1 || version > SchemaVersion {
 		return nil, &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: fmt.Sprintf("version %d (this build reads 1..%d)", version, SchemaVersion)}
+	}
+	if p, ok := scanPayload(t, raw); ok {
+		return p, nil
 	}
 	switch t {
 	case TypeStudyDefined:

@@ -1,0 +1,160 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeReference is Decode as it was before the fast path: encoding/json for the envelope
+// and the payload. FuzzDecodeFast checks that Decode agrees with it on every input.
+func decodeReference(b []byte) (Envelope, error) {
+	if len(b) > MaxEventSize {
+		return Envelope{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
+	}
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&w); err != nil {
+		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if dec.More() {
+		return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
+	}
+	e := Envelope{
+		Schema: w.Schema, ID: w.ID, Type: w.Type, Time: w.Time, Study: w.Study, Run: w.Run,
+		Attempt: w.Attempt, Seq: w.Seq, Source: w.Source, TraceID: w.TraceID, SpanID: w.SpanID,
+		Ignorable: w.Ignorable,
+	}
+	if e.Type == "" {
+		return e, missing("type")
+	}
+	if len(w.Payload) == 0 || string(w.Payload) == "null" {
+		return e, missing("payload")
+	}
+	p, err := decodePayloadReference(e.Type, e.Schema, w.Payload)
+	if err != nil {
+		if e.Ignorable && isUnknownType(err) {
+			e.Payload = Unknown{Type: e.Type, Raw: w.Payload}
+			return e, e.Validate()
+		}
+		return e, err
+	}
+	e.Payload = p
+	return e, e.Validate()
+}
+
+func decodePayloadReference(t Type, version int, raw json.RawMessage) (Payload, error) {
+	if version < 1 || version > SchemaVersion {
+		return nil, &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: fmt.Sprintf("version %d (this build reads 1..%d)", version, SchemaVersion)}
+	}
+	switch t {
+	case TypeStudyDefined:
+		return decodeAs[StudyDefined](raw)
+	case TypeRunStarted:
+		return decodeAs[RunStarted](raw)
+	case TypeRunFinished:
+		return decodeAs[RunFinished](raw)
+	case TypePlanProposed:
+		return decodeAs[PlanProposed](raw)
+	case TypePlanAccepted:
+		return decodeAs[PlanAccepted](raw)
+	case TypePlanRejected:
+		return decodeAs[PlanRejected](raw)
+	case TypeStateEntered:
+		return decodeAs[StateEntered](raw)
+	case TypeStateExited:
+		return decodeAs[StateExited](raw)
+	case TypeModelCalled:
+		return decodeAs[ModelCalled](raw)
+	case TypeToolCalled:
+		return decodeAs[ToolCalled](raw)
+	case TypeToolRejected:
+		return decodeAs[ToolRejected](raw)
+	case TypeToolReturned:
+		return decodeAs[ToolReturned](raw)
+	case TypeOutputValidated:
+		return decodeAs[OutputValidated](raw)
+	case TypeOutputInvalid:
+		return decodeAs[OutputInvalid](raw)
+	case TypeRetryScheduled:
+		return decodeAs[RetryScheduled](raw)
+	case TypeRunEscalated:
+		return decodeAs[RunEscalated](raw)
+	case TypeReportPublished:
+		return decodeAs[ReportPublished](raw)
+	}
+	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
+}
+
+// checkSameDecode fails unless Decode and decodeReference return equal envelopes and errors
+// with the same text.
+func checkSameDecode(t *testing.T, data []byte) {
+	t.Helper()
+	got, gotErr := Decode(data)
+	want, wantErr := decodeReference(data)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("Decode(%q) error = %v, want %v", data, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Decode(%q) =\n%#v\nwant\n%#v", data, got, want)
+	}
+}
+
+// fastPathSeeds are inputs at the edges of what the fast path reads itself.
+var fastPathSeeds = []string{
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}`,
+	` {"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}} `,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}]`,
+	`{"schema":1,"ID":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"State":"A"}}`,
+	`{"schema":1,"id":"x","id":"y","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness"},"source":{"id":"w"},"payload":{"state":"A","state":"B"}}`,
+	`{"schema":1.0,"id":"x\u0041","type":"state.entered","time":"2026-11-30T09:00:00+01:00","study":"s","run":"r","attempt":-0,"seq":1e0,"source":{"kind":"harness","id":"w"},"payload":{"state":"\ud800"}}`,
+	`{"schema":1,"id":null,"type":"state.entered","time":null,"study":"s","run":"r","attempt":1,"seq":99999999999999999999,"source":null,"payload":{"state":null}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","components":[],"seed":null,"sampling":{"temperature":1e400},"graph":{"A":null,"A":["B"],"B":[]},"start":"A"}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":null}}`,
+	`{"schema":1,"id":"x","type":"tool.returned","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","ok":true,"output":[1, 2 ,{"a" : "\u00e9"}],"duration_ms":-0.0}}`,
+	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":"calm"}}`,
+	`{"schema":1,"id":"x","type":"study.defined","time":"2026-11-30T09:00:00Z","study":"s","run":"_study","attempt":1,"seq":0,"source":{"kind":"harness","id":"w"},"payload":{"name":"n","cells":[{"task":"t","model":"m","condition":"c","runs":2}],"expected_runs":2,"simulated":[],"spec":{"b":1}}}`,
+	"{\"schema\":1,\"id\":\"x\xff\",\"type\":\"state.entered\",\"time\":\"2026-11-30T09:00:00Z\",\"study\":\"s\",\"run\":\"r\",\"attempt\":1,\"seq\":1,\"source\":{\"kind\":\"harness\",\"id\":\"w\"},\"payload\":{\"state\":\"\xc3\xa9\"}}",
+}
+
+// TestDecodeMatchesReference checks the fast path against encoding/json on the golden events
+// and on inputs at its edges (each also seeds FuzzDecodeFast).
+func TestDecodeMatchesReference(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSameDecode(t, raw)
+		if _, ok := scanEnvelope(bytes.TrimSpace(raw)); !ok {
+			t.Errorf("golden %s does not take the fast path", name)
+		}
+	}
+	for _, s := range fastPathSeeds {
+		checkSameDecode(t, []byte(s))
+	}
+}
+
+// FuzzDecodeFast is a differential fuzz test: Decode (fast path with encoding/json fallback)
+// and decodeReference (encoding/json only) agree on every input, errors included.
+// Run: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 2m ./events
+func FuzzDecodeFast(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	for _, s := range fastPathSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkSameDecode)
+}
