@@ -55,7 +55,9 @@ func build(t *testing.T) *bins {
 			jobs = append(jobs, job{b.natsServer, "github.com/nats-io/nats-server/v2", false})
 		}
 		for _, j := range jobs {
-			cmd := exec.Command("go", "build", "-o", j.out, j.pkg)
+			// DITTO_GOTAGS carries the Makefile's GOTAGS (e.g. duckdb_arrow for the
+			// analyzer's Arrow load path), so the tests run the binaries `make build` makes.
+			cmd := exec.Command("go", "build", "-tags", os.Getenv("DITTO_GOTAGS"), "-o", j.out, j.pkg)
 			cmd.Dir = repoRoot()
 			cmd.Env = append(os.Environ(), "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[j.cgo])
 			if out, err := cmd.CombinedOutput(); err != nil {
