@@ -9,6 +9,7 @@ RATE         ?= 2000
 DURATION     ?= 30s
 LOAD_MODE    ?= embedded
 FAULT_TIMEOUT ?= 20m
+ANALYZER_FLAGS ?=
 
 $(NATS_SERVER):
 	@mkdir -p $(TOOLS)
@@ -49,7 +50,7 @@ test-faults: $(NATS_SERVER) ## crash tests with real processes (SIGKILL a NATS n
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(FAULT_TIMEOUT) -run 'Test' ./internal/faulttest/
 
 .PHONY: load
-load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=r1,r2 DURATION=30s LOAD_MODE=embedded|cluster|both SYNC=always|default)
+load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=r1,r2 DURATION=30s LOAD_MODE=embedded|cluster|both SYNC=always|default ANALYZER_FLAGS=...)
 	DITTO_LOAD=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_NATSCLI=$(CURDIR)/$(NATSCLI) DITTO_GOTAGS='$(GOTAGS)' \
-	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) \
+	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) DITTO_LOAD_ANALYZER_FLAGS='$(ANALYZER_FLAGS)' \
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout 60m -run 'TestLoad' ./internal/faulttest/

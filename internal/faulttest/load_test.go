@@ -103,13 +103,15 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	watch := map[string]int{}
 	var analyzer *proc
 	var c *cluster
+	// Extra analyzer flags, e.g. "--duckdb-memory 512MB" (make load ANALYZER_FLAGS=...).
+	extra := strings.Fields(os.Getenv("DITTO_LOAD_ANALYZER_FLAGS"))
 	switch mode {
 	case "embedded":
 		// The embedded default: the analyzer's process hosts nats-server (file store, the
 		// server's default sync interval) and ingests; nothing else runs but the load.
 		port := freePort(t)
-		analyzer = start(t, dir, "analyzer", b.analyzer, nil, "ingest", "--data-dir", dir, "--db", db,
-			"--nats-port", fmt.Sprint(port), "--stats-every", "5s")
+		analyzer = start(t, dir, "analyzer", b.analyzer, nil, append([]string{"ingest", "--data-dir", dir, "--db", db,
+			"--nats-port", fmt.Sprint(port), "--stats-every", "5s"}, extra...)...)
 		url = fmt.Sprintf("nats://127.0.0.1:%d", port)
 		poll(t, 60*time.Second, "the analyzer hosting NATS", func() (bool, error) {
 			raw, err := os.ReadFile(filepath.Join(dir, "nats.url"))
@@ -120,8 +122,8 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		defer c.stop()
 		url, replicas = c.URLs(), 3
 		env = []string{"DITTO_REPLICAS=3"}
-		analyzer = start(t, dir, "analyzer", b.analyzer, env, "ingest", "--nats-url", url, "--data-dir", dir, "--db", db,
-			"--stats-every", "5s")
+		analyzer = startReady(t, dir, "analyzer", b.analyzer, env, "msg=ingesting", append([]string{"ingest", "--nats-url", url,
+			"--data-dir", dir, "--db", db, "--stats-every", "5s"}, extra...)...)
 		for _, n := range c.nodes {
 			watch["nats-"+n.name] = n.p.pid()
 		}
