@@ -54,14 +54,11 @@ func runIngest(ctx context.Context, args []string) error {
 
 func ingest(ctx context.Context, cfg ingestConfig) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	b, err := bus.Open(ctx, cfg.bus)
+	b, err := openBus(ctx, cfg.bus)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.bus.DataDir, 0o755); err != nil && cfg.db.Path == warehouse.DefaultPath(cfg.bus.DataDir) {
 		return err
 	}

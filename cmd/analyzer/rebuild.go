@@ -56,14 +56,11 @@ func runRebuild(ctx context.Context, args []string) error {
 
 func rebuild(ctx context.Context, cfg rebuildConfig) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	b, err := bus.Open(ctx, cfg.bus)
+	b, err := openBus(ctx, cfg.bus)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	target := cfg.out
 	if target == "" {
 		// DuckDB locks a file while a process writes it: refuse to swap under a running analyzer.

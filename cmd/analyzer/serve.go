@@ -105,14 +105,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	b, err := bus.Open(ctx, cfg.bus)
+	b, err := openBus(ctx, cfg.bus)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.bus.DataDir, 0o755); err != nil {
 		return err
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/command"
 )
 
@@ -18,23 +16,18 @@ func init() {
 }
 
 func runHost(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("host", flag.ContinueOnError)
-	var cfg bus.Config
-	cfg.RegisterFlags(fs)
-	if err := command.Parse(fs, args); err != nil {
+	_, cfg, err := parseBusFlags("host", args)
+	if err != nil {
 		return err
 	}
 	if cfg.URL != "" {
 		return fmt.Errorf("%w: host runs the embedded server; drop --nats-url", command.ErrUsage)
 	}
-	b, err := bus.Open(ctx, cfg)
+	b, err := openBus(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	if !b.Hosting() {
 		return fmt.Errorf("another process already hosts the embedded server for %s at %s", cfg.DataDir, b.URL())
 	}

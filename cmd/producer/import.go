@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/command"
 	"github.com/dittolab/ditto/internal/importer"
 )
@@ -20,23 +18,18 @@ func init() {
 }
 
 func runImport(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	var cfg bus.Config
-	cfg.RegisterFlags(fs)
-	if err := command.Parse(fs, args); err != nil {
+	fs, cfg, err := parseBusFlags("import", args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: producer import FILE... (JSON lines, - for stdin)", command.ErrUsage)
 	}
-	b, err := bus.Open(ctx, cfg)
+	b, err := openBus(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	rejected := 0
 	for _, path := range fs.Args() {
 		in := os.Stdin

@@ -53,14 +53,11 @@ func runServe(ctx context.Context, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	b, err := bus.Open(ctx, bcfg)
+	b, err := openBus(ctx, bcfg)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	srv, err := ingest.New(b, icfg, log)
 	if err != nil {
 		return err

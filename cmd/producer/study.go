@@ -125,14 +125,11 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	if cfg.Bus.Name == "" {
 		cfg.Bus.Name = "ditto-producer"
 	}
-	b, err := bus.Open(ctx, cfg.Bus)
+	b, err := openBus(ctx, cfg.Bus)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	printPlan(os.Stdout, p)
 	res, err := study.Submit(ctx, b, p, "producer")
 	if err != nil {
@@ -164,10 +161,8 @@ func runStudySubmit(ctx context.Context, args []string) error {
 }
 
 func runStudyStatus(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("study status", flag.ContinueOnError)
-	var cfg bus.Config
-	cfg.RegisterFlags(fs)
-	if err := command.Parse(fs, args); err != nil {
+	fs, cfg, err := parseBusFlags("study status", args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -179,14 +174,11 @@ func runStudyStatus(ctx context.Context, args []string) error {
 	if cfg.Name == "" {
 		cfg.Name = "ditto-producer"
 	}
-	b, err := bus.Open(ctx, cfg)
+	b, err := openBus(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	p, at, err := study.Submitted(ctx, b.JetStream(), fs.Arg(0))
 	if err != nil {
 		return err

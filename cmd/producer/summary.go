@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/command"
 	"github.com/dittolab/ditto/internal/inspect"
 )
@@ -19,20 +17,15 @@ func init() {
 }
 
 func runSummary(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("summary", flag.ContinueOnError)
-	var cfg bus.Config
-	cfg.RegisterFlags(fs)
-	if err := command.Parse(fs, args); err != nil {
+	_, cfg, err := parseBusFlags("summary", args)
+	if err != nil {
 		return err
 	}
-	b, err := bus.Open(ctx, cfg)
+	b, err := openBus(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	sum, err := inspect.Summarize(ctx, b)
 	if err != nil {
 		return err
