@@ -119,85 +119,68 @@ func newAMLScreening() *Task {
 		panic("tasks: aml watchlist: " + err.Error()) // embedded: a build-time fact
 	}
 	s := &amlStore{store: st, watchlist: wl.Entries}
-	t := &Task{
-		Name:  amlTask,
-		Title: "Sanctions / AML screening of a customer",
-		Instructions: "You are an AML compliance analyst. Screen the customer named by the user against the " +
+	return build(st, stems, taskDef{
+		name:  amlTask,
+		title: "Sanctions / AML screening of a customer",
+		instructions: "You are an AML compliance analyst. Screen the customer named by the user against the " +
 			"sanctions watchlists. Load the customer, screen the name against all lists; if the screening " +
 			"reports a hit, run an enhanced review of the matches; then generate the screening report with the " +
 			"outcome (and the review disposition after a hit). Only touch the datasets you are given.",
-		Start:     "LOAD_DATA",
-		FinalTool: "generate_aml_report",
-	}
-	t.States = []State{
-		{Name: "LOAD_DATA", Tool: "load_customer", Next: []string{"SCREEN"}, Validate: validateAMLLoad},
-		{Name: "SCREEN", Tool: "screen_watchlists", Next: []string{"ENHANCED_REVIEW", "GENERATE_REPORT"},
-			Route: routeScreen, Validate: validateAMLScreen},
-		{Name: "ENHANCED_REVIEW", Tool: "enhanced_review", Next: []string{"GENERATE_REPORT"}, Validate: validateAMLReview},
-		{Name: "GENERATE_REPORT", Tool: "generate_aml_report", Validate: validateAMLReport},
-	}
-	t.Tools = []Tool{
-		{Name: "load_customer", Description: "Load a customer record.", Schema: json.RawMessage(amlLoadSchema),
-			Resources: pathResources, Exec: s.load},
-		{Name: "screen_watchlists", Description: "Screen a customer's name against sanctions watchlists.", Schema: json.RawMessage(amlScreenSchema),
-			Resources: screenResources, Exec: s.screen},
-		{Name: "enhanced_review", Description: "Review screening matches in depth (date of birth, country) and give a disposition.", Schema: json.RawMessage(amlReviewSchema),
-			Resources: pathResources, Exec: s.review},
-		{Name: "generate_aml_report", Description: "Generate and file the screening report.", Schema: json.RawMessage(amlReportSchema),
-			Resources: pathResources, Exec: s.report},
-	}
-	for _, id := range stems {
-		p := datasetPath(amlTask, id)
-		t.Instances = append(t.Instances, Instance{
-			ID:     id,
-			Prompt: fmt.Sprintf("Screen the customer at %s against the sanctions watchlists and file the screening report.", p),
-			Scope:  []string{p, reportPath(amlTask, id), "watchlists"},
-			Data:   st[p],
-		})
-	}
-	t.Check = func(inst *Instance, output json.RawMessage) bool {
-		var rec customerRecord
-		var rep struct {
-			CustomerID string `json:"customer_id"`
-			Outcome    string `json:"outcome"`
-		}
-		if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
-			return false
-		}
-		return rep.CustomerID == rec.Customer.CustomerID && rep.Outcome == s.truth(rec)
-	}
-	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
-		args := map[string]any{"path": path}
-		var scr struct {
-			Hit     bool       `json:"hit"`
-			Matches []amlMatch `json:"matches"`
-		}
-		if out, ok := lastOutput(results, "screen_watchlists"); ok {
-			_ = json.Unmarshal(out, &scr)
-		}
-		ids := []string{}
-		for _, m := range scr.Matches {
-			ids = append(ids, m.EntryID)
-		}
-		switch state {
-		case "ENHANCED_REVIEW":
-			args["match_ids"] = ids
-		case "GENERATE_REPORT":
-			args["screening_outcome"] = "clean"
-			if scr.Hit {
-				args["screening_outcome"] = "hit"
-				var rev struct {
-					Disposition string `json:"disposition"`
-				}
-				if out, ok := lastOutput(results, "enhanced_review"); ok {
-					_ = json.Unmarshal(out, &rev)
-				}
-				args["disposition"] = rev.Disposition
+		prompt:     "Screen the customer at %s against the sanctions watchlists and file the screening report.",
+		extraScope: []string{"watchlists"},
+		states: []State{
+			{Name: "LOAD_DATA", Tool: "load_customer", Next: []string{"SCREEN"}, Validate: validateAMLLoad},
+			{Name: "SCREEN", Tool: "screen_watchlists", Next: []string{"ENHANCED_REVIEW", "GENERATE_REPORT"},
+				Route: routeScreen, Validate: validateAMLScreen},
+			{Name: "ENHANCED_REVIEW", Tool: "enhanced_review", Next: []string{"GENERATE_REPORT"}, Validate: validateAMLReview},
+			{Name: "GENERATE_REPORT", Tool: "generate_aml_report", Validate: validateAMLReport},
+		},
+		tools: []Tool{
+			pathTool("load_customer", "Load a customer record.", amlLoadSchema, s.load),
+			{Name: "screen_watchlists", Description: "Screen a customer's name against sanctions watchlists.", Schema: json.RawMessage(amlScreenSchema),
+				Resources: screenResources, Exec: s.screen},
+			pathTool("enhanced_review", "Review screening matches in depth (date of birth, country) and give a disposition.", amlReviewSchema, s.review),
+			pathTool("generate_aml_report", "Generate and file the screening report.", amlReportSchema, s.report),
+		},
+		check: func(inst *Instance, output json.RawMessage) bool {
+			var rec customerRecord
+			var rep struct {
+				CustomerID string `json:"customer_id"`
+				Outcome    string `json:"outcome"`
 			}
-		}
-		return args
+			if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
+				return false
+			}
+			return rep.CustomerID == rec.Customer.CustomerID && rep.Outcome == s.truth(rec)
+		},
+		ideal: func(state, path string, results []ToolResult) map[string]any {
+			args := map[string]any{"path": path}
+			var scr struct {
+				Hit     bool       `json:"hit"`
+				Matches []amlMatch `json:"matches"`
+			}
+			decodeLast(results, "screen_watchlists", &scr)
+			ids := []string{}
+			for _, m := range scr.Matches {
+				ids = append(ids, m.EntryID)
+			}
+			switch state {
+			case "ENHANCED_REVIEW":
+				args["match_ids"] = ids
+			case "GENERATE_REPORT":
+				args["screening_outcome"] = "clean"
+				if scr.Hit {
+					args["screening_outcome"] = "hit"
+					var rev struct {
+						Disposition string `json:"disposition"`
+					}
+					decodeLast(results, "enhanced_review", &rev)
+					args["disposition"] = rev.Disposition
+				}
+			}
+			return args
+		},
 	})
-	return t
 }
 
 // truth is the ground-truth outcome of an instance: default threshold, all lists.
@@ -348,10 +331,7 @@ func (s *amlStore) screen(_ context.Context, _ *Instance, args json.RawMessage) 
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	th := amlDefaultThreshold
-	if a.Threshold != nil {
-		th = *a.Threshold
-	}
+	th := valueOr(a.Threshold, amlDefaultThreshold)
 	if th < 0.5 || th > 1 {
 		return nil, fmt.Errorf("%w: threshold must be in [0.5, 1]", ErrBadArguments)
 	}

@@ -87,71 +87,54 @@ const (
 
 func newCreditECL() *Task {
 	st, stems := loadStore(creditTask)
-	t := &Task{
-		Name:  creditTask,
-		Title: "IFRS 9 expected credit loss of a loan portfolio",
-		Instructions: "You are a credit risk analyst. Compute the IFRS 9 expected credit loss (ECL) of the loan " +
+	return build(st, stems, taskDef{
+		name:  creditTask,
+		title: "IFRS 9 expected credit loss of a loan portfolio",
+		instructions: "You are a credit risk analyst. Compute the IFRS 9 expected credit loss (ECL) of the loan " +
 			"portfolio named by the user and file the ECL report. Use the tools: load the portfolio, validate " +
 			"the data, calculate the ECL (PD × LGD × EAD, 12-month PD for stage 1 and lifetime PD for stages 2 " +
 			"and 3), then generate the report with the calculated figures. Only touch the datasets you are given.",
-		Start:     "LOAD_DATA",
-		FinalTool: "generate_ecl_report",
-	}
-	t.States = []State{
-		{Name: "LOAD_DATA", Tool: "load_portfolio", Next: []string{"VALIDATE_DATA"}, Validate: validateCreditLoad},
-		{Name: "VALIDATE_DATA", Tool: "validate_portfolio", Next: []string{"CALCULATE"}, Validate: validateCreditValidation},
-		{Name: "CALCULATE", Tool: "calculate_ecl", Next: []string{"GENERATE_REPORT"}, Validate: validateCreditCalc},
-		{Name: "GENERATE_REPORT", Tool: "generate_ecl_report", Validate: validateCreditReport},
-	}
-	t.Tools = []Tool{
-		{Name: "load_portfolio", Description: "Load a loan portfolio dataset.", Schema: json.RawMessage(creditLoadSchema),
-			Resources: pathResources, Exec: st.creditLoad},
-		{Name: "validate_portfolio", Description: "Run data-quality checks on a loan portfolio dataset.", Schema: json.RawMessage(creditValidateSchema),
-			Resources: pathResources, Exec: st.creditValidate},
-		{Name: "calculate_ecl", Description: "Calculate the expected credit loss of a loan portfolio.", Schema: json.RawMessage(creditCalcSchema),
-			Resources: pathResources, Exec: st.creditCalc},
-		{Name: "generate_ecl_report", Description: "Generate and file the IFRS 9 ECL report from calculated figures.", Schema: json.RawMessage(creditReportSchema),
-			Resources: pathResources, Exec: st.creditReport},
-	}
-	for _, id := range stems {
-		p := datasetPath(creditTask, id)
-		t.Instances = append(t.Instances, Instance{
-			ID:     id,
-			Prompt: fmt.Sprintf("Compute the IFRS 9 expected credit loss for the loan portfolio at %s and file the ECL report.", p),
-			Scope:  []string{p, reportPath(creditTask, id)},
-			Data:   st[p],
-		})
-	}
-	t.Check = func(inst *Instance, output json.RawMessage) bool {
-		var p portfolio
-		var rep struct {
-			PortfolioID string   `json:"portfolio_id"`
-			TotalECL    *float64 `json:"total_ecl"`
-		}
-		if json.Unmarshal(inst.Data, &p) != nil || json.Unmarshal(output, &rep) != nil || rep.TotalECL == nil {
-			return false
-		}
-		// Tolerance 1.0 currency unit: a report rounded to whole units is still correct.
-		return rep.PortfolioID == p.PortfolioID && math.Abs(*rep.TotalECL-creditTruth(p)) <= 1.0
-	}
-	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
-		args := map[string]any{"path": path}
-		if state == "GENERATE_REPORT" {
-			var calc struct {
-				TotalECL float64            `json:"total_ecl"`
-				ByStage  map[string]float64 `json:"by_stage"`
-				Currency string             `json:"currency"`
+		prompt: "Compute the IFRS 9 expected credit loss for the loan portfolio at %s and file the ECL report.",
+		states: []State{
+			{Name: "LOAD_DATA", Tool: "load_portfolio", Next: []string{"VALIDATE_DATA"}, Validate: validateCreditLoad},
+			{Name: "VALIDATE_DATA", Tool: "validate_portfolio", Next: []string{"CALCULATE"}, Validate: validateCreditValidation},
+			{Name: "CALCULATE", Tool: "calculate_ecl", Next: []string{"GENERATE_REPORT"}, Validate: validateCreditCalc},
+			{Name: "GENERATE_REPORT", Tool: "generate_ecl_report", Validate: validateCreditReport},
+		},
+		tools: []Tool{
+			pathTool("load_portfolio", "Load a loan portfolio dataset.", creditLoadSchema, st.creditLoad),
+			pathTool("validate_portfolio", "Run data-quality checks on a loan portfolio dataset.", creditValidateSchema, st.creditValidate),
+			pathTool("calculate_ecl", "Calculate the expected credit loss of a loan portfolio.", creditCalcSchema, st.creditCalc),
+			pathTool("generate_ecl_report", "Generate and file the IFRS 9 ECL report from calculated figures.", creditReportSchema, st.creditReport),
+		},
+		check: func(inst *Instance, output json.RawMessage) bool {
+			var p portfolio
+			var rep struct {
+				PortfolioID string   `json:"portfolio_id"`
+				TotalECL    *float64 `json:"total_ecl"`
 			}
-			if out, ok := lastOutput(results, "calculate_ecl"); ok {
-				_ = json.Unmarshal(out, &calc)
+			if json.Unmarshal(inst.Data, &p) != nil || json.Unmarshal(output, &rep) != nil || rep.TotalECL == nil {
+				return false
 			}
-			args["total_ecl"] = calc.TotalECL
-			args["by_stage"] = calc.ByStage
-			args["currency"] = calc.Currency
-		}
-		return args
+			// Tolerance 1.0 currency unit: a report rounded to whole units is still correct.
+			return rep.PortfolioID == p.PortfolioID && math.Abs(*rep.TotalECL-creditTruth(p)) <= 1.0
+		},
+		ideal: func(state, path string, results []ToolResult) map[string]any {
+			args := map[string]any{"path": path}
+			if state == "GENERATE_REPORT" {
+				var calc struct {
+					TotalECL float64            `json:"total_ecl"`
+					ByStage  map[string]float64 `json:"by_stage"`
+					Currency string             `json:"currency"`
+				}
+				decodeLast(results, "calculate_ecl", &calc)
+				args["total_ecl"] = calc.TotalECL
+				args["by_stage"] = calc.ByStage
+				args["currency"] = calc.Currency
+			}
+			return args
+		},
 	})
-	return t
 }
 
 // creditTruth is the ground-truth portfolio ECL (stage basis, unrounded).
@@ -211,12 +194,15 @@ func (s store) creditLoad(_ context.Context, _ *Instance, args json.RawMessage) 
 	}), nil
 }
 
+// issue is a finding of validate_portfolio about one loan.
 type issue struct {
 	LoanID   string `json:"loan_id"`
 	Check    string `json:"check"`
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
 }
+
+func (is issue) severity() string { return is.Severity }
 
 func (s store) creditValidate(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
 	var a struct {
@@ -231,10 +217,7 @@ func (s store) creditValidate(_ context.Context, _ *Instance, args json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	checks := a.Checks
-	if len(checks) == 0 {
-		checks = []string{"ranges", "stages", "duplicates", "exposure"}
-	}
+	checks := checksOr(a.Checks, []string{"ranges", "stages", "duplicates", "exposure"})
 	issues := []issue{}
 	seen := map[string]bool{}
 	for _, l := range pf.Loans {
@@ -266,14 +249,8 @@ func (s store) creditValidate(_ context.Context, _ *Instance, args json.RawMessa
 			}
 		}
 	}
-	valid := true
-	for _, is := range issues {
-		if is.Severity == "error" || a.Strict {
-			valid = false
-		}
-	}
 	return mustJSON(map[string]any{
-		"portfolio_id": pf.PortfolioID, "valid": valid, "loans_checked": len(pf.Loans),
+		"portfolio_id": pf.PortfolioID, "valid": passes(issues, a.Strict), "loans_checked": len(pf.Loans),
 		"checks": checks, "strict": a.Strict, "issues": issues,
 	}), nil
 }
@@ -288,10 +265,7 @@ func (s store) creditCalc(_ context.Context, _ *Instance, args json.RawMessage) 
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	places := 2
-	if a.Rounding != nil {
-		places = *a.Rounding
-	}
+	places := valueOr(a.Rounding, 2)
 	if places < 0 || places > 6 || !slices.Contains([]string{"stage", "12m", "lifetime"}, a.PDBasis) {
 		return nil, fmt.Errorf("%w: rounding must be 0..6 and pd_basis one of stage, 12m, lifetime", ErrBadArguments)
 	}
@@ -337,10 +311,7 @@ func (s store) creditReport(_ context.Context, _ *Instance, args json.RawMessage
 	if a.TotalECL == nil || *a.TotalECL < 0 {
 		return nil, fmt.Errorf("%w: total_ecl is required and must be non-negative", ErrBadArguments)
 	}
-	places := 2
-	if a.Precision != nil {
-		places = *a.Precision
-	}
+	places := valueOr(a.Precision, 2)
 	if places < 0 || places > 6 {
 		return nil, fmt.Errorf("%w: precision must be 0..6", ErrBadArguments)
 	}
@@ -424,14 +395,8 @@ func validateCreditValidation(out json.RawMessage) []string {
 	if o.LoansChecked == 0 {
 		p.addf("no loans checked")
 	}
-	for _, c := range []string{"ranges", "stages"} {
-		if !slices.Contains(o.Checks, c) {
-			p.addf("required check %q was not run", c)
-		}
-	}
-	if o.Valid == nil || !*o.Valid {
-		p.addf("the portfolio did not pass validation; blocking issues must be resolved (warnings are not blocking unless strict)")
-	}
+	p.validationRan(o.Valid, o.Checks, []string{"ranges", "stages"},
+		"the portfolio did not pass validation; blocking issues must be resolved (warnings are not blocking unless strict)")
 	return p
 }
 

@@ -96,71 +96,54 @@ const (
 
 func newRenalDosing() *Task {
 	st, stems := loadStore(renalTask)
-	t := &Task{
-		Name:  renalTask,
-		Title: "Renal dose adjustment (Cockcroft–Gault)",
-		Instructions: "You are a clinical decision support assistant. For the patient named by the user, load the " +
+	return build(st, stems, taskDef{
+		name:  renalTask,
+		title: "Renal dose adjustment (Cockcroft–Gault)",
+		instructions: "You are a clinical decision support assistant. For the patient named by the user, load the " +
 			"record, validate it, calculate the creatinine clearance with the Cockcroft-Gault equation and the " +
 			"renally adjusted dose of the prescribed drug, then generate the dosing report with the calculated " +
 			"figures. Only touch the datasets you are given.",
-		Start:     "LOAD_DATA",
-		FinalTool: "generate_dosing_report",
-	}
-	t.States = []State{
-		{Name: "LOAD_DATA", Tool: "load_patient", Next: []string{"VALIDATE_DATA"}, Validate: validateRenalLoad},
-		{Name: "VALIDATE_DATA", Tool: "validate_patient", Next: []string{"CALCULATE"}, Validate: validateRenalValidation},
-		{Name: "CALCULATE", Tool: "calculate_dose", Next: []string{"GENERATE_REPORT"}, Validate: validateRenalCalc},
-		{Name: "GENERATE_REPORT", Tool: "generate_dosing_report", Validate: validateRenalReport},
-	}
-	t.Tools = []Tool{
-		{Name: "load_patient", Description: "Load a patient record with the prescribed drug.", Schema: json.RawMessage(renalLoadSchema),
-			Resources: pathResources, Exec: st.renalLoad},
-		{Name: "validate_patient", Description: "Check a patient record for completeness and plausible values.", Schema: json.RawMessage(renalValidateSchema),
-			Resources: pathResources, Exec: st.renalValidate},
-		{Name: "calculate_dose", Description: "Calculate Cockcroft-Gault creatinine clearance and the renally adjusted dose.", Schema: json.RawMessage(renalCalcSchema),
-			Resources: pathResources, Exec: st.renalCalc},
-		{Name: "generate_dosing_report", Description: "Generate the dosing report from the calculated clearance and dose.", Schema: json.RawMessage(renalReportSchema),
-			Resources: pathResources, Exec: st.renalReport},
-	}
-	for _, id := range stems {
-		p := datasetPath(renalTask, id)
-		t.Instances = append(t.Instances, Instance{
-			ID:     id,
-			Prompt: fmt.Sprintf("Calculate the creatinine clearance and the renally adjusted dose for the patient at %s and generate the dosing report.", p),
-			Scope:  []string{p, reportPath(renalTask, id)},
-			Data:   st[p],
-		})
-	}
-	t.Check = func(inst *Instance, output json.RawMessage) bool {
-		var rec patientRecord
-		var rep struct {
-			PatientID string  `json:"patient_id"`
-			DoseMg    float64 `json:"dose_mg"`
-			IntervalH float64 `json:"interval_h"`
-		}
-		if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
-			return false
-		}
-		crcl, _ := cockcroftGault(rec, "actual")
-		want := rec.Drug.bandFor(crcl)
-		return rep.PatientID == rec.Patient.PatientID && rep.DoseMg == want.DoseMg && rep.IntervalH == want.IntervalH
-	}
-	t.Ideal = idealFunc(t, func(state, path string, results []ToolResult) map[string]any {
-		args := map[string]any{"path": path}
-		if state == "GENERATE_REPORT" {
-			var calc struct {
-				CrCl      float64 `json:"crcl_ml_min"`
+		prompt: "Calculate the creatinine clearance and the renally adjusted dose for the patient at %s and generate the dosing report.",
+		states: []State{
+			{Name: "LOAD_DATA", Tool: "load_patient", Next: []string{"VALIDATE_DATA"}, Validate: validateRenalLoad},
+			{Name: "VALIDATE_DATA", Tool: "validate_patient", Next: []string{"CALCULATE"}, Validate: validateRenalValidation},
+			{Name: "CALCULATE", Tool: "calculate_dose", Next: []string{"GENERATE_REPORT"}, Validate: validateRenalCalc},
+			{Name: "GENERATE_REPORT", Tool: "generate_dosing_report", Validate: validateRenalReport},
+		},
+		tools: []Tool{
+			pathTool("load_patient", "Load a patient record with the prescribed drug.", renalLoadSchema, st.renalLoad),
+			pathTool("validate_patient", "Check a patient record for completeness and plausible values.", renalValidateSchema, st.renalValidate),
+			pathTool("calculate_dose", "Calculate Cockcroft-Gault creatinine clearance and the renally adjusted dose.", renalCalcSchema, st.renalCalc),
+			pathTool("generate_dosing_report", "Generate the dosing report from the calculated clearance and dose.", renalReportSchema, st.renalReport),
+		},
+		check: func(inst *Instance, output json.RawMessage) bool {
+			var rec patientRecord
+			var rep struct {
+				PatientID string  `json:"patient_id"`
 				DoseMg    float64 `json:"dose_mg"`
 				IntervalH float64 `json:"interval_h"`
 			}
-			if out, ok := lastOutput(results, "calculate_dose"); ok {
-				_ = json.Unmarshal(out, &calc)
+			if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
+				return false
 			}
-			args["crcl_ml_min"], args["dose_mg"], args["interval_h"] = calc.CrCl, calc.DoseMg, calc.IntervalH
-		}
-		return args
+			crcl, _ := cockcroftGault(rec, "actual")
+			want := rec.Drug.bandFor(crcl)
+			return rep.PatientID == rec.Patient.PatientID && rep.DoseMg == want.DoseMg && rep.IntervalH == want.IntervalH
+		},
+		ideal: func(state, path string, results []ToolResult) map[string]any {
+			args := map[string]any{"path": path}
+			if state == "GENERATE_REPORT" {
+				var calc struct {
+					CrCl      float64 `json:"crcl_ml_min"`
+					DoseMg    float64 `json:"dose_mg"`
+					IntervalH float64 `json:"interval_h"`
+				}
+				decodeLast(results, "calculate_dose", &calc)
+				args["crcl_ml_min"], args["dose_mg"], args["interval_h"] = calc.CrCl, calc.DoseMg, calc.IntervalH
+			}
+			return args
+		},
 	})
-	return t
 }
 
 // cockcroftGault returns the clearance in mL/min and the weight used.
@@ -243,16 +226,8 @@ func (s store) renalValidate(_ context.Context, _ *Instance, args json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	checks := a.Checks
-	if len(checks) == 0 {
-		checks = []string{"completeness", "ranges", "units"}
-	}
+	checks := checksOr(a.Checks, []string{"completeness", "ranges", "units"})
 	p := rec.Patient
-	type finding struct {
-		Check    string `json:"check"`
-		Severity string `json:"severity"`
-		Message  string `json:"message"`
-	}
 	issues := []finding{}
 	for _, c := range checks {
 		switch c {
@@ -278,13 +253,7 @@ func (s store) renalValidate(_ context.Context, _ *Instance, args json.RawMessag
 			return nil, fmt.Errorf("%w: unknown check %q", ErrBadArguments, c)
 		}
 	}
-	valid := true
-	for _, is := range issues {
-		if is.Severity == "error" || a.Strict {
-			valid = false
-		}
-	}
-	return mustJSON(map[string]any{"patient_id": p.PatientID, "valid": valid, "checks": checks, "strict": a.Strict, "issues": issues}), nil
+	return mustJSON(map[string]any{"patient_id": p.PatientID, "valid": passes(issues, a.Strict), "checks": checks, "strict": a.Strict, "issues": issues}), nil
 }
 
 func (s store) renalCalc(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
@@ -296,10 +265,7 @@ func (s store) renalCalc(_ context.Context, _ *Instance, args json.RawMessage) (
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	places := 1
-	if a.Precision != nil {
-		places = *a.Precision
-	}
+	places := valueOr(a.Precision, 1)
 	if places < 0 || places > 3 || !slices.Contains([]string{"actual", "ideal", "adjusted"}, a.WeightBasis) {
 		return nil, fmt.Errorf("%w: precision must be 0..3 and weight_basis one of actual, ideal, adjusted", ErrBadArguments)
 	}
@@ -335,10 +301,7 @@ func (s store) renalReport(_ context.Context, _ *Instance, args json.RawMessage)
 	if a.CrCl == nil || a.DoseMg == nil || a.IntervalH == nil || *a.CrCl <= 0 {
 		return nil, fmt.Errorf("%w: crcl_ml_min, dose_mg and interval_h are required", ErrBadArguments)
 	}
-	places := 0
-	if a.Precision != nil {
-		places = *a.Precision
-	}
+	places := valueOr(a.Precision, 0)
 	if places < 0 || places > 2 {
 		return nil, fmt.Errorf("%w: precision must be 0..2", ErrBadArguments)
 	}
@@ -399,14 +362,8 @@ func validateRenalValidation(out json.RawMessage) []string {
 	if !decodeOutput(out, &o, &p) {
 		return p
 	}
-	for _, c := range []string{"completeness", "ranges"} {
-		if !slices.Contains(o.Checks, c) {
-			p.addf("required check %q was not run", c)
-		}
-	}
-	if o.Valid == nil || !*o.Valid {
-		p.addf("the record did not pass validation (warnings are not blocking unless strict)")
-	}
+	p.validationRan(o.Valid, o.Checks, []string{"completeness", "ranges"},
+		"the record did not pass validation (warnings are not blocking unless strict)")
 	return p
 }
 
