@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,15 +21,29 @@ const DefaultMaxInFlight = 256
 // Wait returns once every publish made so far is acknowledged, reporting each one that failed:
 // a caller that sees Wait return nil knows nothing it published was lost.
 //
+// Publishes go out with JetStream's PublishAsync; one collector goroutine per Publisher, alive
+// only while acknowledgements are outstanding, awaits them in order. This costs neither a
+// goroutine nor a round trip per message, as a synchronous publish per message did.
+//
 // A Publisher is safe for concurrent use.
 type Publisher struct {
 	js         jetstream.JetStream
 	ackTimeout time.Duration
 	sem        chan struct{}
 
-	mu     sync.Mutex
-	failed []PublishError
-	wg     sync.WaitGroup
+	mu         sync.Mutex
+	failed     []PublishError
+	queue      []*pending // published, acknowledgement not yet collected; oldest first
+	collecting bool       // a collector goroutine is draining queue
+	wg         sync.WaitGroup
+}
+
+// pending is one asynchronous publish awaiting its acknowledgement.
+type pending struct {
+	subject, msgID string
+	data           []byte
+	ack            jetstream.PubAckFuture
+	deadline       time.Time
 }
 
 // PublisherOption configures a Publisher.
@@ -84,6 +99,9 @@ func (p *Publisher) PublishEvent(ctx context.Context, e *events.Envelope) error 
 // Publish publishes data on subject with the given Nats-Msg-Id. It returns once the message
 // is handed to the connection; the acknowledgement is collected in the background and any
 // failure is reported by Wait. It returns an error only when ctx ends while waiting for room.
+// When the connection's own window of asynchronous publishes (shared by every Publisher on
+// the bus) is full, it may wait up to 200ms more, not watching ctx, before falling back to a
+// synchronous publish.
 func (p *Publisher) Publish(ctx context.Context, subject, msgID string, data []byte) error {
 	select {
 	case p.sem <- struct{}{}:
@@ -91,22 +109,113 @@ func (p *Publisher) Publish(ctx context.Context, subject, msgID string, data []b
 		return fmt.Errorf("%w: %s: %v", ErrPublish, subject, ctx.Err())
 	}
 	p.wg.Add(1)
-	go func() {
-		defer func() { <-p.sem; p.wg.Done() }()
-		// A synchronous publish per goroutine, bounded by the semaphore: it is the simplest
-		// correct way to get a per-message result with a timeout, and it retries the
-		// transient "no responders" of a stream leader election.
-		actx, cancel := context.WithTimeout(context.Background(), p.ackTimeout)
-		defer cancel()
-		_, err := p.js.Publish(actx, subject, data, jetstream.WithMsgID(msgID),
-			jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
-		if err != nil {
-			p.mu.Lock()
-			p.failed = append(p.failed, PublishError{Subject: subject, MsgID: msgID, Err: err})
-			p.mu.Unlock()
-		}
-	}()
+	it := &pending{subject: subject, msgID: msgID, data: data, deadline: time.Now().Add(p.ackTimeout)}
+	ack, err := p.publishAsync(it)
+	if err != nil {
+		// The connection's window of asynchronous publishes, shared by every Publisher on
+		// the bus, is full (ErrTooManyStalledMsgs), or the connection refused the message:
+		// publish this one synchronously, which waits for room and reports its own failure.
+		go p.publishSync(it)
+		return nil
+	}
+	it.ack = ack
+	p.mu.Lock()
+	p.queue = append(p.queue, it)
+	if !p.collecting {
+		// One collector per Publisher while acknowledgements are outstanding, none when
+		// idle: a Publisher has no Close, and callers make one per run or request.
+		p.collecting = true
+		go p.collect()
+	}
+	p.mu.Unlock()
 	return nil
+}
+
+// publishAsync hands one message to the connection; JetStream's async publisher retries the
+// transient "no responders" of a stream leader election.
+func (p *Publisher) publishAsync(it *pending) (jetstream.PubAckFuture, error) {
+	return p.js.PublishAsync(it.subject, it.data, jetstream.WithMsgID(it.msgID),
+		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+}
+
+// collect waits for the acknowledgements in publishing order and frees their room, until none
+// is left. A late acknowledgement delays freeing the room of those behind it (which JetStream
+// mostly acknowledges in order anyway), never their outcome: each has its own deadline.
+func (p *Publisher) collect() {
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.queue = nil
+			p.collecting = false
+			p.mu.Unlock()
+			return
+		}
+		it := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		p.done(it, p.await(it))
+	}
+}
+
+// await returns nil once it is acknowledged, or the error that makes it fail. A publish
+// pending when the connection drops fails at once with ErrDisconnected; it is published
+// again (same msg id, so stored at most once) until its deadline: a brief outage costs a
+// delay, not a failure.
+func (p *Publisher) await(it *pending) error {
+	timer := time.NewTimer(time.Until(it.deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case <-it.ack.Ok():
+			return nil
+		case err := <-it.ack.Err():
+			if !errors.Is(err, nats.ErrDisconnected) {
+				return err
+			}
+			for {
+				select {
+				case <-timer.C:
+					return err
+				case <-time.After(50 * time.Millisecond):
+				}
+				ack, perr := p.publishAsync(it)
+				if perr == nil {
+					it.ack = ack
+					break
+				}
+				err = perr
+			}
+		case <-timer.C:
+			// The collector may come to it after its deadline with the ack already in.
+			select {
+			case <-it.ack.Ok():
+				return nil
+			default:
+			}
+			return fmt.Errorf("no acknowledgement within %v: %w", p.ackTimeout, context.DeadlineExceeded)
+		}
+	}
+}
+
+// publishSync publishes one message and waits for its acknowledgement.
+func (p *Publisher) publishSync(it *pending) {
+	actx, cancel := context.WithDeadline(context.Background(), it.deadline)
+	defer cancel()
+	_, err := p.js.Publish(actx, it.subject, it.data, jetstream.WithMsgID(it.msgID),
+		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+	p.done(it, err)
+}
+
+// done records the outcome of one publish and frees its room.
+func (p *Publisher) done(it *pending, err error) {
+	if err != nil {
+		p.mu.Lock()
+		p.failed = append(p.failed, PublishError{Subject: it.subject, MsgID: it.msgID, Err: err})
+		p.mu.Unlock()
+	}
+	<-p.sem
+	p.wg.Done()
 }
 
 // Wait blocks until every publish made so far is acknowledged or has failed, then returns
