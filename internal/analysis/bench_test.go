@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 // largeStudy builds a paired study of three conditions with perCell runs each: the baseline
@@ -49,7 +50,7 @@ func largeStudy(study string, perCell int) []events.Envelope {
 func BenchmarkCompute(b *testing.B) {
 	envs := largeStudy("big", 600)
 	w := ingest(b, envs)
-	ctx := ctxT(b, 10*time.Minute)
+	ctx := warehousetest.Context(b, 10*time.Minute)
 	b.ResetTimer()
 	for range b.N {
 		rep, err := Compute(ctx, w.DB(), "big", Options{Permutations: 1000, Seed: 1})
@@ -66,7 +67,7 @@ func BenchmarkCompute(b *testing.B) {
 // signature grouping of their traces, for the same study.
 func BenchmarkLoad(b *testing.B) {
 	w := ingest(b, largeStudy("big", 600))
-	ctx := ctxT(b, 10*time.Minute)
+	ctx := warehousetest.Context(b, 10*time.Minute)
 	b.ResetTimer()
 	for range b.N {
 		tx, err := w.DB().BeginTx(ctx, nil)
@@ -97,7 +98,7 @@ func BenchmarkComputeLarge(b *testing.B) {
 		b.Skip("large")
 	}
 	w := ingest(b, largeStudy("big", 10))
-	ctx := ctxT(b, 30*time.Minute)
+	ctx := warehousetest.Context(b, 30*time.Minute)
 	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_folds
 		SELECT f.* REPLACE (f.run || '-copy-' || CAST(i AS VARCHAR) AS run, f.latency_ms + i % 97 AS latency_ms)
 		FROM run_folds f, range(9999) t(i) WHERE f.study = 'big'`); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/metrics"
 )
 
@@ -27,7 +28,7 @@ func jsonOf(t *testing.T, v any) string {
 func TestComputeMatchesMetrics(t *testing.T) {
 	envs, want := harnessStudy("s1")
 	w := ingest(t, envs)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 60*time.Second)
 	rep, err := Compute(ctx, w.DB(), "s1", testOpts)
 	if err != nil {
 		t.Fatalf("Compute() = %v", err)
@@ -152,7 +153,7 @@ func TestComputeDeterministic(t *testing.T) {
 	shuffled := slices.Clone(envs)
 	rand.New(rand.NewPCG(3, 5)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	w2 := ingest(t, shuffled)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 60*time.Second)
 	var outs [][]byte
 	for _, db := range []*Report{mustCompute(t, w.DB(), "s1"), mustCompute(t, w.DB(), "s1"), mustCompute(t, w2.DB(), "s1")} {
 		var buf bytes.Buffer
@@ -186,7 +187,7 @@ func TestComputeErrors(t *testing.T) {
 	s.add(runSpec{cell: CellKey{"t", "m", "baseline"}, run: "r0", attempt: 1, unfinished: true,
 		steps: []step{{state: "a", tool: "x", args: map[string]any{}}}, tokens: [2]int64{1, 1}})
 	w := ingest(t, append(envs, s.envs...))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := warehousetest.Context(t, 30*time.Second)
 	tests := []struct {
 		name    string
 		study   string

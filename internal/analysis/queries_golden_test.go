@@ -3,18 +3,13 @@ package analysis
 import (
 	"context"
 	"database/sql"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/queries"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenCases give each analysis statement its parameters. Statements that write run after
 // the two table statements, in a transaction that is rolled back.
@@ -50,7 +45,7 @@ func TestQueriesGolden(t *testing.T) {
 			if !ok {
 				t.Fatalf("no golden case for %s: add one to goldenCases", s.Name)
 			}
-			checkGolden(t, s.Name, runRolledBack(t, db, s, args)+"\n")
+			warehousetest.CheckGolden(t, s.Name, runRolledBack(t, db, s, args)+"\n")
 		})
 	}
 	if ran != len(goldenCases) {
@@ -58,9 +53,10 @@ func TestQueriesGolden(t *testing.T) {
 	}
 }
 
+// runRolledBack runs a statement after the two table statements, in a transaction that is
+// rolled back, so that the cases do not see each other's writes.
 func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,81 +76,5 @@ func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) st
 			t.Fatal(err)
 		}
 	}
-	body := strings.ToUpper(strings.TrimSpace(stripHeader(s.SQL)))
-	if strings.HasPrefix(body, "SELECT") || strings.HasPrefix(body, "WITH") {
-		rows, err := tx.Query(s.SQL, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
-		return rowsText(t, rows)
-	}
-	res, err := tx.Exec(s.SQL, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", s.Name, err)
-	}
-	n, _ := res.RowsAffected()
-	return fmt.Sprintf("rows affected: %d", n)
-}
-
-func stripHeader(q string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(q, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			b.WriteString(line + "\n")
-		}
-	}
-	return b.String()
-}
-
-func rowsText(t *testing.T, rows *sql.Rows) string {
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			s := fmt.Sprint(v)
-			switch x := v.(type) {
-			case nil:
-				s = "NULL"
-			case float64:
-				s = fmt.Sprintf("%.6g", x)
-			}
-			parts[i] = cols[i] + "=" + s
-		}
-		out = append(out, strings.Join(parts, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(out, "\n")
-}
-
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestQueriesGolden -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from %s:\n got: %.3000s\nwant: %.3000s", name, path, got, want)
-	}
+	return warehousetest.Run(t, tx, s, args)
 }

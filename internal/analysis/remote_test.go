@@ -9,6 +9,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 // TestComputeThroughAPI: through a serving analyzer's HTTP API (real server on loopback over
@@ -22,7 +23,7 @@ func TestComputeThroughAPI(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 60*time.Second)
 	q := APIQuerier(api.NewClient(hs.URL, "secret"))
 	remote, err := ComputeFrom(ctx, q, "s1", testOpts)
 	if err != nil {

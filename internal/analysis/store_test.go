@@ -3,13 +3,15 @@ package analysis
 import (
 	"testing"
 	"time"
+
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 func TestStoreReplacesStudyRows(t *testing.T) {
 	envs, _ := harnessStudy("s1")
 	envs2, _ := harnessStudy("s3")
 	w := ingest(t, append(envs, envs2...))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 60*time.Second)
 	db := w.DB()
 	rep := mustCompute(t, db, "s1")
 	rep3 := mustCompute(t, db, "s3")
@@ -26,13 +28,13 @@ func TestStoreReplacesStudyRows(t *testing.T) {
 		}
 		wantMetrics += len(rows)
 	}
-	if n := count(t, db, "SELECT count(*) FROM metrics WHERE study = 's1'"); n != int64(wantMetrics) {
+	if n := warehousetest.Count(t, db, "SELECT count(*) FROM metrics WHERE study = 's1'"); n != int64(wantMetrics) {
 		t.Errorf("metrics holds %d rows of s1, want %d", n, wantMetrics)
 	}
-	if n := count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's1'"); n != int64(len(rep.Comparisons)) {
+	if n := warehousetest.Count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's1'"); n != int64(len(rep.Comparisons)) {
 		t.Errorf("comparisons holds %d rows of s1, want %d", n, len(rep.Comparisons))
 	}
-	if n := count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's3'"); n != int64(len(rep3.Comparisons)) {
+	if n := warehousetest.Count(t, db, "SELECT count(*) FROM comparisons WHERE study = 's3'"); n != int64(len(rep3.Comparisons)) {
 		t.Errorf("comparisons holds %d rows of s3, want %d (storing s1 again must not touch s3)", n, len(rep3.Comparisons))
 	}
 
@@ -46,18 +48,18 @@ func TestStoreReplacesStudyRows(t *testing.T) {
 	if v != c.Metrics.RR.Value.V || se != c.Metrics.RR.SE.V {
 		t.Errorf("stored rr = %v ± %v, want %v ± %v", v, se, c.Metrics.RR.Value.V, c.Metrics.RR.SE.V)
 	}
-	if n := count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND condition = 'missing' AND metric = 'rr' AND value IS NULL AND se IS NULL`); n != 1 {
+	if n := warehousetest.Count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND condition = 'missing' AND metric = 'rr' AND value IS NULL AND se IS NULL`); n != 1 {
 		t.Errorf("rr of the empty cell stored %d times as NULL, want once", n)
 	}
 	for _, name := range []string{"success.rate", "success.wilson_low", "pass_k.1", "tokens.median", "latency_ms.p95", "harness.retries_per_run", "divergence.0", "di_tools", "output_modal_share"} {
-		if n := count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND metric = ?`, name); n == 0 {
+		if n := warehousetest.Count(t, db, `SELECT count(*) FROM metrics WHERE study = 's1' AND metric = ?`, name); n == 0 {
 			t.Errorf("no metric %q stored", name)
 		}
 	}
-	if n := count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NOT NULL AND (p_adjusted IS NULL OR p_adjusted < p)`); n != 0 {
+	if n := warehousetest.Count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NOT NULL AND (p_adjusted IS NULL OR p_adjusted < p)`); n != 0 {
 		t.Errorf("%d stored comparisons with p lack a valid adjusted p", n)
 	}
-	if n := count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NULL AND reason IS NULL`); n != 0 {
+	if n := warehousetest.Count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NULL AND reason IS NULL`); n != 0 {
 		t.Errorf("%d stored comparisons without p lack a reason", n)
 	}
 }

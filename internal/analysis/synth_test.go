@@ -2,19 +2,17 @@ package analysis
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"fmt"
-	"github.com/dittolab/ditto/internal/samples"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/samples"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/metrics"
@@ -274,54 +272,14 @@ func harnessStudy(study string) ([]events.Envelope, map[CellKey][]metrics.Run) {
 	return s.envs, want
 }
 
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// ingest publishes envs to a fresh embedded nats-server in the given order and ingests them
-// into a new DuckDB file through the warehouse; it returns the open warehouse.
+// ingest publishes envs to a fresh embedded nats-server (many in flight, as the default
+// publisher does) and ingests them into a new DuckDB file through the warehouse; it returns the
+// open warehouse.
 func ingest(t testing.TB, envs []events.Envelope) *warehouse.Warehouse {
 	t.Helper()
 	b := bustest.NewServer(t).Connect(t)
-	publish(t, b, envs)
-	w, err := warehouse.Open(ctxT(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "ditto.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	if err := w.CatchUp(ctxT(t, 60*time.Second), b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}); err != nil {
-		t.Fatalf("CatchUp() = %v", err)
-	}
-	return w
-}
-
-func publish(t testing.TB, b *bus.Bus, envs []events.Envelope) {
-	t.Helper()
-	ctx := ctxT(t, 60*time.Second)
-	p, err := b.NewPublisher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range envs {
-		if err := p.PublishEvent(ctx, &envs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func count(t testing.TB, db *sql.DB, q string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	warehousetest.PublishFast(t, b, warehousetest.EnvelopeMsgs(t, envs))
+	return warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond})
 }
 
 // sampleEnvs returns the bundled production traces (study sample-prod, releases r1 and r2).

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/metrics"
 )
 
 func TestCompareWindows(t *testing.T) {
 	envs, want := harnessStudy("s1")
 	w := ingest(t, envs)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 60*time.Second)
 	opts := testOpts.withDefaults()
 	// baseline runs start at 1 s + (in*10 + sd) s: inputs 0-2 before 31 s, inputs 3-5 after.
 	split := studyClock.Add(31 * time.Second)
@@ -92,7 +93,7 @@ func TestProductionReleases(t *testing.T) {
 	if len(rep.Comparisons) != 7 {
 		t.Errorf("%d comparisons, want 7 (unpaired)", len(rep.Comparisons))
 	}
-	ctx := ctxT(t, 30*time.Second)
+	ctx := warehousetest.Context(t, 30*time.Second)
 	got, err := CompareWindows(ctx, w.DB(), CellFilter{Study: "sample-prod"}, Window{}, Window{From: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}, testOpts)
 	if err != nil {
 		t.Fatal(err)

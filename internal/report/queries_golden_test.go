@@ -1,26 +1,18 @@
 package report_test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/samples"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/queries"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenClock is the time of the synthetic study's first event.
 var goldenClock = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -71,7 +63,7 @@ func TestReportQueriesGolden(t *testing.T) {
 				fmt.Fprintf(&b, "-- args: %v\n", args)
 				b.WriteString(queryText(t, db, s, args))
 			}
-			checkGolden(t, s.Name, b.String())
+			warehousetest.CheckGolden(t, s.Name, b.String())
 		})
 	}
 	for name := range reportCases {
@@ -85,62 +77,14 @@ func TestReportQueriesGolden(t *testing.T) {
 // (only study.defined) and two poison messages, one on s1's subjects, and returns the database.
 func reportGoldenDB(t *testing.T) *sql.DB {
 	t.Helper()
-	type msg struct {
-		subject, id string
-		data        []byte
-	}
-	var msgs []msg
-	for _, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
-		e, err := events.Decode(line)
-		if err != nil {
-			t.Fatalf("sample: %v", err)
-		}
-		subj, err := events.SubjectOf(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, msg{subj, e.ID, append([]byte(nil), line...)})
-	}
-	for _, e := range syntheticStudy() {
-		subj, err := events.SubjectOf(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := events.Encode(&e)
-		if err != nil {
-			t.Fatalf("encode %s: %v", e.Type, err)
-		}
-		msgs = append(msgs, msg{subj, e.ID, data})
-	}
+	msgs := append(warehousetest.SampleMsgs(t), warehousetest.EnvelopeMsgs(t, syntheticStudy())...)
 	msgs = append(msgs,
-		msg{"ditto.events.s1.a-0.run.finished", "poison-s1", []byte("{")},
-		msg{"ditto.events.other.x.run.started", "poison-other", []byte("not json")},
+		warehousetest.Msg{Subject: "ditto.events.s1.a-0.run.finished", ID: "poison-s1", Data: []byte("{")},
+		warehousetest.Msg{Subject: "ditto.events.other.x.run.started", ID: "poison-other", Data: []byte("not json")},
 	)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	t.Cleanup(cancel)
 	b := bustest.NewServer(t).Connect(t)
-	p, err := b.NewPublisher(bus.WithMaxInFlight(1)) // in order
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		if err := p.Publish(ctx, m.subject, m.id, m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(t.TempDir(), "ditto.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	if err := w.CatchUp(ctx, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}); err != nil {
-		t.Fatalf("CatchUp() = %v", err)
-	}
-	return w.DB()
+	warehousetest.Publish(t, b, msgs)
+	return warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}).DB()
 }
 
 // syntheticStudy is study s1: two simulated cells of credit_ecl (baseline on two workers;
@@ -200,56 +144,9 @@ func queryText(t *testing.T, db *sql.DB, s queries.Statement, args []any) string
 	if err != nil {
 		t.Fatalf("%s%v: %v", s.Name, args, err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			text := fmt.Sprint(v)
-			if v == nil {
-				text = "NULL"
-			}
-			b.WriteString(cols[i] + "=" + text)
-		}
-		b.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s%v: %v", s.Name, args, err)
+	for _, line := range warehousetest.Rows(t, rows) {
+		b.WriteString(line + "\n")
 	}
 	return b.String()
-}
-
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestReportQueriesGolden -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from %s:\n got: %.3000s\nwant: %.3000s", name, path, got, want)
-	}
 }

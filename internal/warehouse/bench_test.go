@@ -18,6 +18,7 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -101,7 +102,7 @@ func vmHWM() uint64 {
 // referenceConsume is the broker's own limit: a consumer configured like the analyzer's that
 // only fetches the messages and acknowledges each batch (cumulatively, as the analyzer does).
 func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch int) time.Duration {
-	ctx := ctxT(tb, 10*time.Minute)
+	ctx := warehousetest.Context(tb, 10*time.Minute)
 	s, err := b.JetStream().Stream(ctx, events.EventsStream)
 	if err != nil {
 		tb.Fatal(err)
@@ -146,7 +147,7 @@ type ingestFigures struct {
 func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg warehouse.IngestConfig) ingestFigures {
 	dir := tb.TempDir()
 	path := filepath.Join(dir, "bench.duckdb")
-	ctx := ctxT(tb, 10*time.Minute)
+	ctx := warehousetest.Context(tb, 10*time.Minute)
 	w, err := warehouse.Open(ctx, warehouse.Config{Path: path})
 	if err != nil {
 		tb.Fatal(err)
@@ -190,9 +191,9 @@ func BenchmarkIngest(b *testing.B) {
 	msgs := benchMsgs(b, n)[:n]
 	var raw int
 	for _, m := range msgs {
-		raw += len(m.data)
+		raw += len(m.Data)
 	}
-	publishFast(b, bs, msgs)
+	warehousetest.PublishFast(b, bs, msgs)
 	b.ResetTimer()
 	var ref, wh, refCPU, whCPU time.Duration
 	var fig ingestFigures
@@ -238,7 +239,7 @@ func TestMemoryBoundedUnderBacklog(t *testing.T) {
 	growth := func(k int) uint64 {
 		bs := externalServer(t)
 		msgs := benchMsgs(t, k)[:k]
-		publishFast(t, bs, msgs)
+		warehousetest.PublishFast(t, bs, msgs)
 		msgs = nil
 		f := analyzerConsume(t, bs, k, "mem", cfg)
 		if f.peakHeap < f.baseHeap {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
@@ -54,12 +55,12 @@ func TestReadOnlyRefusesIngest(t *testing.T) {
 	path := tempDB(t)
 	w := openWH(t, path)
 	w.Close()
-	ro, err := warehouse.Open(ctxT(t, 10*time.Second), warehouse.Config{Path: path, ReadOnly: true})
+	ro, err := warehouse.Open(warehousetest.Context(t, 10*time.Second), warehouse.Config{Path: path, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := ro.CatchUp(ctxT(t, 10*time.Second), b, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrReadOnly) {
+	if err := ro.CatchUp(warehousetest.Context(t, 10*time.Second), b, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrReadOnly) {
 		t.Errorf("CatchUp(read-only) = %v, want ErrReadOnly", err)
 	}
 }
@@ -67,8 +68,8 @@ func TestReadOnlyRefusesIngest(t *testing.T) {
 // Ingestion's collectors register and count; Ingest leaves no goroutine behind.
 func TestCollectorsAndNoLeak(t *testing.T) {
 	b := externalServer(t) // the broker's own goroutines (a durable consumer lives on) stay out
-	msgs := sampleMsgs(t)
-	publish(t, b, append(msgs, msg{"ditto.events.a.b.c", "poison", []byte("nope")}))
+	msgs := warehousetest.SampleMsgs(t)
+	warehousetest.Publish(t, b, append(msgs, msg{Subject: "ditto.events.a.b.c", ID: "poison", Data: []byte("nope")}))
 	w := openWH(t, tempDB(t))
 	reg := prometheus.NewRegistry()
 	for _, c := range w.Collectors() {

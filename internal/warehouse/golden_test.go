@@ -3,20 +3,15 @@ package warehouse_test
 import (
 	"context"
 	"database/sql"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/queries"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // ingestCases give each ingester statement parameters for the golden test. Statements that
 // need the Arrow view ingest_batch get a temporary table of that name instead.
@@ -37,11 +32,9 @@ var ingestCases = map[string][]any{
 func goldenDB(t *testing.T) *warehouse.Warehouse {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	msgs = append(msgs, msg{msgs[5].subject, "resent-5", msgs[5].data}, msg{"ditto.events.x.y.z", "bad", []byte("{")})
-	publish(t, b, msgs)
-	w := openWH(t, tempDB(t))
-	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 50, BatchWait: 20 * time.Millisecond})
-	return w
+	msgs = append(msgs, msg{Subject: msgs[5].Subject, ID: "resent-5", Data: msgs[5].Data}, msg{Subject: "ditto.events.x.y.z", ID: "bad", Data: []byte("{")})
+	warehousetest.Publish(t, b, msgs)
+	return warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 50, BatchWait: 20 * time.Millisecond})
 }
 
 // TestQueriesGolden executes every statement of package queries against DuckDB and compares
@@ -54,7 +47,7 @@ func TestQueriesGolden(t *testing.T) {
 			var got string
 			switch s.Kind {
 			case queries.Table, queries.View:
-				got = strings.Join(dump(t, db, s.Object()), "\n")
+				got = strings.Join(warehousetest.Dump(t, db, s.Object()), "\n")
 			case queries.Ingest:
 				args, ok := ingestCases[s.Name]
 				if !ok {
@@ -66,7 +59,7 @@ func TestQueriesGolden(t *testing.T) {
 			case queries.Report:
 				t.Skip("executed with golden results by internal/report (TestReportQueriesGolden there)")
 			}
-			checkGolden(t, s.Name, got+"\n")
+			warehousetest.CheckGolden(t, s.Name, got+"\n")
 		})
 	}
 }
@@ -74,8 +67,7 @@ func TestQueriesGolden(t *testing.T) {
 // runRolledBack runs an ingester statement in a transaction that is rolled back, so that the
 // cases do not see each other's writes.
 func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,74 +80,5 @@ func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) st
 			t.Fatal(err)
 		}
 	}
-	trimmed := strings.TrimSpace(stripHeader(s.SQL))
-	if strings.HasPrefix(strings.ToUpper(trimmed), "SELECT") || strings.HasPrefix(strings.ToUpper(trimmed), "WITH") {
-		rows, err := tx.Query(s.SQL, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
-		return strings.Join(rowsText(t, rows), "\n")
-	}
-	res, err := tx.Exec(s.SQL, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", s.Name, err)
-	}
-	n, _ := res.RowsAffected()
-	return fmt.Sprintf("rows affected: %d", n)
-}
-
-func stripHeader(q string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(q, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			b.WriteString(line + "\n")
-		}
-	}
-	return b.String()
-}
-
-func rowsText(t *testing.T, rows *sql.Rows) []string {
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = cols[i] + "=" + fmtVal(v)
-		}
-		out = append(out, strings.Join(parts, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestQueriesGolden -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from %s:\n got: %.2000s\nwant: %.2000s", name, path, got, want)
-	}
+	return warehousetest.Run(t, tx, s, args)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,12 +23,12 @@ func small() warehouse.IngestConfig {
 }
 
 func testMsgs(t testing.TB) []msg {
-	return append(sampleMsgs(t), harnessStudy(t, "study1")...)
+	return append(warehousetest.SampleMsgs(t), harnessStudy(t, "study1")...)
 }
 
 func catchUp(t testing.TB, w *warehouse.Warehouse, b *bus.Bus, cfg warehouse.IngestConfig) {
 	t.Helper()
-	if err := w.CatchUp(ctxT(t, 60*time.Second), b, cfg); err != nil {
+	if err := w.CatchUp(warehousetest.Context(t, 60*time.Second), b, cfg); err != nil {
 		t.Fatalf("CatchUp() = %v", err)
 	}
 }
@@ -37,16 +38,16 @@ func checkExact(t testing.TB, w *warehouse.Warehouse, msgs []msg) {
 	t.Helper()
 	ids := map[string]bool{}
 	for _, m := range msgs {
-		ids[m.id] = true
+		ids[m.ID] = true
 	}
 	db := w.DB()
-	if n := count(t, db, "SELECT count(*) FROM events"); n != int64(len(ids)) {
+	if n := warehousetest.Count(t, db, "SELECT count(*) FROM events"); n != int64(len(ids)) {
 		t.Errorf("events holds %d rows, want %d", n, len(ids))
 	}
-	if n := count(t, db, "SELECT count(DISTINCT id) FROM events"); n != int64(len(ids)) {
+	if n := warehousetest.Count(t, db, "SELECT count(DISTINCT id) FROM events"); n != int64(len(ids)) {
 		t.Errorf("events holds %d distinct ids, want %d", n, len(ids))
 	}
-	if n := count(t, db, "SELECT count(*) FROM (SELECT study, run, attempt FROM run_folds GROUP BY ALL HAVING count(*) > 1)"); n != 0 {
+	if n := warehousetest.Count(t, db, "SELECT count(*) FROM (SELECT study, run, attempt FROM run_folds GROUP BY ALL HAVING count(*) > 1)"); n != 0 {
 		t.Errorf("%d run attempts have more than one run_folds row", n)
 	}
 }
@@ -54,7 +55,7 @@ func checkExact(t testing.TB, w *warehouse.Warehouse, msgs []msg) {
 func TestIngestProjection(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	publish(t, b, msgs)
+	warehousetest.Publish(t, b, msgs)
 	w := openWH(t, tempDB(t))
 	catchUp(t, w, b, small())
 	checkExact(t, w, msgs)
@@ -90,7 +91,7 @@ func TestIngestProjection(t *testing.T) {
 		{"no rejects", "SELECT count(*) FROM rejected_events", 0},
 	}
 	for _, tt := range tests {
-		if got := count(t, db, tt.query); got != tt.want {
+		if got := warehousetest.Count(t, db, tt.query); got != tt.want {
 			t.Errorf("%s: %s = %d, want %d", tt.name, tt.query, got, tt.want)
 		}
 	}
@@ -100,26 +101,26 @@ func TestIngestProjection(t *testing.T) {
 func TestDuplicatePublishesAndResends(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	publish(t, b, msgs)
-	publish(t, b, msgs[:50]) // within the duplicate window: the broker drops them
+	warehousetest.Publish(t, b, msgs)
+	warehousetest.Publish(t, b, msgs[:50]) // within the duplicate window: the broker drops them
 	// The same events re-sent after the window: new msg ids, so the broker stores them again.
 	var resent []msg
 	for i, m := range msgs[:120] {
-		resent = append(resent, msg{m.subject, fmt.Sprintf("later-%d", i), m.data})
+		resent = append(resent, msg{Subject: m.Subject, ID: fmt.Sprintf("later-%d", i), Data: m.Data})
 	}
-	publish(t, b, resent)
+	warehousetest.Publish(t, b, resent)
 	w := openWH(t, tempDB(t))
 	catchUp(t, w, b, small())
 	checkExact(t, w, msgs)
 	if s := w.Stats(); s.Duplicates != 120 {
 		t.Errorf("Stats().Duplicates = %d, want 120", s.Duplicates)
 	}
-	pos, _ := w.Position(ctxT(t, 5*time.Second), "")
+	pos, _ := w.Position(warehousetest.Context(t, 5*time.Second), "")
 	if pos.Watermark != uint64(len(msgs)+120) || pos.Duplicates != 120 {
 		t.Errorf("Position() = %+v, want watermark %d and 120 duplicates", pos, len(msgs)+120)
 	}
 	// The re-sent ones arrive together in one later batch as well as spread: resend inside one batch.
-	publish(t, b, append(resent[:0:0], msg{msgs[0].subject, "again-1", msgs[0].data}, msg{msgs[0].subject, "again-2", msgs[0].data}))
+	warehousetest.Publish(t, b, append(resent[:0:0], msg{Subject: msgs[0].Subject, ID: "again-1", Data: msgs[0].Data}, msg{Subject: msgs[0].Subject, ID: "again-2", Data: msgs[0].Data}))
 	catchUp(t, w, b, small())
 	checkExact(t, w, msgs)
 }
@@ -127,7 +128,7 @@ func TestDuplicatePublishesAndResends(t *testing.T) {
 func TestRedeliveriesStoredOnce(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	publish(t, b, msgs)
+	warehousetest.Publish(t, b, msgs)
 	w := openWH(t, tempDB(t))
 	cfg := small()
 	// Every ack is lost until the broker redelivers (after AckWait): acks are cumulative, so
@@ -191,16 +192,16 @@ func TestCrashAndRestart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := bustest.NewServer(t).Connect(t)
 			msgs := testMsgs(t)
-			publishFast(t, b, msgs) // arrival order differs from seq order within runs
+			warehousetest.PublishFast(t, b, msgs) // arrival order differs from seq order within runs
 			path := tempDB(t)
 			for _, at := range []int{1, 3, 7} {
-				w, err := warehouse.Open(ctxT(t, 10*time.Second), warehouse.Config{Path: path})
+				w, err := warehouse.Open(warehousetest.Context(t, 10*time.Second), warehouse.Config{Path: path})
 				if err != nil {
 					t.Fatal(err)
 				}
 				cfg := small()
 				cfg.Hooks = tt.hooks(at)
-				err = w.CatchUp(ctxT(t, 30*time.Second), b, cfg)
+				err = w.CatchUp(warehousetest.Context(t, 30*time.Second), b, cfg)
 				if !errors.Is(err, warehouse.ErrHook) {
 					t.Fatalf("CatchUp() with a crash at batch %d = %v, want ErrHook", at, err)
 				}
@@ -209,7 +210,7 @@ func TestCrashAndRestart(t *testing.T) {
 			w := openWH(t, path)
 			catchUp(t, w, b, small())
 			checkExact(t, w, msgs)
-			if n := count(t, w.DB(), "SELECT count(*) FROM runs WHERE study = 'study1' AND status <> 'incomplete'"); n != 7 {
+			if n := warehousetest.Count(t, w.DB(), "SELECT count(*) FROM runs WHERE study = 'study1' AND status <> 'incomplete'"); n != 7 {
 				t.Errorf("finished study1 attempts = %d, want 7", n)
 			}
 		})
@@ -218,21 +219,21 @@ func TestCrashAndRestart(t *testing.T) {
 
 func TestPoisonMessages(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
-	good := sampleMsgs(t)[:30]
-	e, _ := events.Decode(good[3].data)
-	unknown := []byte(strings.Replace(string(good[3].data), `"type":"`+string(e.Type)+`"`, `"type":"model.pondered"`, 1))
+	good := warehousetest.SampleMsgs(t)[:30]
+	e, _ := events.Decode(good[3].Data)
+	unknown := []byte(strings.Replace(string(good[3].Data), `"type":"`+string(e.Type)+`"`, `"type":"model.pondered"`, 1))
 	e.ID = "01WRONGSUBJECT"
-	wrongSubject := envMsg(t, &e)
-	wrongSubject.subject = "ditto.events.sample-prod.other-run.model.called"
+	wrongSubject := warehousetest.EnvelopeMsg(t, &e)
+	wrongSubject.Subject = "ditto.events.sample-prod.other-run.model.called"
 	poison := []struct {
 		m     msg
 		class string
 	}{
-		{msg{"ditto.events.s.r.x", "p1", []byte("not json at all")}, "malformed"},
-		{msg{"ditto.events.s.r.x", "p2", []byte(`{"schema":1,"id":"x","type":"run.started","payload":{}}`)}, "invalid"},
-		{msg{good[3].subject, "p3", unknown}, "unknown_type"},
+		{msg{Subject: "ditto.events.s.r.x", ID: "p1", Data: []byte("not json at all")}, "malformed"},
+		{msg{Subject: "ditto.events.s.r.x", ID: "p2", Data: []byte(`{"schema":1,"id":"x","type":"run.started","payload":{}}`)}, "invalid"},
+		{msg{Subject: good[3].Subject, ID: "p3", Data: unknown}, "unknown_type"},
 		{wrongSubject, "subject_mismatch"},
-		{msg{"ditto.events.s.r.x", "p5", []byte(`{"schema":99,"id":"y","type":"run.started","payload":{"task":"t"}}`)}, "unknown_version"},
+		{msg{Subject: "ditto.events.s.r.x", ID: "p5", Data: []byte(`{"schema":99,"id":"y","type":"run.started","payload":{"task":"t"}}`)}, "unknown_version"},
 	}
 	var all []msg
 	for i, m := range good {
@@ -241,7 +242,7 @@ func TestPoisonMessages(t *testing.T) {
 			all = append(all, poison[i/6].m)
 		}
 	}
-	publish(t, b, all)
+	warehousetest.Publish(t, b, all)
 	w := openWH(t, tempDB(t))
 	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 4, BatchWait: 20 * time.Millisecond, AckWait: time.Second})
 	checkExact(t, w, good)
@@ -261,20 +262,20 @@ func TestPoisonMessages(t *testing.T) {
 			continue
 		}
 		p := poison[i]
-		if subject != p.m.subject || class != p.class || reason == "" || string(raw) != string(p.m.data) {
-			t.Errorf("rejected[%d] = (%s, %s, %q), want subject %s class %s with the raw bytes and a reason", i, subject, class, reason, p.m.subject, p.class)
+		if subject != p.m.Subject || class != p.class || reason == "" || string(raw) != string(p.m.Data) {
+			t.Errorf("rejected[%d] = (%s, %s, %q), want subject %s class %s with the raw bytes and a reason", i, subject, class, reason, p.m.Subject, p.class)
 		}
 	}
 	if i != len(poison) {
 		t.Errorf("rejected_events has %d rows, want %d", i, len(poison))
 	}
 	// Nothing is left for redelivery: the poison messages were terminated, the rest acked.
-	s, _ := b.JetStream().Stream(ctxT(t, 5*time.Second), events.EventsStream)
-	c, err := s.Consumer(ctxT(t, 5*time.Second), warehouse.DefaultDurable)
+	s, _ := b.JetStream().Stream(warehousetest.Context(t, 5*time.Second), events.EventsStream)
+	c, err := s.Consumer(warehousetest.Context(t, 5*time.Second), warehouse.DefaultDurable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := c.Info(ctxT(t, 5*time.Second))
+	info, err := c.Info(warehousetest.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,24 +288,24 @@ func TestPoisonMessages(t *testing.T) {
 func TestRebuildYieldsIdenticalTables(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	publishFast(t, b, msgs)
+	warehousetest.PublishFast(t, b, msgs)
 	// A few re-sent events and a poison message, so that every table has content.
-	publish(t, b, []msg{{msgs[5].subject, "resent-5", msgs[5].data}, {"ditto.events.x.y.z", "bad", []byte("{")}})
+	warehousetest.Publish(t, b, []msg{{Subject: msgs[5].Subject, ID: "resent-5", Data: msgs[5].Data}, {Subject: "ditto.events.x.y.z", ID: "bad", Data: []byte("{")}})
 	live := openWH(t, tempDB(t))
 	cfg := small()
 	cfg.BatchSize = 13
 	catchUp(t, live, b, cfg)
 
 	path := tempDB(t)
-	if err := warehouse.Rebuild(ctxT(t, 60*time.Second), b, path, warehouse.IngestConfig{}); err != nil {
+	if err := warehouse.Rebuild(warehousetest.Context(t, 60*time.Second), b, path, warehouse.IngestConfig{}); err != nil {
 		t.Fatalf("Rebuild() = %v", err)
 	}
-	if err := warehouse.Rebuild(ctxT(t, 10*time.Second), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
+	if err := warehouse.Rebuild(warehousetest.Context(t, 10*time.Second), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
 		t.Errorf("Rebuild(existing file) = %v, want ErrExists", err)
 	}
 	rebuilt := openWH(t, path)
 	for _, table := range append(warehouse.Tables(), "ingest_state") {
-		a, b := dump(t, live.DB(), table), dump(t, rebuilt.DB(), table)
+		a, b := warehousetest.Dump(t, live.DB(), table), warehousetest.Dump(t, rebuilt.DB(), table)
 		if len(a) == 0 {
 			t.Errorf("%s is empty", table)
 		}
@@ -325,7 +326,7 @@ func first(s []string) string {
 func TestFailedCommitsRetried(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := testMsgs(t)
-	publishFast(t, b, msgs)
+	warehousetest.PublishFast(t, b, msgs)
 	w := openWH(t, tempDB(t))
 	cfg := small()
 	failures := 0
@@ -343,9 +344,9 @@ func TestFailedCommitsRetried(t *testing.T) {
 	}
 
 	// A failure that does not heal stops ingestion with ErrCommit.
-	publish(t, b, []msg{{"ditto.events.x.y.z", "one-more", []byte("{")}})
+	warehousetest.Publish(t, b, []msg{{Subject: "ditto.events.x.y.z", ID: "one-more", Data: []byte("{")}})
 	cfg.Hooks = &warehouse.Hooks{BeforeCommit: func(int) error { return errors.New("disk full") }}
-	if err := w.CatchUp(ctxT(t, 60*time.Second), b, cfg); !errors.Is(err, warehouse.ErrCommit) {
+	if err := w.CatchUp(warehousetest.Context(t, 60*time.Second), b, cfg); !errors.Is(err, warehouse.ErrCommit) {
 		t.Errorf("CatchUp() with every commit failing = %v, want ErrCommit", err)
 	}
 	checkExact(t, w, msgs)

@@ -14,7 +14,7 @@ func BenchmarkDecode(b *testing.B) {
 	subjects := make([]string, len(msgs))
 	raws := make([][]byte, len(msgs))
 	for i, m := range msgs {
-		subjects[i], raws[i] = m.subject, m.data
+		subjects[i], raws[i] = m.Subject, m.Data
 	}
 	b.ResetTimer()
 	c0 := cpuTime()
@@ -33,7 +33,7 @@ func BenchmarkFold(b *testing.B) {
 	s.run("r", 1, runOpts{condition: "harness", retry: true})
 	var h []events.Envelope
 	for _, m := range s.out {
-		e, _ := events.Decode(m.data)
+		e, _ := events.Decode(m.Data)
 		h = append(h, e)
 	}
 	b.ResetTimer()

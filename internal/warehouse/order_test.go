@@ -8,6 +8,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 // A run whose events arrive in reverse order, one batch each: its run.finished comes first
@@ -19,7 +20,7 @@ func TestLateEventsRefold(t *testing.T) {
 	s.run("r-0", 1, runOpts{condition: "harness"})
 	reversed := slices.Clone(s.out)
 	slices.Reverse(reversed)
-	publish(t, b, reversed)
+	warehousetest.Publish(t, b, reversed)
 	w := openWH(t, tempDB(t))
 	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 1, BatchWait: 10 * time.Millisecond})
 	checkExact(t, w, s.out)
@@ -40,7 +41,7 @@ func TestLateEventsRefold(t *testing.T) {
 // consumer restarts the ingester steps over it.
 func TestHoleInStream(t *testing.T) {
 	srv := bustest.NewServer(t)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := warehousetest.Context(t, 30*time.Second)
 	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
@@ -53,8 +54,8 @@ func TestHoleInStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := sampleMsgs(t)[:40]
-	publish(t, b, msgs)
+	msgs := warehousetest.SampleMsgs(t)[:40]
+	warehousetest.Publish(t, b, msgs)
 	if err := s.DeleteMsg(ctx, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func checkSignatures(t *testing.T, db *sql.DB, msgs []msg) {
 	}
 	hist := map[key][]events.Envelope{}
 	for _, m := range msgs {
-		e, err := events.Decode(m.data)
+		e, err := events.Decode(m.Data)
 		if err != nil || e.Run == events.StudyRun {
 			continue
 		}

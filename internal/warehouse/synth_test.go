@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 // synth builds harness-like histories with the events package.
@@ -32,7 +33,7 @@ func (s *synth) emit(run string, attempt int, seq int64, p events.Payload) {
 	e := events.Envelope{Schema: events.SchemaVersion, ID: s.id(), Type: p.EventType(), Time: s.clock,
 		Study: s.study, Run: run, Attempt: attempt, Seq: seq,
 		Source: events.Source{Kind: events.SourceHarness, ID: "worker-1"}, Payload: p}
-	s.out = append(s.out, envMsg(s.t, &e))
+	s.out = append(s.out, warehousetest.EnvelopeMsg(s.t, &e))
 }
 
 func (s *synth) define(cells []events.Cell) {
