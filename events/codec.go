@@ -43,9 +43,16 @@ func Encode(e *Envelope) ([]byte, error) {
 		Attempt: e.Attempt, Seq: e.Seq, Source: e.Source, TraceID: e.TraceID, SpanID: e.SpanID,
 		Ignorable: e.Ignorable, Payload: payload,
 	}
-	b, err := marshalNoHTMLEscape(w)
-	if err != nil {
-		return nil, fmt.Errorf("events: encode envelope: %w", err)
+	var b []byte
+	ok := false
+	if _, unknown := e.Payload.(Unknown); !unknown { // an Unknown payload may need compacting
+		b, ok = appendEnvelope(make([]byte, 0, len(payload)+320), &w)
+	}
+	if !ok {
+		var err error
+		if b, err = marshalNoHTMLEscape(w); err != nil {
+			return nil, fmt.Errorf("events: encode envelope: %w", err)
+		}
 	}
 	if len(b) > MaxEventSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
