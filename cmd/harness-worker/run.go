@@ -92,14 +92,11 @@ func run(ctx context.Context, cfg runConfig) error {
 	if cfg.Bus.Name == "" {
 		cfg.Bus.Name = "ditto-harness-worker"
 	}
-	b, err := bus.Open(ctx, cfg.Bus)
+	b, err := bus.OpenWithStreams(ctx, cfg.Bus)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return err
-	}
 	// The simulated models and the metrics server outlive ctx: runs in flight may still use
 	// them during the shutdown grace period. They stop when the worker has.
 	aux, stopAux := context.WithCancel(context.WithoutCancel(ctx))

@@ -18,16 +18,7 @@ func parseBusFlags(name string, args []string) (*flag.FlagSet, bus.Config, error
 	return fs, cfg, err
 }
 
-// openBus connects to the bus cfg names and makes sure its streams exist. The caller closes the
-// bus; on error nothing is left open.
+// openBus connects to the bus cfg names and makes sure its streams exist.
 func openBus(ctx context.Context, cfg bus.Config) (*bus.Bus, error) {
-	b, err := bus.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.EnsureStreams(ctx); err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	return b, nil
+	return bus.OpenWithStreams(ctx, cfg)
 }

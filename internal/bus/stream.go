@@ -20,3 +20,17 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 	}
 	return nil
 }
+
+// OpenWithStreams is Open followed by EnsureStreams: what every ditto process does at start.
+// On error nothing is left open.
+func OpenWithStreams(ctx context.Context, cfg Config) (*Bus, error) {
+	b, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.EnsureStreams(ctx); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
+}

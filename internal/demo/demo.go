@@ -156,14 +156,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{DataDir: cfg.DataDir, EmbeddedPort: -1, Name: "ditto-demo"})
+	b, err := bus.OpenWithStreams(ctx, bus.Config{DataDir: cfg.DataDir, EmbeddedPort: -1, Name: "ditto-demo"})
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		return nil, err
-	}
 	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
 	simURL, simWait, err := simllm.Serve(simCtx, "127.0.0.1:0", simllm.Config{LatencyScale: *cfg.LatencyScale})
 	if err != nil {
