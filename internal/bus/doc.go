@@ -1,8 +1,10 @@
 // Package bus owns ditto's connection to NATS JetStream: connecting to a server (or hosting an
 // embedded one), creating the DITTO_JOBS and DITTO_EVENTS streams, and publishing events
 // asynchronously with a bounded number in flight and a step that waits for every
-// acknowledgement. No other ditto package imports nats.go directly except through this one and
-// its test helper package bustest.
+// acknowledgement. Connection, server, stream definitions and publishing live only here. The
+// consumers (the worker's job consumer, the analyzer's ingestion, study progress and the stream
+// summary) use nats.go's jetstream consumer API on (*Bus).JetStream() directly: their ack, nak
+// and term decisions are the point of those packages, and a wrapper would only rename them.
 //
 // # Sharing one embedded server between processes
 //
