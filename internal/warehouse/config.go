@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dittolab/ditto/events"
@@ -54,6 +55,14 @@ type IngestConfig struct {
 	// MaxOpenEvents bounds the events of unfinished run attempts held in memory for the fold
 	// (default 50,000). Beyond it the fold of an attempt reads its events back from DuckDB.
 	MaxOpenEvents int
+	// StallTimeout is how long ingestion waits with no message delivered while the stream holds
+	// messages beyond the watermark before it deletes the consumer and creates it again from the
+	// watermark (default DefaultStallTimeout, at least 4 × BatchWait). A consumer can stop
+	// delivering without an error after it lost quorum and changed leader; this is the
+	// watchdog that notices. Each further reset without progress doubles the wait (up to 32×).
+	StallTimeout time.Duration
+	// Logger receives the watchdog's warnings (default slog.Default()).
+	Logger *slog.Logger
 	// Hooks are test hooks (nil in production).
 	Hooks *Hooks
 }
@@ -66,6 +75,7 @@ const (
 	DefaultMaxBatchBytes = 32 << 20
 	DefaultAckWait       = 60 * time.Second
 	DefaultMaxOpenEvents = 50_000
+	DefaultStallTimeout  = 15 * time.Second
 )
 
 func (c IngestConfig) withDefaults() IngestConfig {
@@ -93,6 +103,13 @@ func (c IngestConfig) withDefaults() IngestConfig {
 	if c.MaxOpenEvents == 0 {
 		c.MaxOpenEvents = DefaultMaxOpenEvents
 	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	c.StallTimeout = max(c.StallTimeout, 4*c.BatchWait)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return c
 }
 
@@ -111,6 +128,8 @@ func (c IngestConfig) Validate() error {
 		return fmt.Errorf("%w: ack wait %v", ErrConfig, c.AckWait)
 	case c.MaxOpenEvents < 0:
 		return fmt.Errorf("%w: max open events %d", ErrConfig, c.MaxOpenEvents)
+	case c.StallTimeout < 0:
+		return fmt.Errorf("%w: stall timeout %v", ErrConfig, c.StallTimeout)
 	}
 	if c.Durable != "" {
 		if err := events.ValidateToken("durable", c.Durable); err != nil {

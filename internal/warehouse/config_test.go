@@ -24,6 +24,7 @@ func TestIngestConfigValidate(t *testing.T) {
 		{"ack pending below batch", warehouse.IngestConfig{BatchSize: 100, MaxAckPending: 10}, warehouse.ErrConfig},
 		{"tiny ack wait", warehouse.IngestConfig{AckWait: time.Millisecond}, warehouse.ErrConfig},
 		{"unsafe durable", warehouse.IngestConfig{Durable: "a.b"}, warehouse.ErrConfig},
+		{"negative stall timeout", warehouse.IngestConfig{StallTimeout: -time.Second}, warehouse.ErrConfig},
 		{"fine", warehouse.IngestConfig{BatchSize: 100, MaxAckPending: 500, AckWait: time.Second, Durable: "x-1"}, nil},
 	}
 	for _, tt := range tests {
@@ -101,6 +102,7 @@ func TestCollectorsAndNoLeak(t *testing.T) {
 		"ditto_analyzer_rejected_events_total": 1,
 		"ditto_analyzer_watermark":             float64(len(msgs) + 1),
 		"ditto_analyzer_consumer_lag":          0,
+		"ditto_analyzer_consumer_resets_total": 0,
 	} {
 		if got, ok := values[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)

@@ -37,7 +37,9 @@ func consumerConfig(cfg IngestConfig, start uint64) jetstream.ConsumerConfig {
 // watermark (its ack floor is the watermark, nothing is pending acknowledgement, its settings
 // are current); otherwise it is deleted and created again from watermark+1. This is what makes
 // a restart after a crash between fetch and commit, or between commit and ack, exact and quick.
-func ensureConsumer(ctx context.Context, s jetstream.Stream, cfg IngestConfig, watermark uint64) (jetstream.Consumer, error) {
+// With force (the stall watchdog), an existing consumer is deleted whatever it says: a consumer
+// that stopped delivering can look exactly like one that agrees with the watermark.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, cfg IngestConfig, watermark uint64, force bool) (jetstream.Consumer, error) {
 	want := consumerConfig(cfg, watermark+1)
 	c, err := s.Consumer(ctx, cfg.Durable)
 	switch {
@@ -46,7 +48,7 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, cfg IngestConfig, w
 		return nil, fmt.Errorf("warehouse: consumer %s: %w", cfg.Durable, err)
 	default:
 		info := c.CachedInfo()
-		if info.AckFloor.Stream == watermark && info.NumAckPending == 0 && info.Delivered.Stream == watermark &&
+		if !force && info.AckFloor.Stream == watermark && info.NumAckPending == 0 && info.Delivered.Stream == watermark &&
 			info.Config.AckPolicy == want.AckPolicy && info.Config.MaxAckPending == want.MaxAckPending &&
 			info.Config.AckWait == want.AckWait && info.Config.FilterSubject == want.FilterSubject {
 			return c, nil

@@ -33,6 +33,16 @@
 // no primary key on events.id: its ART index halved the append rate (BenchmarkLoad, figures in
 // load_bench_test.go) and must be held in memory as the table grows.
 //
+// # Stalls
+//
+// A durable consumer can stop delivering without any error, for instance after it lost quorum
+// and changed leader: the fetch loop keeps polling and the consumer reports nothing pending. A
+// watchdog beside the batches asks the stream for its last sequence every second or so; the
+// reported lag (Stats.Lag, ditto_analyzer_consumer_lag) is that minus the watermark, so a stall
+// shows. When nothing has been delivered for IngestConfig.StallTimeout while the stream holds
+// messages beyond the watermark, it logs a warning, deletes the consumer, creates it again from
+// the watermark and counts it (Stats.Resets, ditto_analyzer_consumer_resets_total).
+//
 // # Rejected messages
 //
 // A message that does not decode, fails validation or sits on a subject other than its

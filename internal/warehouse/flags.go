@@ -33,4 +33,5 @@ func (c *IngestConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BatchWait, "batch-wait", DefaultBatchWait, "longest a batch fills before it is committed")
 	fs.IntVar(&c.MaxAckPending, "max-ack-pending", 0, "messages delivered and not acknowledged (default 5 x batch size)")
 	fs.DurationVar(&c.AckWait, "ack-wait", DefaultAckWait, "broker redelivery timeout for unacknowledged messages")
+	fs.DurationVar(&c.StallTimeout, "stall-timeout", DefaultStallTimeout, "recreate the consumer from the watermark when nothing is delivered this long while the stream has more")
 }

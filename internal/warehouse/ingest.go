@@ -13,10 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// errCaughtUp ends a CatchUp session; errRestart asks for a new consumer session (a gap).
+// errCaughtUp ends a CatchUp session; errRestart asks for a new consumer session (a gap);
+// errStalled asks for a new consumer, deleted and created again (the stall watchdog).
 var (
 	errCaughtUp = errors.New("warehouse: caught up")
 	errRestart  = errors.New("warehouse: restart the consumer")
+	errStalled  = errors.New("warehouse: consumer stalled")
 )
 
 // Ingest consumes the stream into the database until ctx is done, then returns nil. It returns
@@ -80,6 +82,15 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 		case errors.Is(err, errRestart):
 			w.stats.restarted()
 			continue
+		case errors.Is(err, errStalled):
+			// Recreate the consumer from the watermark: whatever was delivered and not
+			// committed is delivered again by the new one, and nothing is stored twice.
+			cfg.Logger.Warn("warehouse: consumer stalled, recreating it from the watermark", "durable", cfg.Durable,
+				"stream", cfg.Stream, "err", err, "consecutive", ing.stalls)
+			w.stats.consumerReset()
+			w.stats.restarted()
+			ing.forceReset = true
+			continue
 		case errors.Is(err, ErrHook), errors.Is(err, ErrConfig):
 			return err
 		case errors.Is(err, ErrCommit):
@@ -130,6 +141,9 @@ type ingester struct {
 
 	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal
 	gapCount int
+
+	forceReset bool // the next session deletes and recreates the consumer (after a stall)
+	stalls     int  // consumer resets since a message was last delivered
 }
 
 // batch is what the fetcher hands the committer.
@@ -160,13 +174,15 @@ func (ing *ingester) session(ctx context.Context) error {
 		wm = state.FirstSeq - 1
 	}
 	ing.w.stats.setWatermark(wm)
+	ing.w.stats.streamState(deliverableLast(state), wm)
 	if ing.untilCaughtUp && state.LastSeq <= wm {
 		return errCaughtUp
 	}
-	cons, err := ensureConsumer(ctx, s, ing.cfg, wm)
+	cons, err := ensureConsumer(ctx, s, ing.cfg, wm, ing.forceReset)
 	if err != nil {
 		return err
 	}
+	ing.forceReset = false
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// fetch → decode → commit, each stage a goroutine and each hand-over a channel of one
@@ -205,7 +221,27 @@ func (ing *ingester) session(ctx context.Context) error {
 		}
 		return err
 	}
-	for b := range batches {
+	// The watchdog: every tick it asks the stream for its last sequence (the lag is that minus
+	// the watermark, whatever the consumer reports) and, when nothing has been delivered for
+	// stallTimeout while the stream holds messages beyond the watermark, ends the session so
+	// that the consumer is recreated. It runs beside the batches, not in the fetch loop, so
+	// that a fetch loop polling a consumer that never delivers cannot hide a stall.
+	tick := time.NewTicker(ing.checkEvery())
+	defer tick.Stop()
+	lastDelivery := time.Now()
+	for {
+		var b *batch
+		select {
+		case b = <-batches:
+			if b == nil {
+				return drain(nil)
+			}
+		case <-tick.C:
+			if err := ing.checkStall(ctx, s, wm, time.Since(lastDelivery)); err != nil {
+				return drain(err) // errStalled, or a broker error
+			}
+			continue
+		}
 		if b.idle {
 			if ing.untilCaughtUp {
 				last, err := lastSeq(ctx, s)
@@ -218,6 +254,7 @@ func (ing *ingester) session(ctx context.Context) error {
 			}
 			continue
 		}
+		lastDelivery, ing.stalls = time.Now(), 0
 		next, err := ing.commit(ctx, b, wm)
 		lag := b.lag
 		b.release()
@@ -236,7 +273,40 @@ func (ing *ingester) session(ctx context.Context) error {
 			}
 		}
 	}
-	return drain(nil)
+}
+
+// checkEvery is the watchdog's period: a quarter of the stall timeout, at most a second, at
+// least BatchWait.
+func (ing *ingester) checkEvery() time.Duration {
+	return max(min(ing.cfg.StallTimeout/4, time.Second), ing.cfg.BatchWait, time.Millisecond)
+}
+
+// checkStall records the stream's lag beyond watermark wm and returns errStalled (wrapped) when
+// nothing was delivered for idle, longer than the stall timeout, while the stream holds
+// messages beyond wm. Each reset without a delivery since doubles the timeout, up to 32×, so a
+// stream whose last messages cannot be delivered (deleted one by one) is not reset in a loop.
+func (ing *ingester) checkStall(ctx context.Context, s jetstream.Stream, wm uint64, idle time.Duration) error {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("warehouse: stream info: %w", err)
+	}
+	last := deliverableLast(info.State)
+	ing.w.stats.streamState(last, wm)
+	timeout := ing.cfg.StallTimeout << min(ing.stalls, 5)
+	if last <= wm || idle < timeout {
+		return nil
+	}
+	ing.stalls++
+	return fmt.Errorf("%w: nothing delivered for %v, stream last sequence %d, watermark %d",
+		errStalled, idle.Round(time.Millisecond), last, wm)
+}
+
+// deliverableLast is the stream's last sequence, or 0 if the stream holds no message.
+func deliverableLast(state jetstream.StreamState) uint64 {
+	if state.Msgs == 0 {
+		return 0
+	}
+	return state.LastSeq
 }
 
 func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {

@@ -11,13 +11,14 @@ import (
 type Stats struct {
 	Running     bool      // an Ingest or CatchUp is running
 	Watermark   uint64    // committed stream sequence
-	Lag         uint64    // messages in the stream beyond the last delivered one (consumer pending)
+	Lag         uint64    // messages beyond the watermark: max(stream last seq - watermark, consumer pending)
 	Events      uint64    // events stored by this process
 	Rejected    uint64    // messages stored in rejected_events by this process
 	Duplicates  uint64    // events skipped because their id was already stored
 	Redelivered uint64    // redeliveries at or below the watermark, acknowledged without storing
 	Batches     uint64    // batches committed
-	Restarts    uint64    // consumer restarts (gaps, errors)
+	Restarts    uint64    // consumer restarts (gaps, errors, stalls)
+	Resets      uint64    // consumer recreated by the stall watchdog (also counted in Restarts)
 	Rate        float64   // events stored per second, averaged over the last ~10 seconds
 	LastCommit  time.Time // when the last batch committed (zero before the first)
 	LastBatch   time.Duration
@@ -43,6 +44,9 @@ type statsRecorder struct {
 	batchSize  prometheus.Histogram
 	foldErrors prometheus.Counter
 	rate       prometheus.GaugeFunc
+	resets     prometheus.Counter
+
+	streamLast uint64 // the stream's last sequence when last asked (0: not known)
 }
 
 type rateSample struct {
@@ -53,7 +57,7 @@ type rateSample struct {
 func newStatsRecorder() *statsRecorder {
 	r := &statsRecorder{
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ditto_analyzer_consumer_lag",
-			Help: "Messages in DITTO_EVENTS not yet delivered to the analyzer's consumer."}),
+			Help: "Messages in DITTO_EVENTS beyond the analyzer's watermark (stream last sequence - watermark, or the consumer's pending count if larger)."}),
 		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ditto_analyzer_watermark",
 			Help: "Stream sequence at and below which every message is stored."}),
 		ingested: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_events_ingested_total",
@@ -72,6 +76,8 @@ func newStatsRecorder() *statsRecorder {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
 		foldErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_fold_errors_total",
 			Help: "Finished run attempts whose events the fold refused."}),
+		resets: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_consumer_resets_total",
+			Help: "Times the analyzer recreated its consumer from the watermark because nothing was delivered while the stream held more."}),
 	}
 	r.rate = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ditto_analyzer_ingest_rate",
 		Help: "Events stored per second over the last ~10 seconds."}, func() float64 { return r.snapshot().Rate })
@@ -80,7 +86,7 @@ func newStatsRecorder() *statsRecorder {
 
 func (r *statsRecorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.redeliv,
-		r.batchDur, r.batchSize, r.foldErrors, r.rate}
+		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets}
 }
 
 // batchDone records one committed batch.
@@ -89,7 +95,7 @@ func (r *statsRecorder) batchDone(b batchStats) {
 	defer r.mu.Unlock()
 	s := &r.s
 	s.Watermark = b.watermark
-	s.Lag = b.lag
+	s.Lag = max(b.lag, r.streamLag(b.watermark))
 	s.Events += b.events
 	s.Rejected += b.rejected
 	s.Duplicates += b.duplicates
@@ -106,7 +112,7 @@ func (r *statsRecorder) batchDone(b batchStats) {
 		cut++
 	}
 	r.window = r.window[cut:]
-	r.lag.Set(float64(b.lag))
+	r.lag.Set(float64(s.Lag))
 	r.watermark.Set(float64(b.watermark))
 	r.ingested.Add(float64(b.events))
 	r.rejected.Add(float64(b.rejected))
@@ -128,6 +134,33 @@ func (r *statsRecorder) setWatermark(wm uint64) {
 	r.s.Watermark = wm
 	r.mu.Unlock()
 	r.watermark.Set(float64(wm))
+}
+
+// streamLag is the stream's last sequence (as last known) minus wm.
+func (r *statsRecorder) streamLag(wm uint64) uint64 {
+	if r.streamLast <= wm {
+		return 0
+	}
+	return r.streamLast - wm
+}
+
+// streamState records the stream's last sequence (just asked) and the lag it gives with the
+// watermark wm, whatever the consumer says it has pending: a stalled consumer says 0.
+func (r *statsRecorder) streamState(last, wm uint64) {
+	r.mu.Lock()
+	r.streamLast = last
+	r.s.Lag = r.streamLag(wm)
+	lag := r.s.Lag
+	r.mu.Unlock()
+	r.lag.Set(float64(lag))
+}
+
+// consumerReset counts a consumer recreated by the stall watchdog.
+func (r *statsRecorder) consumerReset() {
+	r.mu.Lock()
+	r.s.Resets++
+	r.mu.Unlock()
+	r.resets.Inc()
 }
 
 func (r *statsRecorder) restarted() {

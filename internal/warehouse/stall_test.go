@@ -1,0 +1,163 @@
+package warehouse_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// syncBuffer is a log destination safe to read while Ingest writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A consumer that stops delivering without an error (as after a lost quorum and a leader
+// change) while the stream grows: the lag shows it, the watchdog recreates the consumer from
+// the watermark, and every event is stored exactly once.
+func TestStalledConsumerIsReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		stall     func(ctx context.Context, t *testing.T, b *bus.Bus)
+		wantReset bool // the watchdog must be what heals it
+	}{
+		{"paused", func(ctx context.Context, t *testing.T, b *bus.Bus) {
+			// A paused consumer answers pull requests with nothing and reports nothing pending.
+			if _, err := b.JetStream().PauseConsumer(ctx, events.EventsStream, warehouse.DefaultDurable, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"filter moved away", func(ctx context.Context, t *testing.T, b *bus.Bus) {
+			// The consumer goes on answering, with nothing: it no longer selects the events.
+			s, err := b.JetStream().Stream(ctx, events.EventsStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.Consumer(ctx, warehouse.DefaultDurable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := c.CachedInfo().Config
+			cfg.FilterSubject = events.EventsPrefix + ".nobody.nothing.never"
+			if _, err := s.UpdateConsumer(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"deleted", func(ctx context.Context, t *testing.T, b *bus.Bus) {
+			// The client may see the deletion (an error, a plain restart) or not (the watchdog).
+			if err := b.JetStream().DeleteConsumer(ctx, events.EventsStream, warehouse.DefaultDurable); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bustest.NewServer(t).Connect(t)
+			msgs := testMsgs(t)
+			before, after := msgs[:len(msgs)/2], msgs[len(msgs)/2:]
+			warehousetest.Publish(t, b, before)
+			w := openWH(t, tempDB(t))
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(w.Collectors()...)
+			var logs syncBuffer
+			cfg := small()
+			cfg.StallTimeout = 1500 * time.Millisecond
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- w.Ingest(ctx, b, cfg) }()
+			catchUpWhileRunning(t, w, uint64(len(before)))
+
+			tt.stall(warehousetest.Context(t, 5*time.Second), t, b)
+			warehousetest.Publish(t, b, after)
+			// The lag is the stream's last sequence minus the watermark, seen before the reset.
+			var lagSeen uint64
+			deadline := time.Now().Add(30 * time.Second)
+			for w.Stats().Watermark < uint64(len(msgs)) {
+				if time.Now().After(deadline) {
+					t.Fatalf("watermark %d after 30s, want %d (stats %+v)", w.Stats().Watermark, len(msgs), w.Stats())
+				}
+				if s := w.Stats(); s.Resets == 0 {
+					lagSeen = max(lagSeen, s.Lag)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// Caught up, the lag returns to 0.
+			for w.Stats().Lag != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("lag %d after catching up", w.Stats().Lag)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Ingest() after cancel = %v, want nil", err)
+			}
+			checkExact(t, w, msgs)
+
+			s := w.Stats()
+			resets := gathered(t, reg, "ditto_analyzer_consumer_resets_total")
+			if resets != float64(s.Resets) {
+				t.Errorf("ditto_analyzer_consumer_resets_total = %v, Stats().Resets = %d", resets, s.Resets)
+			}
+			if !tt.wantReset {
+				t.Logf("resets %d, restarts %d", s.Resets, s.Restarts)
+				return
+			}
+			if s.Resets == 0 || s.Restarts < s.Resets {
+				t.Errorf("Stats() = Resets %d, Restarts %d; want a reset, counted in the restarts too", s.Resets, s.Restarts)
+			}
+			if lagSeen == 0 || lagSeen > uint64(len(after)) {
+				t.Errorf("largest lag seen during the stall = %d, want 1..%d", lagSeen, len(after))
+			}
+			if !strings.Contains(logs.String(), "consumer stalled") {
+				t.Errorf("no stall warning logged; logs:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// gathered returns the value of the counter or gauge named name in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("%s not gathered", name)
+	return 0
+}
