@@ -207,7 +207,12 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 	started := startedOf(job)
 	if events.ValidateToken("study", job.Study) == nil && events.ValidateToken("run", job.Run) == nil &&
 		job.Run != events.StudyRun && started.Validate() == nil {
-		a, err := w.newAttempt(job, attemptN)
+		last, err := w.lastAttempt(ctx, job.Study, job.Run)
+		attemptN = max(attemptN, last+1) // above any stored attempt, as in handle
+		var a *attempt
+		if err == nil {
+			a, err = w.newAttempt(job, attemptN)
+		}
 		if err == nil {
 			err = a.record(started, events.RunFinished{Status: events.StatusFailed, Error: "malformed job: " + reason}, w.cfg.AckTimeout)
 		}

@@ -18,7 +18,9 @@ const maxLookupEvents = 5000
 // gapless from seq 1, folding without error, and finished with a status other than aborted.
 // A worker that crashed after its events were acknowledged but before it acknowledged the job,
 // or whose job ack was lost, leaves such an attempt; re-running the job would record the run
-// twice. It is called on redeliveries only; any error means "not known to be recorded".
+// twice. It is called for every delivery of a run with a stored run.started (whatever the
+// delivery count, which a restarted single server may have forgotten); any error means "not
+// known to be recorded".
 func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, status string, ok bool) {
 	filter, err := events.Subject(study, run, ">")
 	if err != nil {

@@ -26,6 +26,7 @@ type Worker struct {
 	m       *metrics
 	clients *clients
 	stats   Stats
+	events  eventsStream
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -34,8 +35,9 @@ type Stats struct {
 	Requeued  atomic.Int64 // jobs Nak'ed for redelivery (infrastructure error or shutdown)
 	Rejected  atomic.Int64 // malformed jobs terminated
 	Exhausted atomic.Int64 // jobs terminated after MaxAttempts deliveries, recorded as failed
-	// AlreadyRecorded counts redelivered jobs acknowledged without re-running because an
-	// earlier attempt of their run is stored complete (a lost ack, a crash after the events).
+	// AlreadyRecorded counts jobs acknowledged without re-running because an earlier attempt
+	// of their run is stored complete (a lost ack, a crash after the events, a delivery count
+	// the server forgot).
 	AlreadyRecorded atomic.Int64
 }
 
@@ -182,7 +184,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("not a JetStream message: " + err.Error())
 		return
 	}
-	attempt := int(meta.NumDelivered)
+	delivered := int(meta.NumDelivered)
 	job, err := study.DecodeJob(msg.Data())
 	if err == nil {
 		if want, _ := job.Subject(); msg.Subject() != want {
@@ -195,8 +197,18 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.reject(msg, meta, &job, err)
 		return
 	}
+	// The attempt is numbered above every attempt of the run already stored, not by the
+	// delivery count alone: a single server that was killed can forget delivery counts and
+	// deliver the job as its first delivery again (see lastAttempt).
+	last, err := w.lastAttempt(ctx, job.Study, job.Run)
+	if err != nil {
+		log := w.log.With("study", job.Study, "run", job.Run, "delivery", delivered)
+		w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored attempts", err)
+		return
+	}
+	attempt := max(delivered, last+1)
 	log := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
-	if attempt > 1 {
+	if last > 0 {
 		if prev, status, ok := w.recorded(ctx, job.Study, job.Run); ok {
 			w.settleRecorded(msg, log, prev, status)
 			return

@@ -1,0 +1,65 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// eventsStream caches the handle of DITTO_EVENTS: getting it costs a request, and every
+// delivery reads the last run.started of its run from it.
+type eventsStream struct {
+	mu sync.Mutex
+	s  jetstream.Stream
+}
+
+func (w *Worker) eventsStream(ctx context.Context) (jetstream.Stream, error) {
+	w.events.mu.Lock()
+	defer w.events.mu.Unlock()
+	if w.events.s == nil {
+		s, err := w.bus.JetStream().Stream(ctx, events.EventsStream)
+		if err != nil {
+			return nil, err
+		}
+		w.events.s = s
+	}
+	return w.events.s, nil
+}
+
+// lastAttempt returns the attempt of the run's latest stored run.started, 0 if there is none.
+// One request to the stream (its last message on the run's run.started subject).
+//
+// Attempts cannot be numbered by the delivery count alone: a single nats-server persists
+// consumer delivery counts only periodically, so after it is killed a job can come back with
+// NumDelivered 1 although an attempt 1 of its run is already stored. Every attempt the worker
+// records is numbered above the latest stored one, so the latest run.started holds the
+// highest attempt.
+func (w *Worker) lastAttempt(ctx context.Context, study, run string) (int, error) {
+	subject, err := events.Subject(study, run, events.TypeRunStarted)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := w.eventsStream(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("worker: last run.started of run %s/%s: %w", study, run, err)
+	}
+	e, err := events.Decode(m.Data)
+	if err != nil {
+		return 0, fmt.Errorf("worker: last run.started of run %s/%s: %w", study, run, err)
+	}
+	return e.Attempt, nil
+}
