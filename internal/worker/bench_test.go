@@ -207,3 +207,38 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 }
 
 var benchSeq atomic.Int64
+
+// BenchmarkLastAttempt measures the lookup every delivery makes before running its job: the
+// run's latest stored run.started (see lastAttempt), for a run with none (a first delivery)
+// and for a run with one.
+func BenchmarkLastAttempt(b *testing.B) {
+	srv := bustest.NewServer(b)
+	bs := srv.Connect(b)
+	w, err := New(bs, Config{ID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := benchPlan(b, "benchlast", 1).Jobs[0]
+	a, err := w.newAttempt(&job, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.record(startedOf(&job), events.RunFinished{Status: events.StatusFailed, Error: "bench"}, 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  string
+		want int
+	}{{"none", job.Run + "x", 0}, {"stored", job.Run, 3}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				n, err := w.lastAttempt(ctx, job.Study, c.run)
+				if err != nil || n != c.want {
+					b.Fatalf("lastAttempt = %d, %v; want %d", n, err, c.want)
+				}
+			}
+		})
+	}
+}
