@@ -6,19 +6,25 @@
 // # Attempts
 //
 // The attempt number of a run is the JetStream delivery count of its job
-// (MsgMetadata.NumDelivered): a redelivered job is re-run as a new attempt with its own
-// gapless sequence numbers from 1. An attempt interrupted by a crash has no run.finished; the
-// analyzer marks an unfinished attempt that a later attempt supersedes as aborted. A worker
-// never publishes into an attempt it does not own, so it never writes a run.finished for an
-// earlier attempt (it could not know that attempt's next sequence number).
+// (MsgMetadata.NumDelivered), raised above the highest attempt of the run already stored: every
+// delivery first reads the run's latest run.started on DITTO_EVENTS (one last-message-by-subject
+// request; a first attempt finds none) and runs as max(NumDelivered, latest + 1); if that
+// request fails, the job is Nak'ed like any infrastructure error. The delivery
+// count alone is not enough: a single nats-server persists consumer delivery counts only
+// periodically, so after it is killed a job can come back as delivery 1 although attempt 1 of
+// its run is stored. A redelivered job is re-run as a new attempt with its own gapless sequence
+// numbers from 1. An attempt interrupted by a crash has no run.finished; the analyzer marks an
+// unfinished attempt that a later attempt supersedes as aborted. A worker never publishes into
+// an attempt it does not own, so it never writes a run.finished for an earlier attempt (it
+// could not know that attempt's next sequence number).
 //
-// Before re-running a redelivered job (delivery 2 and later), the worker reads the run's
-// stored events: if an earlier attempt is complete (gapless from seq 1, folding, finished with
-// a status other than aborted), the job is acknowledged without running again. That covers a
-// worker that crashed after JetStream acknowledged all its events but before it acknowledged
-// the job, and a lost job ack: the run is recorded once. An analyzer should still count at
-// most one finished, non-aborted attempt per run (the latest), for runs recorded by other
-// means.
+// Before running a job whose run has a stored attempt (whatever its delivery count), the worker
+// reads the run's stored events: if an earlier attempt is complete (gapless from seq 1,
+// folding, finished with a status other than aborted), the job is acknowledged without running
+// again. That covers a worker that crashed after JetStream acknowledged all its events but
+// before it acknowledged the job, and a lost job ack: the run is recorded once. An analyzer
+// should still count at most one finished, non-aborted attempt per run (the latest), for runs
+// recorded by other means.
 //
 // # Failure classes
 //
