@@ -286,13 +286,20 @@ func (ing *ingester) checkEvery() time.Duration {
 // messages beyond wm. Each reset without a delivery since doubles the timeout, up to 32×, so a
 // stream whose last messages cannot be delivered (deleted one by one) is not reset in a loop.
 func (ing *ingester) checkStall(ctx context.Context, s jetstream.Stream, wm uint64, idle time.Duration) error {
-	info, err := s.Info(ctx)
+	timeout := ing.cfg.StallTimeout << min(ing.stalls, 5)
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	info, err := s.Info(ictx)
+	cancel()
 	if err != nil {
+		// A broker busy electing a leader may fail this and still deliver: only when nothing
+		// has been delivered either does it end the session (a broker error: back-off, retry).
+		if idle < timeout {
+			return nil
+		}
 		return fmt.Errorf("warehouse: stream info: %w", err)
 	}
 	last := deliverableLast(info.State)
 	ing.w.stats.streamState(last, wm)
-	timeout := ing.cfg.StallTimeout << min(ing.stalls, 5)
 	if last <= wm || idle < timeout {
 		return nil
 	}
