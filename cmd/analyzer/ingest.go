@@ -54,6 +54,7 @@ func runIngest(ctx context.Context, args []string) error {
 
 func ingest(ctx context.Context, cfg ingestConfig) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg.ingest.Logger = log
 	b, err := openBus(ctx, cfg.bus)
 	if err != nil {
 		return err

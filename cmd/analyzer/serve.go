@@ -165,6 +165,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	if cfg.noIngest {
 		close(ingestDone)
 	} else {
+		cfg.ingest.Logger = log
 		go func() {
 			defer close(ingestDone)
 			if err := w.Ingest(ctx, b, cfg.ingest); err != nil {
