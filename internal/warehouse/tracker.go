@@ -79,6 +79,9 @@ func (t *tracker) endBatch(folded []attemptKey) {
 	for _, a := range t.batch {
 		a.isNew, a.finished, a.touched = false, false, false
 	}
+	// Clear before truncating: the backing array would otherwise keep the folded entries of
+	// the largest batch so far, and their decoded events, reachable.
+	clear(t.batch)
 	t.batch = t.batch[:0]
 	for t.events > t.maxEvents && len(t.fifo) > 0 {
 		k := t.fifo[0]

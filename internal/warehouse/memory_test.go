@@ -1,0 +1,194 @@
+package warehouse_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+)
+
+// memSample is the memory of this process after a chunk of steady ingestion, measured after a
+// GC (and, for RSS, after the Go runtime returned its free pages to the OS).
+type memSample struct {
+	events     int
+	heap       uint64 // Go heap: live objects after GC (HeapAlloc)
+	goMapped   uint64 // memory the Go runtime holds from the OS (Sys - HeapReleased)
+	rss        uint64 // VmRSS after debug.FreeOSMemory: Go's memory + DuckDB's C memory + code
+	peakRSS    uint64 // VmHWM so far: what the load test reports
+	peakHeap   uint64 // the largest HeapInuse sampled every 20ms so far (garbage included)
+	duckdb     uint64 // sum of duckdb_memory().memory_usage_bytes (DuckDB's buffer manager)
+	openRuns   int
+	openEvents int
+}
+
+func (s memSample) String() string {
+	return fmt.Sprintf("%7d events: Go heap %6.1f MiB, Go mapped %6.1f MiB, RSS %6.1f MiB, duckdb_memory %6.1f MiB, open runs %d (%d events); peaks so far: RSS %6.1f MiB, heap in use %6.1f MiB",
+		s.events, mib(s.heap), mib(s.goMapped), mib(s.rss), mib(s.duckdb), s.openRuns, s.openEvents, mib(s.peakRSS), mib(s.peakHeap))
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// vmRSS returns the process's resident set size in bytes (Linux), or 0.
+func vmRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// chunkMsgs returns about n events of finished synthetic harness runs, with ids above every id
+// of the chunks before (studies memNNNNN-k sort by chunk), as a producer sends them.
+func chunkMsgs(tb testing.TB, chunk, n int) []msg {
+	var out []msg
+	for st := 0; len(out) < n; st++ {
+		s := newSynth(tb, fmt.Sprintf("mem%05d-%d", chunk, st))
+		for r := 0; r < 1000 && len(s.out)+len(out) < n; r++ {
+			s.run(fmt.Sprintf("run-%d", r), 1, runOpts{condition: "harness", variant: r % 3, retry: r%5 == 0})
+		}
+		out = append(out, s.out...)
+	}
+	return out
+}
+
+// steadyIngest runs Ingest against a broker in a child process while the test publishes
+// chunks of chunkSize events, and samples memory after each chunk is stored.
+func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chunkSize int, cfg warehouse.IngestConfig) []memSample {
+	ctx, cancel := context.WithCancel(warehousetest.Context(t, 10*time.Minute))
+	done := make(chan error, 1)
+	go func() { done <- w.Ingest(ctx, b, cfg) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ingest: %v", err)
+		}
+	}()
+	mem := watchMemory()
+	defer mem.done()
+	var out []memSample
+	published := 0
+	for c := 0; c < chunks; c++ {
+		msgs := chunkMsgs(t, c, chunkSize)
+		warehousetest.PublishFast(t, b, msgs)
+		published += len(msgs)
+		msgs = nil
+		deadline := time.Now().Add(5 * time.Minute)
+		for w.Stats().Events < uint64(published) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stored %d of %d events after 5 minutes", w.Stats().Events, published)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		debug.FreeOSMemory()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		st := w.Stats()
+		s := memSample{events: published, heap: ms.HeapAlloc, goMapped: after.Sys - after.HeapReleased, rss: vmRSS(), peakRSS: vmHWM(), peakHeap: mem.peak.Load(), openRuns: st.OpenRuns, openEvents: st.OpenEvents}
+		if err := w.DB().QueryRowContext(ctx, "SELECT sum(memory_usage_bytes)::UBIGINT FROM duckdb_memory()").Scan(&s.duckdb); err != nil {
+			t.Fatal(err)
+		}
+		t.Log(s)
+		out = append(out, s)
+	}
+	if p := os.Getenv("DITTO_MEM_PROFILE"); p != "" { // the heap profile of the live objects, for pprof
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestMemorySteadyIngest ingests finished runs in steady chunks, as in a sustained load run,
+// and checks that the Go heap after GC plateaus: the heap after 3N events is at most the heap
+// after N plus a small margin. (The broker runs in a child process, so its memory is not
+// measured.) DITTO_MEM_CHUNKS and DITTO_MEM_CHUNK (events) scale it up.
+func TestMemorySteadyIngest(t *testing.T) {
+	chunks, size := 6, 20_000
+	if testing.Short() {
+		chunks, size = 3, 10_000
+	}
+	chunks = envInt("DITTO_MEM_CHUNKS", chunks)
+	size = envInt("DITTO_MEM_CHUNK", size)
+	limit := "256MB"
+	if l := os.Getenv("DITTO_MEM_LIMIT"); l != "" {
+		limit = l
+	}
+	if os.Getenv("DITTO_MEM_PROFILE") != "" {
+		defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 4096
+	}
+	b := externalServer(t)
+	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second),
+		warehouse.Config{Path: filepath.Join(t.TempDir(), "mem.duckdb"), MemoryLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var applied string
+	if err := w.DB().QueryRow("SELECT current_setting('memory_limit')").Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	var jemalloc bool
+	if err := w.DB().QueryRow("SELECT count(*) > 0 FROM duckdb_extensions() WHERE extension_name = 'jemalloc' AND loaded").Scan(&jemalloc); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("DuckDB memory_limit applied: %s; jemalloc loaded: %v", applied, jemalloc)
+	samples := steadyIngest(t, b, w, chunks, size, warehouse.IngestConfig{BatchWait: 50 * time.Millisecond})
+	// N is the first third of the run, 3N its end.
+	logDuckDBMemory(t, w)
+	n := samples[max(len(samples)/3-1, 0)]
+	last := samples[len(samples)-1]
+	const margin = 16 << 20
+	if last.heap > n.heap+margin {
+		t.Errorf("Go heap after GC grew from %.1f MiB at %d events to %.1f MiB at %d: it grows with the events ingested",
+			mib(n.heap), n.events, mib(last.heap), last.events)
+	}
+	if last.openRuns > 0 {
+		t.Errorf("%d run attempts still held open after every run finished", last.openRuns)
+	}
+}
+
+// logDuckDBMemory logs duckdb_memory() by tag.
+func logDuckDBMemory(t *testing.T, w *warehouse.Warehouse) {
+	rows, err := w.DB().Query("SELECT tag, memory_usage_bytes::UBIGINT, temporary_storage_bytes::UBIGINT FROM duckdb_memory() WHERE memory_usage_bytes > 0 OR temporary_storage_bytes > 0 ORDER BY 2 DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var tag string
+		var used, tmp uint64
+		if err := rows.Scan(&tag, &used, &tmp); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f MiB (temp %.1f)", tag, mib(used), mib(tmp)))
+	}
+	t.Logf("duckdb_memory: %s", strings.Join(parts, ", "))
+}
