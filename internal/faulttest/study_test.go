@@ -154,8 +154,23 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	started, finished := waitInFlight(t, obs, 5)
+	waitInFlight(t, obs, 5)
 	w1.kill()
+	// Count what was in flight from the stream after the kill, not from the poll before it: the
+	// worker may start another run between the two. Wait until two reads agree, so that
+	// anything the dead worker had already handed to the server is counted.
+	var started, finished int64
+	poll(t, 30*time.Second, "the stream to settle after the kill", func() (bool, error) {
+		s1, f1, err := progress(obs)
+		if err != nil {
+			return false, err
+		}
+		if s1 == started && f1 == finished {
+			return true, nil
+		}
+		started, finished = s1, f1
+		return false, nil
+	})
 	inFlight := started - finished
 	t.Logf("worker-1 killed with %d run attempts in flight (%d finished)", inFlight, finished)
 	w2 := start(t, dir, "worker-2", b.worker, nil, workerArgs("--nats-url", url, "--worker-id", "w2")...)
