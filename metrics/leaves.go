@@ -131,20 +131,9 @@ func (p *leafParser) value(root bool) {
 			p.path = append(p.path, key...)
 			p.value(false)
 			p.path = p.path[:n]
-			p.ws()
-			if p.pos >= len(p.s) {
-				p.bad = true
+			if p.endOrComma('}') {
 				return
 			}
-			if p.s[p.pos] == '}' {
-				p.pos++
-				return
-			}
-			if p.s[p.pos] != ',' {
-				p.bad = true
-				return
-			}
-			p.pos++
 		}
 	case '[':
 		p.pos++
@@ -163,20 +152,9 @@ func (p *leafParser) value(root bool) {
 			p.path = binary.AppendUvarint(p.path, uint64(i))
 			p.value(false)
 			p.path = p.path[:n]
-			p.ws()
-			if p.pos >= len(p.s) {
-				p.bad = true
+			if p.endOrComma(']') {
 				return
 			}
-			if p.s[p.pos] == ']' {
-				p.pos++
-				return
-			}
-			if p.s[p.pos] != ',' {
-				p.bad = true
-				return
-			}
-			p.pos++
 		}
 	case '"':
 		start := p.pos
@@ -251,4 +229,24 @@ func ArgumentJaccard(a, b string) float64 {
 		return 1
 	}
 	return float64(inter) / float64(union)
+}
+
+// endOrComma reads the white space and the separator after a member or element: it returns
+// true when the container is closed by close, or on malformed input (p.bad set), and false
+// after a comma, when another member or element follows.
+func (p *leafParser) endOrComma(close byte) bool {
+	p.ws()
+	switch {
+	case p.pos >= len(p.s):
+		p.bad = true
+		return true
+	case p.s[p.pos] == close:
+		p.pos++
+		return true
+	case p.s[p.pos] != ',':
+		p.bad = true
+		return true
+	}
+	p.pos++
+	return false
 }
