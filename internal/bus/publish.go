@@ -174,10 +174,11 @@ func (p *Publisher) await(it *pending) error {
 				return err
 			}
 			for {
-				select {
-				case <-timer.C:
+				// Wait for the connection to be back, not a fixed pause per message: the
+				// collector comes to the publishes one by one, and after the reconnect
+				// every one behind this is republished at once.
+				if !p.waitConnected(it.deadline) {
 					return err
-				case <-time.After(50 * time.Millisecond):
 				}
 				ack, perr := p.publishAsync(it)
 				if perr == nil {
@@ -185,6 +186,7 @@ func (p *Publisher) await(it *pending) error {
 					break
 				}
 				err = perr
+				time.Sleep(50 * time.Millisecond)
 			}
 		case <-timer.C:
 			// The collector may come to it after its deadline with the ack already in.
@@ -198,13 +200,49 @@ func (p *Publisher) await(it *pending) error {
 	}
 }
 
-// publishSync publishes one message and waits for its acknowledgement.
+// publishSync publishes one message and waits for its acknowledgement. A request written
+// to a connection as it breaks gets no reply and no error, so each attempt has a fifth of
+// the ack timeout; attempts repeat (same msg id, so stored at most once) until the deadline.
 func (p *Publisher) publishSync(it *pending) {
-	actx, cancel := context.WithDeadline(context.Background(), it.deadline)
-	defer cancel()
-	_, err := p.js.Publish(actx, it.subject, it.data, jetstream.WithMsgID(it.msgID),
-		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+	var err error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !p.waitConnected(it.deadline) {
+			break
+		}
+		remaining := time.Until(it.deadline)
+		if remaining <= 0 {
+			break
+		}
+		actx, cancel := context.WithTimeout(context.Background(), min(remaining, p.ackTimeout/5))
+		_, err = p.js.Publish(actx, it.subject, it.data, jetstream.WithMsgID(it.msgID),
+			jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
+		cancel()
+		if !retryable(err) {
+			break
+		}
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no acknowledgement within %v: %w", p.ackTimeout, err)
+	}
 	p.done(it, err)
+}
+
+// retryable reports whether a synchronous publish may succeed if made again: it got no
+// reply in time, the connection dropped, or no stream leader answered.
+func retryable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// waitConnected polls until the connection is up (true) or the deadline passes (false).
+func (p *Publisher) waitConnected(deadline time.Time) bool {
+	for !p.js.Conn().IsConnected() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Now().Before(deadline)
 }
 
 // done records the outcome of one publish and frees its room.
