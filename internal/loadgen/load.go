@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,12 +263,13 @@ func (m *meter) finish(rep *Report) {
 		if pm, err := ReadProcMemory(pid); err == nil && pm.Peak > m.peak[name].Peak {
 			m.peak[name] = pm
 		}
-		mem := Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}
+		mem := memoryTrend(Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}, m.samples, m.cfg.Duration)
 		if mem.PeakKiB == 0 && m.memErr[name] != nil {
 			mem.Err = m.memErr[name].Error()
 		}
 		rep.Memory = append(rep.Memory, mem)
 	}
+	sort.Slice(rep.Memory, func(i, j int) bool { return rep.Memory[i].Name < rep.Memory[j].Name })
 	rep.Samples = m.samples
 	var xs, ys []float64
 	for _, s := range m.samples {

@@ -17,12 +17,24 @@ type Sample struct {
 	RSS       map[string]int64 `json:"rss_kib,omitempty"`
 }
 
-// Memory is the peak memory of one watched process.
+// Memory is the memory of one watched process: its peak, and its resident set (VmRSS) over the
+// publishing time with a verdict on whether it levelled off (see memoryVerdict's criterion).
 type Memory struct {
 	Name    string `json:"name"`
 	PID     int    `json:"pid"`
 	PeakKiB int64  `json:"peak_kib"` // VmHWM
-	Err     string `json:"error,omitempty"`
+	// RSS at the first sample, at the samples nearest a quarter and half of the publishing
+	// time, and at the last sample of publishing.
+	StartKiB   int64 `json:"start_kib"`
+	QuarterKiB int64 `json:"quarter_kib"`
+	HalfKiB    int64 `json:"half_kib"`
+	EndKiB     int64 `json:"end_kib"`
+	// FirstSlope and SecondSlope are least-squares slopes of the RSS over the first and the
+	// second half of the publishing time, in MiB/min.
+	FirstSlope  float64 `json:"first_slope_mib_per_min"`
+	SecondSlope float64 `json:"second_slope_mib_per_min"`
+	Verdict     string  `json:"verdict"` // MemBounded, MemGrowing or MemUnknown
+	Err         string  `json:"error,omitempty"`
 }
 
 // Report is the outcome of a load run.
@@ -65,7 +77,8 @@ func (r *Report) Sustained() bool {
 		float64(r.MaxLag) <= 10*r.Rate && r.Drain <= allowed
 }
 
-// Print writes the samples (at most about 30 lines) and the summary.
+// Print writes the samples (at most about 30 lines) and the summary: the lag verdict
+// (Sustained) and, apart from it, each watched process's memory trend and verdict.
 func (r *Report) Print(w io.Writer) {
 	names := make([]string, 0, len(r.Memory))
 	for _, m := range r.Memory {
@@ -103,12 +116,19 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, m := range r.Memory {
 		if m.Err != "" {
-			fmt.Fprintf(w, "peak memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
+			fmt.Fprintf(w, "memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
 			continue
 		}
-		fmt.Fprintf(w, "peak memory %s (pid %d): %.1f MiB (VmHWM)\n", m.Name, m.PID, float64(m.PeakKiB)/1024)
+		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope %+.2f MiB/min in the first half, %+.2f in the second: %s\n",
+			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
+	}
+	if len(r.Memory) > 0 {
+		fmt.Fprintf(w, "memory bounded (every watched process: second-half slope <= %.0f MiB/min or <= %.2f x the first half's): %v\n",
+			FlatSlope, BoundedRatio, r.MemoryBounded())
 	}
 }
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // slope is the least-squares slope of y over x.
 func slope(x, y []float64) float64 {

@@ -1,0 +1,133 @@
+package loadgen
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// series samples rss(t) (MiB) of the process "p" every second from 1 s to the end of dur, and
+// a few seconds after it (the drain, which the trend must ignore).
+func series(dur time.Duration, rss func(t time.Duration) float64) []Sample {
+	var out []Sample
+	for at := time.Second; at <= dur+5*time.Second; at += time.Second {
+		out = append(out, Sample{At: at, RSS: map[string]int64{"p": int64(rss(at) * 1024)}})
+	}
+	return out
+}
+
+func TestMemoryTrend(t *testing.T) {
+	const dur = 5 * time.Minute
+	mins := func(t time.Duration) float64 { return t.Minutes() }
+	sawtooth := func(t time.Duration) float64 { return 12 * math.Mod(t.Seconds(), 7) / 7 } // GC cycles
+	tests := []struct {
+		name        string
+		dur         time.Duration
+		rss         func(time.Duration) float64
+		wantVerdict string
+		// wantSlopes, when set, are the expected first and second slopes (MiB/min, ±0.5).
+		wantSlopes []float64
+	}{
+		{"flat with a GC sawtooth", dur, func(t time.Duration) float64 { return 200 + sawtooth(t) }, MemBounded, []float64{0, 0}},
+		{"linear leak 20 MiB/min", dur, func(t time.Duration) float64 { return 100 + 20*mins(t) }, MemGrowing, []float64{20, 20}},
+		{"slow leak 2 MiB/min", dur, func(t time.Duration) float64 { return 100 + 2*mins(t) + sawtooth(t) }, MemGrowing, []float64{2, 2}},
+		{"drift under the flat slope", dur, func(t time.Duration) float64 { return 100 + 0.5*mins(t) }, MemBounded, []float64{0.5, 0.5}},
+		{"fill with a 1-minute time constant", dur, func(t time.Duration) float64 { return 50 + 300*(1-math.Exp(-mins(t))) }, MemBounded, nil},
+		{"fill with a 3-minute time constant", dur, func(t time.Duration) float64 { return 50 + 300*(1-math.Exp(-mins(t)/3)) }, MemGrowing, nil},
+		{"square-root growth", dur, func(t time.Duration) float64 { return 50 + 100*math.Sqrt(mins(t)) }, MemGrowing, nil},
+		{"step at 10 s then flat", dur, func(t time.Duration) float64 {
+			if t < 10*time.Second {
+				return 40
+			}
+			return 400 + sawtooth(t)
+		}, MemBounded, nil},
+		{"shrinking", dur, func(t time.Duration) float64 { return 400 - 10*mins(t) }, MemBounded, []float64{-10, -10}},
+		{"too short for a trend", 6 * time.Second, func(t time.Duration) float64 { return 100 }, MemUnknown, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := memoryTrend(Memory{Name: "p"}, series(tt.dur, tt.rss), tt.dur)
+			if got.Verdict != tt.wantVerdict {
+				t.Errorf("verdict %s, want %s (slopes %+.2f, %+.2f MiB/min)", got.Verdict, tt.wantVerdict, got.FirstSlope, got.SecondSlope)
+			}
+			if tt.wantSlopes != nil && (math.Abs(got.FirstSlope-tt.wantSlopes[0]) > 0.5 || math.Abs(got.SecondSlope-tt.wantSlopes[1]) > 0.5) {
+				t.Errorf("slopes %+.2f, %+.2f MiB/min, want %+.2f, %+.2f", got.FirstSlope, got.SecondSlope, tt.wantSlopes[0], tt.wantSlopes[1])
+			}
+		})
+	}
+}
+
+func TestMemoryTrendPoints(t *testing.T) {
+	// 100 MiB + 20 MiB/min over 4 minutes, sampled every second from 1 s; the drain after
+	// 4 minutes (still sampled) must not count as the end of publishing.
+	const dur = 4 * time.Minute
+	atOneSecond := (100 + 20.0/60) * 1024
+	got := memoryTrend(Memory{Name: "p", PID: 7, PeakKiB: 999}, series(dur, func(t time.Duration) float64 { return 100 + 20*t.Minutes() }), dur)
+	want := Memory{Name: "p", PID: 7, PeakKiB: 999,
+		StartKiB:   int64(atOneSecond), // the first sample, at 1 s
+		QuarterKiB: 120 * 1024,         // 1 min
+		HalfKiB:    140 * 1024,         // 2 min
+		EndKiB:     180 * 1024,         // 4 min, not 4 min 5 s
+		Verdict:    MemGrowing}
+	got.FirstSlope, got.SecondSlope = math.Round(got.FirstSlope*100)/100, math.Round(got.SecondSlope*100)/100
+	want.FirstSlope, want.SecondSlope = 20, 20
+	if got != want {
+		t.Errorf("memoryTrend =\n %+v, want\n %+v", got, want)
+	}
+	// A process without samples (it could not be read) has no trend.
+	if m := memoryTrend(Memory{Name: "gone"}, series(dur, func(time.Duration) float64 { return 1 }), dur); m.Verdict != MemUnknown || m.EndKiB != 0 {
+		t.Errorf("unsampled process: %+v, want verdict unknown and no RSS", m)
+	}
+}
+
+func TestMemoryVerdict(t *testing.T) {
+	tests := []struct {
+		s1, s2 float64
+		n1, n2 int
+		want   string
+	}{
+		{0, 0, 150, 150, MemBounded},
+		{0, FlatSlope, 150, 150, MemBounded},           // at the flat slope
+		{0, FlatSlope + 0.01, 150, 150, MemGrowing},    // just over it, nothing to level off from
+		{40, 10, 150, 150, MemBounded},                 // exactly a quarter of the first half's pace
+		{40, 10.1, 150, 150, MemGrowing},               // just over a quarter
+		{-5, 3, 150, 150, MemGrowing},                  // fell, then grew
+		{-5, -5, 150, 150, MemBounded},                 // shrinking
+		{100, 0, MinTrendSamples - 1, 150, MemUnknown}, // too few samples in the first half
+		{100, 0, 150, MinTrendSamples - 1, MemUnknown},
+	}
+	for _, tt := range tests {
+		if got := memoryVerdict(tt.s1, tt.s2, tt.n1, tt.n2); got != tt.want {
+			t.Errorf("memoryVerdict(%v, %v, %d, %d) = %s, want %s", tt.s1, tt.s2, tt.n1, tt.n2, got, tt.want)
+		}
+	}
+}
+
+func TestReportMemoryBounded(t *testing.T) {
+	rep := &Report{Memory: []Memory{
+		{Name: "analyzer", Verdict: MemBounded},
+		{Name: "nats-embedded", Verdict: MemGrowing},
+		{Name: "producer", Verdict: MemUnknown},
+	}}
+	tests := []struct {
+		names []string
+		want  bool
+	}{
+		{[]string{"analyzer"}, true},
+		{[]string{"analyzer", "nats-embedded"}, false},
+		{[]string{"producer"}, false}, // unknown is not bounded
+		{[]string{"missing"}, false},  // not watched
+		{nil, false},                  // every watched process
+	}
+	for _, tt := range tests {
+		if got := rep.MemoryBounded(tt.names...); got != tt.want {
+			t.Errorf("MemoryBounded(%q) = %v, want %v", tt.names, got, tt.want)
+		}
+	}
+	if (&Report{}).MemoryBounded() {
+		t.Error("MemoryBounded() with nothing watched = true, want false")
+	}
+	if !(&Report{Memory: []Memory{{Name: "a", Verdict: MemBounded}}}).MemoryBounded() {
+		t.Error("MemoryBounded() with every process bounded = false, want true")
+	}
+}
