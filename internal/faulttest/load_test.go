@@ -17,23 +17,39 @@ import (
 
 // loadRow is one line of the load session's summary.
 type loadRow struct {
-	mode        string
-	rate        float64
-	rep         loadgen.Report
-	stored      int64 // events of the study in DuckDB at the end
-	benchRate   float64
-	benchErr    string
-	sustained   bool
-	memAnalyzer int64 // KiB
-	memNATS     []int64
-	memProducer int64
+	mode      string
+	rate      float64
+	rep       loadgen.Report
+	stored    int64 // events of the study in DuckDB at the end
+	benchRate float64
+	benchErr  string
+	sustained bool // the lag verdict (Report.Sustained)
+	// memBounded is the memory verdict of the system under test: the analyzer and the NATS
+	// server process(es), not the load generator.
+	memBounded bool
 }
 
-// TestLoad is the sustained-load session of `make load`: for each mode (embedded: the analyzer
-// hosts the embedded server, one process; cluster: three nats-server processes, R3 streams,
-// sync_interval always) and each rate, `producer load` publishes for the duration while the
-// analyzer ingests; then `nats bench js pub async` measures raw JetStream publishing with the
-// same settings (file storage, replicas, dedup, the mean event size) on the same server.
+// The analyzer's memory settings for the load runs, unless DITTO_LOAD_ANALYZER_FLAGS
+// (make load ANALYZER_FLAGS=..., "none" for none) and DITTO_LOAD_GOMEMLIMIT ("off" for none)
+// say otherwise. DuckDB's buffer pool is capped so that it can fill up within a 5-minute run
+// (DuckDB's own default is 80% of the machine's RAM, which a 5-minute run would still be
+// filling); GOMEMLIMIT makes the analyzer's Go runtime collect before its heap's GC slack
+// reaches the limit (a soft limit: it does not hide a live heap that grows; it does not cover
+// DuckDB's C memory).
+const (
+	defaultAnalyzerFlags = "--duckdb-memory 256MB"
+	defaultGoMemLimit    = "256MiB"
+)
+
+// TestLoad is the sustained-load session of `make load`: for each mode and each rate,
+// `producer load` publishes for the duration while the analyzer ingests; then `nats bench js
+// pub async` measures raw JetStream publishing with the same settings (file storage, replicas,
+// dedup, the mean event size) on the same server. Modes: embedded — the embedded default, one
+// data directory: a `producer host` process hosts the embedded nats-server (the server's
+// default sync) and the analyzer joins it through <data-dir>/nats.url, so that each process's
+// memory is measured on its own; cluster — three nats-server processes, R3 streams,
+// sync_interval always. The summary gives the lag verdict (held) and the memory verdict of
+// the analyzer and the NATS process(es) apart, and each process's RSS trend.
 func TestLoad(t *testing.T) {
 	requireEnv(t, "DITTO_LOAD")
 	b := build(t)
@@ -61,29 +77,63 @@ func TestLoad(t *testing.T) {
 			})
 		}
 	}
-	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; memory = peak RSS, VmHWM)\n", dur)
-	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %9s %10s %9s %9s %10s %6s\n", "mode", "target", "published", "end2end", "drain",
-		"max-lag", "lag-slope", "held", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio")
+	flags, memLimit := analyzerMemory()
+	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; analyzer: %s, GOMEMLIMIT=%s)\n", dur, strings.Join(flags, " "), memLimit)
+	fmt.Printf("held = lag bounded (Sustained); mem = memory bounded, analyzer and NATS: per process, the RSS slope over the second half of publishing\n")
+	fmt.Printf("      <= %.0f MiB/min or <= %.2f x the first half's (see internal/loadgen/memtrend.go); memory columns = peak RSS (VmHWM)\n",
+		loadgen.FlatSlope, loadgen.BoundedRatio)
+	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %6s %9s %10s %11s %9s %10s %6s\n", "mode", "target", "published", "end2end", "drain",
+		"max-lag", "lag-slope", "held", "mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio")
 	for _, r := range rows {
 		var nats []string
-		for _, m := range r.memNATS {
-			nats = append(nats, fmt.Sprintf("%.0f", float64(m)/1024))
-		}
-		natsCol := strings.Join(nats, "/") + "M"
-		if len(nats) == 0 {
-			natsCol = "(analyzer)"
+		for _, m := range r.rep.Memory {
+			if strings.HasPrefix(m.Name, "nats-") {
+				nats = append(nats, fmt.Sprintf("%.0f", mibOf(m.PeakKiB)))
+			}
 		}
 		ratio := "-"
 		if r.benchRate > 0 {
 			ratio = fmt.Sprintf("%.3f", r.rep.EndToEndRate/r.benchRate)
 		}
-		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %9d %9.0fM %9s %8.0fM %10.0f %6s\n", r.mode, r.rate, r.rep.PublishRate,
-			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, r.stored,
-			float64(r.memAnalyzer)/1024, natsCol, float64(r.memProducer)/1024, r.benchRate, ratio)
+		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %6v %9d %9.0fM %11s %8.0fM %10.0f %6s\n", r.mode, r.rate, r.rep.PublishRate,
+			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, r.memBounded, r.stored,
+			mibOf(peakOf(r.rep, "analyzer")), strings.Join(nats, "/")+"M", mibOf(peakOf(r.rep, "producer")), r.benchRate, ratio)
 		if r.benchErr != "" {
 			fmt.Printf("  nats bench: %s\n", r.benchErr)
 		}
 	}
+	fmt.Printf("\nMEMORY (RSS in MiB at the first sample, 1/4, 1/2 and end of publishing; least-squares slope in MiB/min over each half)\n")
+	fmt.Printf("%-9s %7s %-14s %8s %8s %8s %8s %8s %9s %9s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
+		"slope-1", "slope-2", "verdict")
+	for _, r := range rows {
+		for _, m := range r.rep.Memory {
+			fmt.Printf("%-9s %7.0f %-14s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+9.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
+				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
+		}
+	}
+}
+
+func mibOf(kib int64) float64 { return float64(kib) / 1024 }
+
+func peakOf(rep loadgen.Report, name string) int64 {
+	for _, m := range rep.Memory {
+		if m.Name == name {
+			return m.PeakKiB
+		}
+	}
+	return 0
+}
+
+// analyzerMemory returns the analyzer's extra flags and its GOMEMLIMIT ("off": not set).
+func analyzerMemory() (flags []string, goMemLimit string) {
+	switch f := strings.TrimSpace(os.Getenv("DITTO_LOAD_ANALYZER_FLAGS")); f {
+	case "":
+		flags = strings.Fields(defaultAnalyzerFlags)
+	case "none":
+	default:
+		flags = strings.Fields(f)
+	}
+	return flags, envOr("DITTO_LOAD_GOMEMLIMIT", defaultGoMemLimit)
 }
 
 func envOr(name, def string) string {
@@ -101,29 +151,42 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	var env []string
 	replicas := 1
 	watch := map[string]int{}
-	var analyzer *proc
+	var analyzer, host *proc
 	var c *cluster
-	// Extra analyzer flags, e.g. "--duckdb-memory 512MB" (make load ANALYZER_FLAGS=...).
-	extra := strings.Fields(os.Getenv("DITTO_LOAD_ANALYZER_FLAGS"))
+	flags, memLimit := analyzerMemory()
+	analyzerEnv := func() []string {
+		if memLimit == "off" {
+			return env
+		}
+		return append(append([]string{}, env...), "GOMEMLIMIT="+memLimit)
+	}
 	switch mode {
 	case "embedded":
-		// The embedded default: the analyzer's process hosts nats-server (file store, the
-		// server's default sync interval) and ingests; nothing else runs but the load.
+		// The embedded default on one data directory: the first ditto process hosts
+		// nats-server (file store, the server's default sync interval) and advertises it in
+		// <data-dir>/nats.url; the analyzer, started second, joins it. `producer host` is that
+		// first process, so the broker's memory is measured apart from the analyzer's.
 		port := freePort(t)
-		analyzer = start(t, dir, "analyzer", b.analyzer, nil, append([]string{"ingest", "--data-dir", dir, "--db", db,
-			"--nats-port", fmt.Sprint(port), "--stats-every", "5s"}, extra...)...)
+		host = start(t, dir, "nats-embedded", b.producer, nil, "host", "--data-dir", dir, "--nats-port", fmt.Sprint(port))
 		url = fmt.Sprintf("nats://127.0.0.1:%d", port)
-		poll(t, 60*time.Second, "the analyzer hosting NATS", func() (bool, error) {
+		poll(t, 60*time.Second, "producer host serving the embedded NATS", func() (bool, error) {
 			raw, err := os.ReadFile(filepath.Join(dir, "nats.url"))
 			return err == nil && strings.TrimSpace(string(raw)) == url, err
 		})
+		analyzer = startReady(t, dir, "analyzer", b.analyzer, analyzerEnv(), "msg=ingesting", append([]string{"ingest", "--data-dir", dir,
+			"--db", db, "--stats-every", "5s"}, flags...)...)
+		// It must have joined the host, not started a server of its own.
+		if log, _ := os.ReadFile(analyzer.log); !strings.Contains(string(log), "nats="+url) {
+			t.Fatalf("the analyzer did not join the embedded server at %s; log:\n%s", url, analyzer.tail())
+		}
+		watch["nats-embedded"] = host.pid()
 	case "cluster":
 		c = startCluster(t, b, dir, envOr("DITTO_LOAD_SYNC", "always"))
 		defer c.stop()
 		url, replicas = c.URLs(), 3
 		env = []string{"DITTO_REPLICAS=3"}
-		analyzer = startReady(t, dir, "analyzer", b.analyzer, env, "msg=ingesting", append([]string{"ingest", "--nats-url", url,
-			"--data-dir", dir, "--db", db, "--stats-every", "5s"}, extra...)...)
+		analyzer = startReady(t, dir, "analyzer", b.analyzer, analyzerEnv(), "msg=ingesting", append([]string{"ingest", "--nats-url", url,
+			"--data-dir", dir, "--db", db, "--stats-every", "5s"}, flags...)...)
 		for _, n := range c.nodes {
 			watch["nats-"+n.name] = n.p.pid()
 		}
@@ -150,16 +213,11 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		t.Fatal(err)
 	}
 	row.sustained = row.rep.Sustained()
-	for _, m := range row.rep.Memory {
-		switch {
-		case m.Name == "analyzer":
-			row.memAnalyzer = m.PeakKiB
-		case m.Name == "producer":
-			row.memProducer = m.PeakKiB
-		case strings.HasPrefix(m.Name, "nats-"):
-			row.memNATS = append(row.memNATS, m.PeakKiB)
-		}
+	var sut []string // the system under test: the analyzer and the NATS process(es)
+	for name := range watch {
+		sut = append(sut, name)
 	}
+	row.memBounded = row.rep.MemoryBounded(sut...)
 	// nats bench on the same server(s), same settings, while the analyzer idles.
 	if cli := os.Getenv("DITTO_NATSCLI"); cli != "" {
 		row.benchRate, err = natsBench(cli, url, replicas, row.rep.MeanSize, dur)
@@ -169,6 +227,11 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	}
 	if err := analyzer.stop(60 * time.Second); err != nil {
 		t.Logf("analyzer stop: %v", err)
+	}
+	if host != nil {
+		if err := host.stop(30 * time.Second); err != nil {
+			t.Logf("producer host stop: %v", err)
+		}
 	}
 	cnt := dbCounts(t, db, study)
 	row.stored = cnt.Events

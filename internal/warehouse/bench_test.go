@@ -148,7 +148,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	dir := tb.TempDir()
 	path := filepath.Join(dir, "bench.duckdb")
 	ctx := warehousetest.Context(tb, 10*time.Minute)
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: path})
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: path, Threads: envInt("DITTO_BENCH_THREADS", 0)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 // BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
 // on a pre-filled stream, against a reference consumer that only fetches and acks the same
 // messages from the same stream in the same run. DITTO_BENCH_EVENTS sets the number of events
-// (default 200,000). Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
+// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads. Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
 func BenchmarkIngest(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)

@@ -198,7 +198,10 @@ func (ing *ingester) session(ctx context.Context) error {
 		defer close(batches)
 		for b := range fetched {
 			if !b.idle {
+				tr := newTrace()
 				decodeBatch(b)
+				tr.mark("decode")
+				tr.print(len(b.items))
 			}
 			select {
 			case batches <- b:
@@ -335,6 +338,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 	defer it.Stop()
 	for {
 		b := &batch{}
+		tr := newTrace()
 		// Wait up to BatchWait for a first message; the batch's own clock starts with it.
 		bctx, bcancel := context.WithTimeout(ctx, ing.cfg.BatchWait)
 		for len(b.items) < ing.cfg.BatchSize && b.bytes < ing.cfg.MaxBatchBytes {
@@ -360,12 +364,15 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 		}
 		bcancel()
 		b.idle = len(b.items) == 0
+		tr.mark("fetch")
 		select {
 		case out <- b:
 		case <-ctx.Done():
 			b.release()
 			return nil
 		}
+		tr.mark("handover")
+		tr.print(len(b.items))
 	}
 }
 
