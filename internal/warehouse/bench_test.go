@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +149,8 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	dir := tb.TempDir()
 	path := filepath.Join(dir, "bench.duckdb")
 	ctx := warehousetest.Context(tb, 10*time.Minute)
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: path, Threads: envInt("DITTO_BENCH_THREADS", 0)})
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: path, Threads: envInt("DITTO_BENCH_THREADS", 0),
+		CheckpointThreshold: os.Getenv("DITTO_BENCH_CHECKPOINT")})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,7 +185,8 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 // BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
 // on a pre-filled stream, against a reference consumer that only fetches and acks the same
 // messages from the same stream in the same run. DITTO_BENCH_EVENTS sets the number of events
-// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads. Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
+// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads, DITTO_BENCH_CPUPROFILE a file for a CPU profile of
+// the analyzer's part. Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
 func BenchmarkIngest(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
@@ -201,7 +204,9 @@ func BenchmarkIngest(b *testing.B) {
 		c0 := cpuTime()
 		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
 		c1 := cpuTime()
+		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
 		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch})
+		stopProfile()
 		c2 := cpuTime()
 		refCPU, whCPU = refCPU+c1-c0, whCPU+c2-c1
 		wh += f.took
@@ -222,6 +227,21 @@ func BenchmarkIngest(b *testing.B) {
 	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU of this process per event: analyzer %.1f µs, reference %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
 		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(refCPU),
 		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load) + " ?")[0])
+}
+
+// profileTo writes a CPU profile of the analyzer's part alone to path (none if path is empty).
+func profileTo(tb testing.TB, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // TestMemoryBoundedUnderBacklog ingests a backlog and a ten times larger one with the same

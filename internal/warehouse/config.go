@@ -19,6 +19,9 @@ type Config struct {
 	Threads int
 	// MemoryLimit caps DuckDB's buffer pool, e.g. "1GB" ("" : DuckDB's default, 80% of RAM).
 	MemoryLimit string
+	// CheckpointThreshold is the WAL size that makes DuckDB checkpoint, e.g. "64MB" (""
+	// : DuckDB's default, 16MB). Larger means fewer, larger checkpoints and more memory.
+	CheckpointThreshold string
 }
 
 // Validate reports the first invalid setting.

@@ -116,3 +116,22 @@ func TestCollectorsAndNoLeak(t *testing.T) {
 		t.Errorf("Stats() = %+v, want %d events, 1 rejected, watermark %d", st, len(msgs), len(msgs)+1)
 	}
 }
+
+// The DuckDB settings of Config reach the database.
+func TestDuckDBSettingsApplied(t *testing.T) {
+	ctx := warehousetest.Context(t, 10*time.Second)
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), Threads: 1, MemoryLimit: "256MB", CheckpointThreshold: "64MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for setting, want := range map[string]string{"threads": "1", "memory_limit": "244.1 MiB", "checkpoint_threshold": "61.0 MiB"} {
+		var got string
+		if err := w.DB().QueryRowContext(ctx, "SELECT current_setting('"+setting+"')::VARCHAR").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", setting, got, want)
+		}
+	}
+}

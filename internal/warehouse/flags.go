@@ -17,6 +17,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Path, "db", "", "DuckDB database file (default <data-dir>/"+DefaultFile+")")
 	fs.IntVar(&c.Threads, "duckdb-threads", 0, "DuckDB worker threads (0: one per core)")
 	fs.StringVar(&c.MemoryLimit, "duckdb-memory", "", "DuckDB memory limit, e.g. 2GB (default: DuckDB's)")
+	fs.StringVar(&c.CheckpointThreshold, "duckdb-checkpoint", "", "WAL size that makes DuckDB checkpoint, e.g. 64MB (default: DuckDB's, 16MB)")
 }
 
 // ResolvePath fills an empty Path with DefaultPath(dataDir).

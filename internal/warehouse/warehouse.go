@@ -44,6 +44,9 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if cfg.MemoryLimit != "" {
 		q.Set("memory_limit", cfg.MemoryLimit)
 	}
+	if cfg.CheckpointThreshold != "" {
+		q.Set("checkpoint_threshold", cfg.CheckpointThreshold)
+	}
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}
