@@ -85,6 +85,27 @@ func watchMemory() *peakMemory {
 
 func (p *peakMemory) done() uint64 { close(p.stop); p.wg.Wait(); return p.peak.Load() }
 
+// procCPU returns the user+system CPU time of process pid (Linux /proc), or 0.
+func procCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses; utime and stime
+	// are fields 14 and 15, in clock ticks of 1/100 s.
+	rest := string(raw)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // vmHWM returns the process's peak resident set size in bytes (Linux), or 0.
 func vmHWM() uint64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -190,7 +211,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 func BenchmarkIngest(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
-	bs := externalServer(b) // the broker in its own process, as in production
+	bs, brokerPID := externalServerPID(b) // the broker in its own process, as in production
 	msgs := benchMsgs(b, n)[:n]
 	var raw int
 	for _, m := range msgs {
@@ -198,17 +219,18 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	warehousetest.PublishFast(b, bs, msgs)
 	b.ResetTimer()
-	var ref, wh, refCPU, whCPU time.Duration
+	var ref, wh, refCPU, whCPU, refBroker, whBroker time.Duration
 	var fig ingestFigures
 	for i := 0; i < b.N; i++ {
-		c0 := cpuTime()
+		c0, b0 := cpuTime(), procCPU(brokerPID)
 		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
-		c1 := cpuTime()
+		c1, b1 := cpuTime(), procCPU(brokerPID)
 		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
 		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch})
 		stopProfile()
-		c2 := cpuTime()
+		c2, b2 := cpuTime(), procCPU(brokerPID)
 		refCPU, whCPU = refCPU+c1-c0, whCPU+c2-c1
+		refBroker, whBroker = refBroker+b1-b0, whBroker+b2-b1
 		wh += f.took
 		fig.peakHeap = max(fig.peakHeap, f.peakHeap)
 		fig.fileBytes = f.fileBytes
@@ -223,9 +245,12 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(float64(fig.peakHeap)/(1<<20), "peak-heap-MiB")
 	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
 	b.ReportMetric(perEvent(whCPU), "cpu-µs/event")
+	b.ReportMetric(perEvent(whBroker), "broker-cpu-µs/event")
+	b.ReportMetric(perEvent(refCPU), "ref-cpu-µs/event")
+	b.ReportMetric(perEvent(refBroker), "ref-broker-cpu-µs/event")
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU of this process per event: analyzer %.1f µs, reference %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
-		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(refCPU),
+	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU per event: analyzer %.1f µs + broker %.1f µs, reference %.1f µs + broker %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
+		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(whBroker), perEvent(refCPU), perEvent(refBroker),
 		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load) + " ?")[0])
 }
 

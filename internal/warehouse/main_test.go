@@ -37,6 +37,13 @@ func TestMain(m *testing.M) {
 // with the streams created. Both end with the test.
 func externalServer(t testing.TB) *bus.Bus {
 	t.Helper()
+	b, _ := externalServerPID(t)
+	return b
+}
+
+// externalServerPID is externalServer, also returning the child's process id.
+func externalServerPID(t testing.TB) (*bus.Bus, int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "DITTO_TEST_NATS_STORE="+t.TempDir())
 	stdin, err := cmd.StdinPipe()
@@ -65,5 +72,5 @@ func externalServer(t testing.TB) *bus.Bus {
 	if err := b.EnsureStreams(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, cmd.Process.Pid
 }
