@@ -204,7 +204,9 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		"--rate", fmt.Sprint(rate), "--duration", dur.String(), "--json", report,
 		"--drain-timeout", max(time.Minute, dur).String(), "--watch", strings.Join(ws, ","))
 	lerr := load.wait(dur + max(time.Minute, dur) + time.Minute)
-	fmt.Print(load.tail())
+	if out, err := os.ReadFile(load.log); err == nil {
+		fmt.Print(string(out)) // the report prints at most ~30 sample lines
+	}
 	raw, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatalf("no load report (%v): %v\n%s", lerr, err, load.tail())
@@ -213,6 +215,17 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		t.Fatal(err)
 	}
 	row.sustained = row.rep.Sustained()
+	if !row.rep.Drained {
+		fmt.Printf("the analyzer did not commit every stored event in time; the end of its log:\n%s\n", analyzer.tail())
+	}
+	// The stream must hold each published event once (the publisher sets Nats-Msg-Id; the
+	// duplicate window is 10 minutes): more means JetStream stored duplicates, which the
+	// analyzer then dropped by id, and the report's stream counts include them.
+	obs := connect(t, url)
+	if n := streamCount(t, obs, study); n != int64(row.rep.Published-row.rep.Failed) {
+		t.Errorf("DITTO_EVENTS holds %d messages of %s, want %d (published %d, failed %d)", n, study,
+			row.rep.Published-row.rep.Failed, row.rep.Published, row.rep.Failed)
+	}
 	var sut []string // the system under test: the analyzer and the NATS process(es)
 	for name := range watch {
 		sut = append(sut, name)
