@@ -236,6 +236,7 @@ func BenchmarkIngest(b *testing.B) {
 		fig.fileBytes = f.fileBytes
 	}
 	b.StopTimer()
+	storeCPU := storeOnly(b, msgs, batch)
 	refRate := float64(n*b.N) / ref.Seconds()
 	whRate := float64(n*b.N) / wh.Seconds()
 	b.ReportMetric(whRate, "events/s")
@@ -248,10 +249,42 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(perEvent(whBroker), "broker-cpu-µs/event")
 	b.ReportMetric(perEvent(refCPU), "ref-cpu-µs/event")
 	b.ReportMetric(perEvent(refBroker), "ref-broker-cpu-µs/event")
+	// The ceiling: any analyzer that stores these events in DuckDB spends at least the
+	// reference's CPU per event (its own fetch and ack, and the broker's delivery) plus DuckDB's
+	// part alone; on this machine's cores it cannot go faster than cores / that sum.
+	floor := perEvent(refCPU) + perEvent(refBroker) + float64(storeCPU.Microseconds())/float64(n)
+	cores := runtime.NumCPU()
+	ceiling := float64(cores) / floor * 1e6
+	b.ReportMetric(float64(storeCPU.Microseconds())/float64(n), "duckdb-only-cpu-µs/event")
+	b.ReportMetric(ceiling/refRate, "ceiling-ratio")
+	fmt.Printf("ingest bench ceiling: DuckDB's part alone (load + watermark + commit of the same events in batches of %d, decoded beforehand) costs %.1f µs CPU/event; with the reference's %.1f µs (client) + %.1f µs (broker), no analyzer storing in DuckDB can exceed %d cores / %.1f µs = %.0f events/s here, a ratio of %.2f to the reference\n",
+		batch, float64(storeCPU.Microseconds())/float64(n), perEvent(refCPU), perEvent(refBroker), cores, floor, ceiling, ceiling/refRate)
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("ingest bench (%s path, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f; CPU per event: analyzer %.1f µs + broker %.1f µs, reference %.1f µs + broker %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB; peak RSS of the analyzer process %.1f MiB; load average %s\n",
 		warehouse.LoadPath, n, raw/n, batch, whRate, refRate, whRate/refRate, perEvent(whCPU), perEvent(whBroker), perEvent(refCPU), perEvent(refBroker),
 		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load) + " ?")[0])
+}
+
+// storeOnly stores msgs in a fresh database with DuckDB's part alone (no broker, no fold) and
+// returns its CPU time.
+func storeOnly(tb testing.TB, msgs []msg, batch int) time.Duration {
+	ctx := warehousetest.Context(tb, 10*time.Minute)
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(tb.TempDir(), "store.duckdb"),
+		Threads: envInt("DITTO_BENCH_THREADS", 0), CheckpointThreshold: os.Getenv("DITTO_BENCH_CHECKPOINT")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	subjects := make([]string, len(msgs))
+	raws := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		subjects[i], raws[i] = m.Subject, m.Data
+	}
+	cpu, err := warehouse.StoreOnlyForBench(ctx, w, subjects, raws, batch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cpu
 }
 
 // profileTo writes a CPU profile of the analyzer's part alone to path (none if path is empty).

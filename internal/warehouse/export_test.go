@@ -1,8 +1,12 @@
 package warehouse
 
 import (
+	"context"
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/queries"
 )
 
 // DecodeForBench decodes raw messages as the fetcher does and returns how many were good.
@@ -27,4 +31,48 @@ func FoldForBench(h []events.Envelope) int {
 	sortHistory(hist)
 	row, _ := foldHistory(attemptKey{h[0].Study, h[0].Run, h[0].Attempt}, hist)
 	return len(row)
+}
+
+// StoreOnlyForBench measures DuckDB's part alone: it decodes the messages and builds their
+// Arrow records first, then stores them in w in transactions of batch events (load, watermark,
+// commit, as the committer does, without the fold) and returns the process CPU time of the
+// storing.
+func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, batch int) (time.Duration, error) {
+	var recs []*builtRecord
+	defer func() {
+		for _, r := range recs {
+			r.release()
+		}
+	}()
+	for off := 0; off < len(raws); off += batch {
+		end := min(off+batch, len(raws))
+		items := make([]*item, 0, end-off)
+		for i := off; i < end; i++ {
+			it := &item{subject: subjects[i], raw: raws[i], streamSeq: uint64(i + 1)}
+			decodeItem(it)
+			items = append(items, it)
+		}
+		recs = append(recs, buildFor(items))
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	cpu0 := cpuNow()
+	for i, r := range recs {
+		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+			return 0, err
+		}
+		if err := loadEvents(ctx, conn, r.rec); err != nil {
+			return 0, err
+		}
+		if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, "bench", int64(i+1), int64(len(r.items)), int64(0), int64(0)); err != nil {
+			return 0, err
+		}
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return 0, err
+		}
+	}
+	return cpuNow() - cpu0, nil
 }
