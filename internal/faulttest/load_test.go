@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/loadgen"
 )
 
@@ -183,6 +186,13 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	case "cluster":
 		c = startCluster(t, b, dir, envOr("DITTO_LOAD_SYNC", "always"))
 		defer c.stop()
+		// The cluster's ports are fixed: a node that could not bind them has exited, and the
+		// streams answered from another session's cluster (make test-faults at the same time).
+		for _, n := range c.nodes {
+			if !n.p.running() {
+				t.Fatalf("nats %s exited at start (ports 2422x/2622x held by another cluster?); log:\n%s", n.name, n.p.tail())
+			}
+		}
 		url, replicas = c.URLs(), 3
 		env = []string{"DITTO_REPLICAS=3"}
 		analyzer = startReady(t, dir, "analyzer", b.analyzer, analyzerEnv(), "msg=ingesting", append([]string{"ingest", "--nats-url", url,
@@ -222,9 +232,17 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	// duplicate window is 10 minutes): more means JetStream stored duplicates, which the
 	// analyzer then dropped by id, and the report's stream counts include them.
 	obs := connect(t, url)
-	if n := streamCount(t, obs, study); n != int64(row.rep.Published-row.rep.Failed) {
+	n := streamCount(t, obs, study)
+	if n != int64(row.rep.Published-row.rep.Failed) {
 		t.Errorf("DITTO_EVENTS holds %d messages of %s, want %d (published %d, failed %d)", n, study,
 			row.rep.Published-row.rep.Failed, row.rep.Published, row.rep.Failed)
+	}
+	// The stream was new: anything else in it was published by another process — in cluster
+	// mode, another session's fault test that found these fixed ports taken and joined this
+	// cluster (its analyzer then shares the durable consumer, and the figures mean nothing).
+	if total := streamTotal(t, obs); total != uint64(n) {
+		t.Errorf("DITTO_EVENTS holds %d messages, %d of them not of %s: another process published to this server during the run",
+			total, total-uint64(n), study)
 	}
 	var sut []string // the system under test: the analyzer and the NATS process(es)
 	for name := range watch {
@@ -252,6 +270,22 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		t.Errorf("DuckDB holds %d events of %s (%d duplicate ids), want %d", cnt.Events, study, cnt.DupIDs, want)
 	}
 	return row
+}
+
+// streamTotal is the number of messages in DITTO_EVENTS.
+func streamTotal(t *testing.T, b *bus.Bus) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
 }
 
 var benchRate = regexp.MustCompile(`stats: ([0-9,]+) msgs/sec`)
