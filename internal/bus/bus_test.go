@@ -189,10 +189,38 @@ func TestConfigValidate(t *testing.T) {
 		{"missing creds file", bus.Config{CredsFile: "/nonexistent/x.creds"}},
 		{"token and user", bus.Config{Token: "t", User: "u"}},
 		{"replicas", bus.Config{Replicas: 9}},
+		{"negative duplicate window", bus.Config{DuplicateWindow: -time.Minute}},
+		{"tiny duplicate window", bus.Config{DuplicateWindow: time.Millisecond}},
 	}
 	for _, tt := range tests {
 		if err := tt.give.Validate(); !errors.Is(err, bus.ErrConfig) {
 			t.Errorf("%s: Validate() = %v, want ErrConfig", tt.name, err)
 		}
+	}
+}
+
+// The streams get the configured duplicate window, and a second EnsureStreams with another
+// window updates them.
+func TestDuplicateWindow(t *testing.T) {
+	srv := bustest.NewServer(t)
+	ctx := ctxT(t)
+	for _, win := range []time.Duration{30 * time.Second, 5 * time.Minute} {
+		b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL(), DuplicateWindow: win})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.EnsureStreams(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{events.EventsStream, events.JobsStream} {
+			s, err := b.JetStream().Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.CachedInfo().Config.Duplicates; got != win {
+				t.Errorf("%s duplicate window = %v, want %v", name, got, win)
+			}
+		}
+		b.Close()
 	}
 }

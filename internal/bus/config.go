@@ -28,7 +28,7 @@ type Config struct {
 
 	// Streams.
 	Replicas        int           // stream replicas: 1 for a single server, 3 in a cluster; default 1
-	DuplicateWindow time.Duration // de-duplication window on Nats-Msg-Id; default 10m
+	DuplicateWindow time.Duration // de-duplication window on Nats-Msg-Id; default 2m
 	// SyncAlways makes the embedded server fsync every write (sync_interval: always); off, the
 	// server's default (2 min) applies: an acknowledged write survives a process kill, not an OS
 	// crash. See deploy/README.md.
@@ -42,7 +42,7 @@ const (
 	DefaultDataDir         = "ditto-data"
 	DefaultEmbeddedHost    = "127.0.0.1"
 	DefaultEmbeddedPort    = 4222
-	DefaultDuplicateWindow = 10 * time.Minute
+	DefaultDuplicateWindow = 2 * time.Minute
 )
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -95,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if c.Replicas < 0 || c.Replicas > 5 {
 		return fmt.Errorf("%w: replicas %d, want 1..5", ErrConfig, c.Replicas)
+	}
+	if c.DuplicateWindow != 0 && c.DuplicateWindow < time.Second {
+		return fmt.Errorf("%w: duplicate window %v, want at least 1s", ErrConfig, c.DuplicateWindow)
 	}
 	if c.EmbeddedPort < -1 || c.EmbeddedPort > 65535 {
 		return fmt.Errorf("%w: embedded port %d", ErrConfig, c.EmbeddedPort)

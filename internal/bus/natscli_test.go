@@ -64,7 +64,7 @@ func TestNatsCLIReadsTheStream(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats stream info: %v\n%s", err, info)
 	}
-	for _, want := range []string{"Subjects: ditto.events.>", "Messages: 3", "Allows Purge: false", "Duplicate Window: 10m0s"} {
+	for _, want := range []string{"Subjects: ditto.events.>", "Messages: 3", "Allows Purge: false", "Duplicate Window: 2m0s"} {
 		if !strings.Contains(string(info), want) {
 			t.Errorf("nats stream info lacks %q:\n%s", want, info)
 		}
