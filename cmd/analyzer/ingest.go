@@ -33,7 +33,7 @@ func runIngest(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	var cfg ingestConfig
 	cfg.bus.RegisterFlags(fs)
-	cfg.db.RegisterFlags(fs)
+	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)
 	cfg.ingest.RegisterFlags(fs)
 	fs.BoolVar(&cfg.once, "once", false, "stop once every message in the stream is stored")
 	fs.DurationVar(&cfg.statEvery, "stats-every", 10*time.Second, "log ingestion statistics this often (0: never)")

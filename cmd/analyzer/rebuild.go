@@ -34,7 +34,7 @@ func runRebuild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	var cfg rebuildConfig
 	cfg.bus.RegisterFlags(fs)
-	cfg.db.RegisterFlags(fs)
+	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)
 	fs.IntVar(&cfg.ingest.BatchSize, "batch-size", warehouse.DefaultBatchSize, "events per DuckDB transaction (at most)")
 	fs.StringVar(&cfg.out, "out", "", "write the new database here instead (it must not exist); the --db file is left alone")
 	fs.BoolVar(&cfg.replace, "replace", true, "without --out: replace --db, keeping the old file as <db>.bak")

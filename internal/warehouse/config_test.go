@@ -125,7 +125,8 @@ func TestDuckDBSettingsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	for setting, want := range map[string]string{"threads": "1", "memory_limit": "244.1 MiB", "checkpoint_threshold": "61.0 MiB"} {
+	for setting, want := range map[string]string{"threads": "1", "memory_limit": "244.1 MiB", "checkpoint_threshold": "61.0 MiB",
+		"preserve_insertion_order": "false"} {
 		var got string
 		if err := w.DB().QueryRowContext(ctx, "SELECT current_setting('"+setting+"')::VARCHAR").Scan(&got); err != nil {
 			t.Fatal(err)
