@@ -82,8 +82,10 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					return
 				case <-t.C:
 					s := w.Stats()
+					m := w.Memory(sctx)
 					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
-						"rejected", s.Rejected, "duplicates", s.Duplicates, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors)
+						"rejected", s.Rejected, "duplicates", s.Duplicates, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
+						"go_heap_mib", mib(m.GoHeap), "duckdb_mib", mib(m.DuckDB), "rss_mib", mib(m.RSS))
 				}
 			}
 		}()
@@ -97,3 +99,6 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 	log.Info("stopped", "watermark", s.Watermark, "events", s.Events, "rejected", s.Rejected, "duplicates", s.Duplicates)
 	return err
 }
+
+// mib formats bytes as MiB with one decimal.
+func mib(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }

@@ -259,6 +259,7 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	if err := analyzer.stop(60 * time.Second); err != nil {
 		t.Logf("analyzer stop: %v", err)
 	}
+	printMemoryTrail(analyzer.log)
 	if host != nil {
 		if err := host.stop(30 * time.Second); err != nil {
 			t.Logf("producer host stop: %v", err)
@@ -314,4 +315,31 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 		return 0, fmt.Errorf("no msgs/sec in nats bench output:\n%s", out)
 	}
 	return strconv.ParseFloat(strings.ReplaceAll(string(m[1]), ",", ""), 64)
+}
+
+// memoryField matches the memory figures of the analyzer's periodic ingest log line.
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|duckdb_mib|rss_mib)=(\S+)`)
+
+// printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
+// heap, DuckDB's buffer manager, RSS), one line in six (every 30 s at --stats-every 5s).
+func printMemoryTrail(logPath string) {
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return
+	}
+	fmt.Println("analyzer memory (its own log: events stored, Go heap, duckdb_memory(), RSS; MiB):")
+	k := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, "msg=ingest ") {
+			continue
+		}
+		if k%6 == 0 {
+			var parts []string
+			for _, m := range memoryField.FindAllStringSubmatch(line, -1) {
+				parts = append(parts, m[1]+"="+m[2])
+			}
+			fmt.Println("  " + strings.Join(parts, " "))
+		}
+		k++
+	}
 }

@@ -136,3 +136,17 @@ func TestDuckDBSettingsApplied(t *testing.T) {
 		}
 	}
 }
+
+// Memory reports the Go heap, DuckDB's buffer manager and the RSS of a database with data.
+func TestMemoryFigures(t *testing.T) {
+	ctx := warehousetest.Context(t, 10*time.Second)
+	w := openWH(t, tempDB(t))
+	defer w.Close()
+	if _, err := w.DB().ExecContext(ctx, "CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS s FROM range(200000)"); err != nil {
+		t.Fatal(err)
+	}
+	m := w.Memory(ctx)
+	if m.GoHeap == 0 || m.DuckDB == 0 || m.RSS < m.DuckDB {
+		t.Errorf("Memory() = %+v, want a Go heap, DuckDB memory and an RSS above DuckDB's", m)
+	}
+}
