@@ -85,7 +85,7 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					m := w.Memory(sctx)
 					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
 						"rejected", s.Rejected, "duplicates", s.Duplicates, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
-						"go_heap_mib", mib(m.GoHeap), "duckdb_mib", mib(m.DuckDB), "rss_mib", mib(m.RSS))
+						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB), "rss_mib", mib(m.RSS))
 				}
 			}
 		}()

@@ -318,7 +318,7 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 }
 
 // memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|duckdb_mib|rss_mib)=(\S+)`)
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_mapped_mib|duckdb_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
 // heap, DuckDB's buffer manager, RSS), one line in six (every 30 s at --stats-every 5s).
@@ -327,7 +327,7 @@ func printMemoryTrail(logPath string) {
 	if err != nil {
 		return
 	}
-	fmt.Println("analyzer memory (its own log: events stored, Go heap, duckdb_memory(), RSS; MiB):")
+	fmt.Println("analyzer memory (its own log: events stored, Go heap objects, memory the Go runtime holds, duckdb_memory(), RSS; MiB):")
 	k := 0
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.Contains(line, "msg=ingest ") {

@@ -146,7 +146,7 @@ func TestMemoryFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := w.Memory(ctx)
-	if m.GoHeap == 0 || m.DuckDB == 0 || m.RSS < m.DuckDB {
+	if m.GoHeap == 0 || m.GoMapped < m.GoHeap || m.DuckDB == 0 || m.RSS < m.DuckDB {
 		t.Errorf("Memory() = %+v, want a Go heap, DuckDB memory and an RSS above DuckDB's", m)
 	}
 }

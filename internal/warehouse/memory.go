@@ -11,6 +11,9 @@ import (
 // Memory is where the analyzer process's memory is, as far as it can tell.
 type Memory struct {
 	GoHeap uint64 // bytes of heap objects, live and not yet collected (runtime/metrics)
+	// GoMapped is the memory the Go runtime holds from the OS and has not returned: heap
+	// objects, free heap spans not yet scavenged, stacks, runtime metadata.
+	GoMapped uint64
 	DuckDB uint64 // DuckDB's buffer manager: sum of duckdb_memory().memory_usage_bytes
 	RSS    uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
 }
@@ -18,10 +21,18 @@ type Memory struct {
 // Memory reads the process's memory figures. A figure it cannot read is 0.
 func (w *Warehouse) Memory(ctx context.Context) Memory {
 	var m Memory
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		m.GoHeap = sample[0].Value.Uint64()
+	u := func(i int) uint64 {
+		if sample[i].Value.Kind() == metrics.KindUint64 {
+			return sample[i].Value.Uint64()
+		}
+		return 0
+	}
+	m.GoHeap = u(0)
+	if total, released := u(1), u(2); total > released {
+		m.GoMapped = total - released
 	}
 	_ = w.db.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::UBIGINT FROM duckdb_memory()").Scan(&m.DuckDB)
 	m.RSS = selfRSS()
