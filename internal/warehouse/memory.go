@@ -14,8 +14,8 @@ type Memory struct {
 	// GoMapped is the memory the Go runtime holds from the OS and has not returned: heap
 	// objects, free heap spans not yet scavenged, stacks, runtime metadata.
 	GoMapped uint64
-	DuckDB uint64 // DuckDB's buffer manager: sum of duckdb_memory().memory_usage_bytes
-	RSS    uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
+	DuckDB   uint64 // DuckDB's buffer manager: sum of duckdb_memory().memory_usage_bytes
+	RSS      uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
 }
 
 // Memory reads the process's memory figures. A figure it cannot read is 0.
