@@ -90,3 +90,34 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 		t.Errorf("stream holds %d events, want 2", info.State.Msgs)
 	}
 }
+
+// TestRecordedSaysWhenItCannotTell: with the broker gone, recorded returns an error, not
+// "not recorded" (on which the job would be re-run and a recorded run doubled); with it back,
+// a run with no events is "not recorded" without an error.
+func TestRecordedSaysWhenItCannotTell(t *testing.T) {
+	srv := startAt(t, -1, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(b, Config{ID: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := w.recorded(ctx, "s1", "r1"); ok || err != nil {
+		t.Errorf("recorded(no events) = ok %v, err %v; want not recorded, no error", ok, err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	if _, _, ok, err := w.recorded(short, "s1", "r1"); ok || err == nil {
+		t.Errorf("recorded(broker gone) = ok %v, err %v; want an error", ok, err)
+	}
+}

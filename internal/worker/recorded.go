@@ -19,41 +19,42 @@ const maxLookupEvents = 5000
 // A worker that crashed after its events were acknowledged but before it acknowledged the job,
 // or whose job ack was lost, leaves such an attempt; re-running the job would record the run
 // twice. It is called for every delivery of a run with a stored run.started (whatever the
-// delivery count, which a restarted single server may have forgotten); any error means "not
-// known to be recorded".
-func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, status string, ok bool) {
+// delivery count, which a restarted single server may have forgotten). It returns an error
+// when it could not read the run's history (a stream leader being elected, say): the caller
+// must not re-run the job then, since the run may well be recorded.
+func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, status string, ok bool, err error) {
 	filter, err := events.Subject(study, run, ">")
 	if err != nil {
-		return 0, "", false
+		return 0, "", false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	js := w.bus.JetStream()
 	s, err := js.Stream(ctx, events.EventsStream)
 	if err != nil {
-		return 0, "", false
+		return 0, "", false, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return 0, "", false
+		return 0, "", false, fmt.Errorf("worker: events of run %s/%s: %w", study, run, err)
 	}
 	var want uint64
 	for _, n := range info.State.Subjects {
 		want += n
 	}
 	if want == 0 || want > maxLookupEvents {
-		return 0, "", false
+		return 0, "", false, nil
 	}
 	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
-		return 0, "", false
+		return 0, "", false, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
 	}
 	byAttempt := map[int][]events.Envelope{}
 	var got uint64
 	for got < want {
 		batch, err := cons.Fetch(int(want-got), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return 0, "", false
+			return 0, "", false, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -63,7 +64,7 @@ func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, 
 			}
 		}
 		if n == 0 {
-			return 0, "", false
+			return 0, "", false, fmt.Errorf("worker: read run %s/%s: %d of its %d events delivered", study, run, got, want)
 		}
 		got += uint64(n)
 	}
@@ -78,7 +79,7 @@ func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, 
 			best, status = a, r.Finished.Status
 		}
 	}
-	return best, status, best > 0
+	return best, status, best > 0, nil
 }
 
 // String is used in logs.

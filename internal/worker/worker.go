@@ -14,6 +14,7 @@ import (
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -209,7 +210,12 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	attempt := max(delivered, last+1)
 	log := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
 	if last > 0 {
-		if prev, status, ok := w.recorded(ctx, job.Study, job.Run); ok {
+		prev, status, ok, err := w.recorded(ctx, job.Study, job.Run)
+		if err != nil {
+			w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored events", err)
+			return
+		}
+		if ok {
 			w.settleRecorded(msg, log, prev, status)
 			return
 		}
@@ -277,10 +283,7 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		w.requeue(msg, 0, "", log, "run abandoned at shutdown", nil)
 	default:
 		w.m.runs.WithLabelValues(res.Status).Inc()
-		actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := msg.DoubleAck(actx)
-		cancel()
-		if err != nil {
+		if err := doubleAck(msg); err != nil {
 			// The events are stored; if the job comes back, the run is simply re-run as a new
 			// attempt, which the analyzer resolves (the last finished attempt counts).
 			w.m.errors.WithLabelValues(errAck).Inc()
@@ -305,15 +308,30 @@ func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *at
 
 // settleRecorded acknowledges a redelivered job whose run an earlier attempt recorded.
 func (w *Worker) settleRecorded(msg jetstream.Msg, log *slog.Logger, prev int, status string) {
-	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := msg.DoubleAck(actx); err != nil {
+	if err := doubleAck(msg); err != nil {
 		w.m.errors.WithLabelValues(errAck).Inc()
 		log.Warn("job ack not confirmed", "err", err)
 		return
 	}
 	w.stats.AlreadyRecorded.Add(1)
 	log.Info(recordedMsg(prev, status))
+}
+
+// doubleAck acknowledges a job and waits for the server's confirmation, trying again for up to
+// 10 seconds while no consumer leader answers (one is being elected after a node was lost): a
+// lost job ack makes the job come back, and its run is then read back rather than re-run, but
+// only if its history can be read.
+func doubleAck(msg jetstream.Msg) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		actx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := msg.DoubleAck(actx)
+		cancel()
+		if err == nil || !errors.Is(err, nats.ErrNoResponders) || time.Until(deadline) < 250*time.Millisecond {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // maxNakDelay caps the growing redelivery delay after infrastructure errors.
