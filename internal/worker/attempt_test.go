@@ -91,7 +91,7 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	}
 }
 
-// TestRecordedSaysWhenItCannotTell: with the broker gone, recorded returns an error, not
+// TestRecordedSaysWhenItCannotTell: with the broker gone, history returns an error, not
 // "not recorded" (on which the job would be re-run and a recorded run doubled); with it back,
 // a run with no events is "not recorded" without an error.
 func TestRecordedSaysWhenItCannotTell(t *testing.T) {
@@ -110,14 +110,14 @@ func TestRecordedSaysWhenItCannotTell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := w.recorded(ctx, "s1", "r1"); ok || err != nil {
-		t.Errorf("recorded(no events) = ok %v, err %v; want not recorded, no error", ok, err)
+	if h, err := w.history(ctx, "s1", "r1"); h.recorded != 0 || h.newest != 0 || err != nil {
+		t.Errorf("history(no events) = %+v, %v; want nothing recorded, no error", h, err)
 	}
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	short, cancelShort := context.WithTimeout(ctx, time.Second)
 	defer cancelShort()
-	if _, _, ok, err := w.recorded(short, "s1", "r1"); ok || err == nil {
-		t.Errorf("recorded(broker gone) = ok %v, err %v; want an error", ok, err)
+	if h, err := w.history(short, "s1", "r1"); h.recorded != 0 || err == nil {
+		t.Errorf("history(broker gone) = %+v, %v; want an error", h, err)
 	}
 }

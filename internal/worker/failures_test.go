@@ -218,6 +218,61 @@ func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
 	}
 }
 
+// TestRedeliveryWaitsForALiveAttempt: the broker redelivers a job whose attempt is still
+// writing events (as after a consumer leader change that lost in-progress acks). The worker
+// that gets it waits for that attempt instead of running a second one, and acknowledges the
+// job once the attempt is recorded: the run is recorded once.
+func TestRedeliveryWaitsForALiveAttempt(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "alive")
+	const ackWait = 2 * time.Second
+	js := e.bus.JetStream()
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.JobsStream, worker.ConsumerConfig(worker.DefaultConsumer, ackWait, worker.DefaultMaxAttempts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := study.DecodeJob(msg.Data())
+	if err != nil || got.Run != job.Run {
+		t.Fatalf("fetched job %+v, %v", got, err)
+	}
+	// The first worker's attempt, computed at once and then published slowly, as a run whose
+	// steps take a while: it is still writing when the job is redelivered after ackWait.
+	spec, _ := got.RunSpec()
+	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
+	var evs []*events.Envelope
+	seq := &harness.Sequencer{Study: got.Study, Run: got.Run, Attempt: 1,
+		Source:  events.Source{Kind: events.SourceHarness, ID: "slow"},
+		Publish: func(_ context.Context, e *events.Envelope) error { evs = append(evs, e); return nil }}
+	if _, err := harness.Run(ctx, spec, model, seq); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := e.bus.NewPublisher()
+	step := (2*ackWait + ackWait/2) / time.Duration(len(evs))
+	w := e.startWorker(worker.Config{ID: "next", AckWait: ackWait})
+	for _, ev := range evs {
+		if err := pub.PublishEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(step)
+	}
+	waitFor(t, ctx, "the redelivered job to be settled", func() bool { return w.Stats().AlreadyRecorded.Load() == 1 })
+	if w.Stats().Acked.Load() != 0 {
+		t.Errorf("the worker ran a second attempt beside a live one")
+	}
+	hs := histories(t, e.readStudy(ctx, "alive"))
+	if len(hs) != 1 {
+		t.Errorf("attempts %v, want attempt 1 only", keys(hs))
+	}
+}
+
 type panicky struct{}
 
 func (panicky) Chat(context.Context, llm.Request) (llm.Response, error) { panic("model bug") }

@@ -14,72 +14,116 @@ import (
 // recorded; a run with more is simply re-run.
 const maxLookupEvents = 5000
 
-// recorded reports whether some attempt of the run is already stored complete in DITTO_EVENTS:
-// gapless from seq 1, folding without error, and finished with a status other than aborted.
-// A worker that crashed after its events were acknowledged but before it acknowledged the job,
-// or whose job ack was lost, leaves such an attempt; re-running the job would record the run
-// twice. It is called for every delivery of a run with a stored run.started (whatever the
-// delivery count, which a restarted single server may have forgotten). It returns an error
-// when it could not read the run's history (a stream leader being elected, say): the caller
-// must not re-run the job then, since the run may well be recorded.
-func (w *Worker) recorded(ctx context.Context, study, run string) (attempt int, status string, ok bool, err error) {
+// runHistory is what the stream holds of a run, as a redelivered job needs it.
+type runHistory struct {
+	// recorded is the highest attempt stored complete (gapless from seq 1, folding without
+	// error, finished with a status other than aborted), 0 if none; status is its status.
+	recorded int
+	status   string
+	// newest is the highest attempt with stored events; newestDone says it has run.finished;
+	// newestAt is the broker's time of its latest stored event.
+	newest     int
+	newestDone bool
+	newestAt   time.Time
+}
+
+// inProgress reports whether the newest attempt looks alive at now: unfinished, with an event
+// stored within aliveFor. A worker publishes an event at every step and sends in-progress acks
+// every AckWait/3, so a job redelivered while its attempt still writes events was redelivered
+// by the broker (a consumer leader change that lost in-progress acks), not because its worker
+// died.
+func (h runHistory) inProgress(now time.Time, aliveFor time.Duration) bool {
+	return h.newest > 0 && !h.newestDone && now.Sub(h.newestAt) < aliveFor
+}
+
+// history reads the run's stored events from DITTO_EVENTS. A worker that crashed after its
+// events were acknowledged but before it acknowledged the job, or whose job ack was lost,
+// leaves a recorded attempt; re-running the job would record the run twice. It is read for
+// every delivery of a run with a stored run.started (whatever the delivery count, which a
+// restarted single server may have forgotten). It returns an error when it could not read the
+// history (a stream leader being elected, say): the caller must not re-run the job then, since
+// the run may well be recorded. A run with more than maxLookupEvents events is not read (zero
+// history, no error).
+func (w *Worker) history(ctx context.Context, study, run string) (runHistory, error) {
+	var h runHistory
 	filter, err := events.Subject(study, run, ">")
 	if err != nil {
-		return 0, "", false, err
+		return h, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	js := w.bus.JetStream()
 	s, err := js.Stream(ctx, events.EventsStream)
 	if err != nil {
-		return 0, "", false, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
+		return h, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return 0, "", false, fmt.Errorf("worker: events of run %s/%s: %w", study, run, err)
+		return h, fmt.Errorf("worker: events of run %s/%s: %w", study, run, err)
 	}
 	var want uint64
 	for _, n := range info.State.Subjects {
 		want += n
 	}
 	if want == 0 || want > maxLookupEvents {
-		return 0, "", false, nil
+		return h, nil
 	}
 	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
-		return 0, "", false, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
+		return h, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
 	}
 	byAttempt := map[int][]events.Envelope{}
+	lastAt := map[int]time.Time{}
 	var got uint64
 	for got < want {
 		batch, err := cons.Fetch(int(want-got), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return 0, "", false, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
+			return h, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			if e, err := events.Decode(m.Data()); err == nil {
-				byAttempt[e.Attempt] = append(byAttempt[e.Attempt], e)
+			e, err := events.Decode(m.Data())
+			if err != nil {
+				continue
+			}
+			byAttempt[e.Attempt] = append(byAttempt[e.Attempt], e)
+			if meta, err := m.Metadata(); err == nil && meta.Timestamp.After(lastAt[e.Attempt]) {
+				lastAt[e.Attempt] = meta.Timestamp
 			}
 		}
 		if n == 0 {
-			return 0, "", false, fmt.Errorf("worker: read run %s/%s: %d of its %d events delivered", study, run, got, want)
+			return h, fmt.Errorf("worker: read run %s/%s: %d of its %d events delivered", study, run, got, want)
 		}
 		got += uint64(n)
 	}
-	best := 0
-	for a, h := range byAttempt {
-		sort.Slice(h, func(i, j int) bool { return h[i].Seq < h[j].Seq })
-		r, err := events.Fold(h)
-		if err != nil || !r.Done() || r.Finished.Status == events.StatusAborted || int64(len(h)) != r.LastSeq {
+	for a, evs := range byAttempt {
+		sort.Slice(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
+		r, err := events.Fold(evs)
+		done := err == nil && r.Done()
+		if a > h.newest {
+			h.newest, h.newestAt = a, lastAt[a]
+			h.newestDone = done || anyFinished(evs)
+		}
+		if !done || r.Finished.Status == events.StatusAborted || int64(len(evs)) != r.LastSeq {
 			continue
 		}
-		if a > best {
-			best, status = a, r.Finished.Status
+		if a > h.recorded {
+			h.recorded, h.status = a, r.Finished.Status
 		}
 	}
-	return best, status, best > 0, nil
+	return h, nil
+}
+
+// anyFinished reports whether a history holds a run.finished (a fold may refuse the history
+// for another reason; the attempt has ended all the same).
+func anyFinished(evs []events.Envelope) bool {
+	for i := range evs {
+		if evs[i].Type == events.TypeRunFinished {
+			return true
+		}
+	}
+	return false
 }
 
 // String is used in logs.

@@ -207,19 +207,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored attempts", err)
 		return
 	}
-	attempt := max(delivered, last+1)
-	log := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
+	log := w.log.With("study", job.Study, "run", job.Run, "delivery", delivered)
 	if last > 0 {
-		prev, status, ok, err := w.recorded(ctx, job.Study, job.Run)
-		if err != nil {
-			w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored events", err)
+		h, settled := w.awaitHistory(ctx, msg, &job, delivered, log)
+		if settled {
 			return
 		}
-		if ok {
-			w.settleRecorded(msg, log, prev, status)
-			return
-		}
+		last = max(last, h.newest)
 	}
+	attempt := max(delivered, last+1)
+	log = w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
 	if attempt > w.cfg.MaxAttempts {
 		w.exhaust(msg, &job, attempt, log)
 		return
@@ -315,6 +312,40 @@ func (w *Worker) settleRecorded(msg jetstream.Msg, log *slog.Logger, prev int, s
 	}
 	w.stats.AlreadyRecorded.Add(1)
 	log.Info(recordedMsg(prev, status))
+}
+
+// awaitHistory reads the run's history for a redelivered job and settles the job when it need
+// not run: the run is recorded (ack), or the history cannot be read (requeue). While another
+// worker's attempt of the run is still writing events (inProgress within AckWait), it waits,
+// holding the job with in-progress acks, and reads again: the broker redelivers in-flight jobs
+// when a consumer leader change loses their in-progress acks, and running the job then would
+// record the run twice. An attempt whose worker died stops writing and is given up after
+// AckWait, as the broker itself would.
+func (w *Worker) awaitHistory(ctx context.Context, msg jetstream.Msg, job *study.Job, delivered int, log *slog.Logger) (runHistory, bool) {
+	for {
+		h, err := w.history(ctx, job.Study, job.Run)
+		if err != nil {
+			w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored events", err)
+			return h, true
+		}
+		if h.recorded > 0 {
+			w.settleRecorded(msg, log, h.recorded, h.status)
+			return h, true
+		}
+		now := time.Now()
+		if !h.inProgress(now, w.cfg.AckWait) {
+			return h, false
+		}
+		age := now.Sub(h.newestAt)
+		log.Info("the run's latest attempt is still writing events elsewhere: waiting for it", "attempt", h.newest,
+			"last_event_age", age.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			w.requeue(msg, 0, "", log, "shutting down while waiting for another attempt", nil)
+			return h, true
+		case <-time.After(min(w.cfg.AckWait-age, time.Second)):
+		}
+	}
 }
 
 // doubleAck acknowledges a job and waits for the server's confirmation, trying again for up to
