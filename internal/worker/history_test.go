@@ -75,7 +75,9 @@ func TestForgottenDeliveryCountDoesNotRepeatAttempt1(t *testing.T) {
 	const kept = 3
 	storeAttempt1(t, e, ctx, job, kept)
 
-	w := e.startWorker(worker.Config{ID: "restarted"})
+	// The cut-off attempt's events are fresh: the worker first waits for it as for a live
+	// attempt, for up to its ack wait, before it gives it up and runs attempt 2.
+	w := e.startWorker(worker.Config{ID: "restarted", AckWait: time.Second})
 	waitFor(t, ctx, "the job to be run", func() bool { return w.Stats().Acked.Load() == 1 })
 	if n := w.Stats().AlreadyRecorded.Load(); n != 0 {
 		t.Errorf("AlreadyRecorded = %d for a run whose only stored attempt was cut off", n)
