@@ -107,19 +107,7 @@ func procCPU(pid int) time.Duration {
 }
 
 // vmHWM returns the process's peak resident set size in bytes (Linux), or 0.
-func vmHWM() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func vmHWM() uint64 { return warehouse.ProcStatus("VmHWM:") }
 
 // referenceConsume is the broker's own limit: a consumer configured like the analyzer's that
 // only fetches the messages and acknowledges each batch (cumulatively, as the analyzer does).

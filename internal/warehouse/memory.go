@@ -40,13 +40,16 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 }
 
 // selfRSS returns VmRSS of this process in bytes, or 0.
-func selfRSS() uint64 {
+func selfRSS() uint64 { return procStatus("VmRSS:") }
+
+// procStatus returns a kB field of /proc/self/status (VmRSS:, VmHWM:, …) in bytes, or 0.
+func procStatus(field string) uint64 {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}

@@ -25,6 +25,25 @@ func startAt(t *testing.T, port int, dir string) *server.Server {
 	return srv
 }
 
+// connectWorker opens a bus on srv (closed when the test ends), creates the streams and returns
+// it with a quiet worker on it.
+func connectWorker(t *testing.T, ctx context.Context, srv *server.Server) (*bus.Bus, *Worker) {
+	t.Helper()
+	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.EnsureStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(b, Config{ID: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, w
+}
+
 // TestWaitRepublishesUnacknowledgedEvents: events published while the server is down are not
 // acknowledged; once it is back, wait publishes them again and every event is stored once.
 func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
@@ -38,18 +57,7 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	srv := startAt(t, port, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := New(b, Config{ID: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, w := connectWorker(t, ctx, srv)
 	job := study.Job{Study: "flaky", Run: "r1", Task: "credit_ecl", Model: "sim-steady", Condition: "baseline",
 		Components: []string{}, Endpoint: study.JobEndpoint{Name: "sim", Sim: true}}
 	a, err := w.newAttempt(&job, 1)
@@ -98,18 +106,7 @@ func TestRecordedSaysWhenItCannotTell(t *testing.T) {
 	srv := startAt(t, -1, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.EnsureStreams(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := New(b, Config{ID: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := connectWorker(t, ctx, srv)
 	if h, err := w.history(ctx, "s1", "r1"); h.recorded != 0 || h.newest != 0 || err != nil {
 		t.Errorf("history(no events) = %+v, %v; want nothing recorded, no error", h, err)
 	}

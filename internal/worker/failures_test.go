@@ -170,14 +170,10 @@ func TestConsumerLeavesDeliveriesToRecordExhaustion(t *testing.T) {
 	}
 }
 
-// TestRedeliveredRecordedRunIsNotRerun: a worker stored every event of its run, then crashed
-// before acknowledging the job. The redelivered job is acknowledged without re-running, so the
-// run is recorded once.
-func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
-	e := newEnv(t, 0)
-	ctx := testCtx(t, 30*time.Second)
-	job := oneJob(t, e, ctx, "lostack")
-	const ackWait = time.Second
+// takeJob fetches job from the workers' consumer (created with ackWait) as a worker that will
+// never acknowledge it: the job comes back after ackWait.
+func takeJob(t *testing.T, e *env, ctx context.Context, ackWait time.Duration, job study.Job) study.Job {
+	t.Helper()
 	js := e.bus.JetStream()
 	cons, err := js.CreateOrUpdateConsumer(ctx, events.JobsStream, worker.ConsumerConfig(worker.DefaultConsumer, ackWait, worker.DefaultMaxAttempts))
 	if err != nil {
@@ -191,6 +187,18 @@ func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
 	if err != nil || got.Run != job.Run {
 		t.Fatalf("fetched job %+v, %v", got, err)
 	}
+	return got
+}
+
+// TestRedeliveredRecordedRunIsNotRerun: a worker stored every event of its run, then crashed
+// before acknowledging the job. The redelivered job is acknowledged without re-running, so the
+// run is recorded once.
+func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := testCtx(t, 30*time.Second)
+	job := oneJob(t, e, ctx, "lostack")
+	const ackWait = time.Second
+	got := takeJob(t, e, ctx, ackWait, job)
 	// The doomed worker's whole run, every event acknowledged by JetStream, and no job ack.
 	spec, _ := got.RunSpec()
 	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
@@ -227,19 +235,7 @@ func TestRedeliveryWaitsForALiveAttempt(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	job := oneJob(t, e, ctx, "alive")
 	const ackWait = 2 * time.Second
-	js := e.bus.JetStream()
-	cons, err := js.CreateOrUpdateConsumer(ctx, events.JobsStream, worker.ConsumerConfig(worker.DefaultConsumer, ackWait, worker.DefaultMaxAttempts))
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := study.DecodeJob(msg.Data())
-	if err != nil || got.Run != job.Run {
-		t.Fatalf("fetched job %+v, %v", got, err)
-	}
+	got := takeJob(t, e, ctx, ackWait, job)
 	// The first worker's attempt, computed at once and then published slowly, as a run whose
 	// steps take a while: it is still writing when the job is redelivered after ackWait.
 	spec, _ := got.RunSpec()
