@@ -103,37 +103,16 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 			}
 			continue
 		}
-		// Myers' bit-parallel distance (see myers), inlined: the pattern's
-		// masks are set once for all its partners.
+		// Myers' bit-parallel distance: the pattern's masks are set once for all
+		// its partners.
 		for i, c := range sa {
 			peq[c] |= 1 << i
-		}
-		high := uint64(1) << (la - 1)
-		pv0 := ^uint64(0)
-		if la < 64 {
-			pv0 = (uint64(1) << la) - 1
 		}
 		rowA := 0.0
 		fna := float64(na)
 		for b := a + 1; b < d; b++ {
 			sb := seqs[b]
-			pv, mv, dist := pv0, uint64(0), la
-			for _, c := range sb {
-				eq := peq[c]
-				xv := eq | mv
-				xh := (((eq & pv) + pv) ^ pv) | eq
-				ph := mv | ^(xh | pv)
-				mh := pv & xh
-				if ph&high != 0 {
-					dist++
-				} else if mh&high != 0 {
-					dist--
-				}
-				ph = ph<<1 | 1
-				mh <<= 1
-				pv = mh | ^(xv | ph)
-				mv = ph & xv
-			}
+			dist := myers(peq, la, sb)
 			m := max(la, len(sb))
 			nb := g.count[b]
 			fs.byDen[m] += int64(m-dist) * 2 * na * nb
