@@ -1,40 +1,19 @@
 package bus_test
 
 import (
-	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/nats-io/nats-server/v2/server"
 )
-
-func startOnPort(t *testing.T, port int, dir string) *server.Server {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	return srv
-}
 
 // TestPublishAcrossReconnect: publishes awaiting their acknowledgement when the server goes
 // away, and publishes made while it is away, are acknowledged once it is back on the same
 // address within the ack timeout; each is stored once.
 func TestPublishAcrossReconnect(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := t.TempDir()
-	srv := startOnPort(t, port, dir)
+	port, dir := bustest.FreePort(t), t.TempDir()
+	srv := bustest.StartOnPort(t, port, dir)
 	ctx := ctxT(t)
 	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
 	if err != nil {
@@ -61,7 +40,7 @@ func TestPublishAcrossReconnect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startOnPort(t, port, dir)
+	bustest.StartOnPort(t, port, dir)
 	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("Wait() across a reconnect = %v, want every publish acknowledged", err)
 	}

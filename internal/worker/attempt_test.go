@@ -4,30 +4,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/study"
-	"github.com/nats-io/nats-server/v2/server"
 )
-
-func startAt(t *testing.T, port int, dir string) *server.Server {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
 
 // connectWorker opens a bus on srv (closed when the test ends), creates the streams and returns
 // it with a quiet worker on it.
-func connectWorker(t *testing.T, ctx context.Context, srv *server.Server) (*bus.Bus, *Worker) {
+func connectWorker(t *testing.T, ctx context.Context, srv *bustest.Server) (*bus.Bus, *Worker) {
 	t.Helper()
 	b, err := bus.Open(ctx, bus.Config{URL: srv.ClientURL()})
 	if err != nil {
@@ -47,14 +35,8 @@ func connectWorker(t *testing.T, ctx context.Context, srv *server.Server) (*bus.
 // TestWaitRepublishesUnacknowledgedEvents: events published while the server is down are not
 // acknowledged; once it is back, wait publishes them again and every event is stored once.
 func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := t.TempDir()
-	srv := startAt(t, port, dir)
+	port, dir := bustest.FreePort(t), t.TempDir()
+	srv := bustest.StartOnPort(t, port, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, w := connectWorker(t, ctx, srv)
@@ -76,9 +58,9 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	if err := a.Emit(ctx, events.RunFinished{Status: events.StatusFailed, Error: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	restarted := make(chan *server.Server, 1)
-	time.AfterFunc(400*time.Millisecond, func() { restarted <- startAt(t, port, dir) })
-	defer func() { s := <-restarted; s.Shutdown(); s.WaitForShutdown() }()
+	restarted := make(chan *bustest.Server, 1)
+	time.AfterFunc(400*time.Millisecond, func() { restarted <- bustest.StartOnPort(t, port, dir) })
+	defer func() { (<-restarted).Stop() }()
 
 	if err := a.wait(2 * time.Second); err != nil {
 		t.Fatalf("wait across a server restart = %v, want every event acknowledged", err)
@@ -103,7 +85,7 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 // "not recorded" (on which the job would be re-run and a recorded run doubled); with it back,
 // a run with no events is "not recorded" without an error.
 func TestRecordedSaysWhenItCannotTell(t *testing.T) {
-	srv := startAt(t, -1, t.TempDir())
+	srv := bustest.NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, w := connectWorker(t, ctx, srv)

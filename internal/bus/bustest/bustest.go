@@ -3,6 +3,7 @@ package bustest
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -27,15 +28,33 @@ func NewServer(t testing.TB) *Server {
 // StartAt starts a server on the given store dir (used to restart a server from its store).
 func StartAt(t testing.TB, storeDir string) *Server {
 	t.Helper()
+	return StartOnPort(t, -1, storeDir)
+}
+
+// StartOnPort starts a server on a given loopback port (-1: a random one) and store dir, so
+// that a test can stop it and start it again at the same address (see FreePort).
+func StartOnPort(t testing.TB, port int, storeDir string) *Server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{Port: -1, StoreDir: storeDir})
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{Port: port, StoreDir: storeDir})
 	if err != nil {
 		t.Fatalf("bustest: start nats-server: %v", err)
 	}
 	s := &Server{Server: srv, StoreDir: storeDir, t: t}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// FreePort returns a loopback port that was free when it was called.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("bustest: free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Stop shuts the server down and waits for it; calling it twice is harmless.
