@@ -66,7 +66,7 @@ bench: ## benchmarks, each printed as a ratio against a reference measured in th
 	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream =="
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkLoad' -benchtime 1x ./internal/warehouse/
 	@echo "== producer serve: events/s over HTTP vs direct publishing with the bus =="
-	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/ingest/
+	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/receiver/
 
 .PHONY: clean
 clean: ## remove build output and the demo data

@@ -47,10 +47,10 @@ test-deploy: ## parse and check every file in deploy/ (YAML, NATS configs)
 .PHONY: test-faults
 test-faults: $(NATS_SERVER) ## crash tests with real processes (SIGKILL a NATS node, a worker, the analyzer, the embedded host)
 	DITTO_FAULT_TESTS=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_GOTAGS='$(GOTAGS)' \
-		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(FAULT_TIMEOUT) -run 'Test' ./internal/faulttest/
+		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(FAULT_TIMEOUT) -run 'Test' ./internal/faultsuite/
 
 .PHONY: load
 load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=r1,r2 DURATION=30s LOAD_MODE=embedded|cluster|both SYNC=always|default ANALYZER_FLAGS=...)
 	DITTO_LOAD=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_NATSCLI=$(CURDIR)/$(NATSCLI) DITTO_GOTAGS='$(GOTAGS)' \
 	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) DITTO_LOAD_ANALYZER_FLAGS='$(ANALYZER_FLAGS)' \
-		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout 60m -run 'TestLoad' ./internal/faulttest/
+		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout 60m -run 'TestLoad' ./internal/faultsuite/

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/demo"
 	"golang.org/x/term"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "demo",
 		Summary: "run the research study end to end in this process (embedded NATS, simulated models, workers, analyzer) and write its report",
 		Run:     runDemo,
@@ -31,18 +31,18 @@ func runDemo(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", demo.DefaultConcurrency, "runs in flight")
 	fs.IntVar(&cfg.Permutations, "permutations", demo.DefaultPermutations, "B, the permutations of each permutation test")
 	fs.StringVar(&cfg.ReportsDir, "reports-dir", "", "where to write the report (default <data-dir>/reports)")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	cfg.Fresh = !*keep
 	cfg.LatencyScale = &scale
 	cfg.Out = os.Stdout
 	cfg.Progress = term.IsTerminal(int(os.Stdout.Fd()))
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	_, err := demo.Run(ctx, cfg)
 	return err

@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dittolab/ditto/internal/api"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "export",
 		Summary: "write the projection's tables as Parquet partitioned by study: analyzer export --parquet DIR",
 		Run:     runExport,
@@ -34,14 +34,14 @@ func runExport(ctx context.Context, args []string) error {
 	cfg.target.registerFlags(fs)
 	fs.StringVar(&cfg.dir, "parquet", "", "directory to write the Parquet files to (empty or new)")
 	fs.BoolVar(&cfg.overwrite, "overwrite", false, "replace an earlier export in --parquet (a directory holding its manifest.json)")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	if cfg.dir == "" {
-		return fmt.Errorf("%w: analyzer export --parquet DIR", command.ErrUsage)
+		return fmt.Errorf("%w: analyzer export --parquet DIR", cli.ErrUsage)
 	}
 	cfg.target.resolve()
 	return export(ctx, cfg, os.Stdout)
@@ -59,7 +59,7 @@ func export(ctx context.Context, cfg exportConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var m *api.ExportManifest
+	var m *queryapi.ExportManifest
 	if c != nil {
 		// The serving analyzer holds the file: it writes the Parquet and streams it here.
 		m, err = c.Export(ctx, dir)
@@ -69,7 +69,7 @@ func export(ctx context.Context, cfg exportConfig, out io.Writer) error {
 			return oerr
 		}
 		defer db.Close()
-		m, err = api.Export(ctx, db, dir, warehouse.Tables())
+		m, err = queryapi.Export(ctx, db, dir, warehouse.Tables())
 	}
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func export(ctx context.Context, cfg exportConfig, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-18s %9d rows  %s (%s)\n", t.Name, t.Rows, filepath.Join(dir, t.Path), how)
 	}
-	fmt.Fprintf(out, "manifest: %s\n", filepath.Join(dir, api.ManifestName))
+	fmt.Fprintf(out, "manifest: %s\n", filepath.Join(dir, queryapi.ManifestName))
 	return nil
 }
 
@@ -95,8 +95,8 @@ func prepareExportDir(dir string, overwrite bool) error {
 	if err != nil {
 		return err
 	}
-	if _, merr := os.Stat(filepath.Join(dir, api.ManifestName)); merr != nil || !overwrite {
-		return fmt.Errorf("%w: %s is not empty (use an empty directory, or --overwrite to replace an earlier export)", command.ErrUsage, dir)
+	if _, merr := os.Stat(filepath.Join(dir, queryapi.ManifestName)); merr != nil || !overwrite {
+		return fmt.Errorf("%w: %s is not empty (use an empty directory, or --overwrite to replace an earlier export)", cli.ErrUsage, dir)
 	}
 	for _, e := range ents {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "ingest",
 		Summary: "store DITTO_EVENTS in the DuckDB database until interrupted (--once: until caught up)",
 		Run:     runIngest,
@@ -37,16 +37,16 @@ func runIngest(ctx context.Context, args []string) error {
 	cfg.ingest.RegisterFlags(fs)
 	fs.BoolVar(&cfg.once, "once", false, "stop once every message in the stream is stored")
 	fs.DurationVar(&cfg.statEvery, "stats-every", 10*time.Second, "log ingestion statistics this often (0: never)")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	cfg.db.ResolvePath(cfg.bus.DataDir)
 	for _, err := range []error{cfg.bus.Validate(), cfg.db.Validate(), cfg.ingest.Validate()} {
 		if err != nil {
-			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
 	return ingest(ctx, cfg)

@@ -2,8 +2,8 @@
 // init; see 'go run ./cmd/analyzer help'.
 package main
 
-import "github.com/dittolab/ditto/internal/command"
+import "github.com/dittolab/ditto/internal/cli"
 
-var commands = command.NewSet("analyzer")
+var commands = cli.NewSet("analyzer")
 
 func main() { commands.Main() }

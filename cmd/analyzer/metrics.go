@@ -12,14 +12,14 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/api"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/metrics"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "metrics",
 		Summary: "every cell and comparison of a study, stored in tables metrics and comparisons: analyzer metrics --study S [--json]",
 		Run:     runMetrics,
@@ -50,7 +50,7 @@ func runMetrics(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: analyzer metrics --study S [--json] [--out FILE] [--permutations B] [--seed X] [--db PATH]\n")
 		fs.PrintDefaults()
 	}
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := cfg.validate(fs); err != nil {
@@ -74,11 +74,11 @@ func (c *metricsConfig) registerFlags(fs *flag.FlagSet) {
 func (c *metricsConfig) validate(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	case c.study == "":
-		return fmt.Errorf("%w: analyzer metrics --study S (see analyzer status for the studies)", command.ErrUsage)
+		return fmt.Errorf("%w: analyzer metrics --study S (see analyzer status for the studies)", cli.ErrUsage)
 	case c.permutations < 1:
-		return fmt.Errorf("%w: --permutations %d, want at least 1", command.ErrUsage, c.permutations)
+		return fmt.Errorf("%w: --permutations %d, want at least 1", cli.ErrUsage, c.permutations)
 	}
 	c.opts = analysis.Options{Permutations: c.permutations, Seed: c.seed}
 	if c.pairs != "" {
@@ -86,13 +86,13 @@ func (c *metricsConfig) validate(fs *flag.FlagSet) error {
 		for _, p := range strings.Split(c.pairs, ",") {
 			a, b, ok := strings.Cut(strings.TrimSpace(p), ":")
 			if !ok {
-				return fmt.Errorf("%w: --pairs %q: want A:B items", command.ErrUsage, c.pairs)
+				return fmt.Errorf("%w: --pairs %q: want A:B items", cli.ErrUsage, c.pairs)
 			}
 			c.opts.Pairs = append(c.opts.Pairs, analysis.Pair{A: a, B: b})
 		}
 	}
 	if err := c.opts.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*
 	return rep, w.Close()
 }
 
-func computeRemote(ctx context.Context, c *api.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Report, error) {
+func computeRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Report, error) {
 	rep, err := analysis.ComputeFrom(ctx, analysis.APIQuerier(c), cfg.study, cfg.opts)
 	if err != nil {
 		return nil, err

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/samples"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
@@ -101,7 +101,7 @@ func TestMetricsCommand(t *testing.T) {
 	}
 
 	// Through a serving analyzer's API (the file held by it): the same report, not stored.
-	srv, err := api.NewServer(db, api.Config{})
+	srv, err := queryapi.NewServer(db, queryapi.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestMetricsUsage(t *testing.T) {
 		{"--study", "s", "--pairs", "baseline"},
 		{"--study", "s", "--pairs", "*:x"},
 	} {
-		if err := runMetrics(context.Background(), args); !errors.Is(err, command.ErrUsage) {
+		if err := runMetrics(context.Background(), args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("metrics %q = %v, want ErrUsage", args, err)
 		}
 	}

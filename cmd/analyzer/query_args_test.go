@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 )
 
 func TestQueryCommandUsage(t *testing.T) {
@@ -27,7 +27,7 @@ func TestQueryCommandUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.run(context.Background(), tt.args); !errors.Is(err, command.ErrUsage) {
+			if err := tt.run(context.Background(), tt.args); !errors.Is(err, cli.ErrUsage) {
 				t.Errorf("%v = %v, want ErrUsage", tt.args, err)
 			}
 		})

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "rebuild",
 		Summary: "replay DITTO_EVENTS from the first message into a fresh DuckDB file",
 		Run:     runRebuild,
@@ -38,18 +38,18 @@ func runRebuild(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.ingest.BatchSize, "batch-size", warehouse.DefaultBatchSize, "events per DuckDB transaction (at most)")
 	fs.StringVar(&cfg.out, "out", "", "write the new database here instead (it must not exist); the --db file is left alone")
 	fs.BoolVar(&cfg.replace, "replace", true, "without --out: replace --db, keeping the old file as <db>.bak")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	cfg.db.ResolvePath(cfg.bus.DataDir)
 	if cfg.out == "" && !cfg.replace {
-		return fmt.Errorf("%w: give --out FILE, or leave --replace on", command.ErrUsage)
+		return fmt.Errorf("%w: give --out FILE, or leave --replace on", cli.ErrUsage)
 	}
 	if err := cfg.bus.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	return rebuild(ctx, cfg)
 }

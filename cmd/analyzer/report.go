@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/metrics"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "report",
 		Summary: "write a study's variance report (report.md, self-contained report.html, report.json): analyzer report --study S [--out DIR]",
 		Run:     runReport,
@@ -37,7 +37,7 @@ func runReport(ctx context.Context, args []string) error {
 	fs.IntVar(&m.permutations, "permutations", metrics.DefaultPermutations, "B, the permutations of each permutation test")
 	fs.Uint64Var(&m.seed, "seed", DefaultMetricsSeed, "seed of the permutation tests (same seed, same events: same report)")
 	fs.StringVar(&m.pairs, "pairs", "", `conditions compared within each task and model, "A:B,…" (B may be *); default "baseline:*,harness:harness_sp"`)
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := m.validate(fs); err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/report"
 )
@@ -46,7 +46,7 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout.String(), "wrote report.md, report.html and report.json") {
 		t.Errorf("output = %q", stdout.String())
 	}
-	if err := runReport(ctx, []string{"--data-dir", dataDir}); !errors.Is(err, command.ErrUsage) {
+	if err := runReport(ctx, []string{"--data-dir", dataDir}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("report without --study = %v, want a usage error", err)
 	}
 }

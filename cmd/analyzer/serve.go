@@ -12,15 +12,15 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "serve",
 		Summary: "ingest DITTO_EVENTS and serve the HTTP API (read-only SQL, studies, export, metrics)",
 		Run:     runServe,
@@ -88,14 +88,14 @@ func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var cfg serveConfig
 	cfg.registerFlags(fs)
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	return serve(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 }
@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	if err := sqlguard.Harden(ctx, w.DB(), spool); err != nil {
 		return err
 	}
-	srv, err := api.NewServer(w.DB(), api.Config{
+	srv, err := queryapi.NewServer(w.DB(), queryapi.Config{
 		Token:        cfg.token,
 		Limits:       cfg.limits,
 		ExportSpool:  spool,
@@ -178,11 +178,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer stopReports()
-	if err := api.WriteURLFile(cfg.bus.DataDir, baseURL); err != nil {
+	if err := queryapi.WriteURLFile(cfg.bus.DataDir, baseURL); err != nil {
 		return err
 	}
 	defer func() {
-		if err := api.RemoveURLFile(cfg.bus.DataDir, baseURL); err != nil {
+		if err := queryapi.RemoveURLFile(cfg.bus.DataDir, baseURL); err != nil {
 			log.Warn("remove url file", "err", err)
 		}
 	}()

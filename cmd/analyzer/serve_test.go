@@ -17,10 +17,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/importer"
+	"github.com/dittolab/ditto/internal/queryapi"
+	"github.com/dittolab/ditto/internal/receiver"
 )
 
 // serveTestLines are events of two planned studies, without tool calls: alpha expects 5 runs
@@ -59,7 +59,7 @@ func serveTestLines(t *testing.T) string {
 
 func publishLines(t *testing.T, b *bus.Bus, lines string) {
 	t.Helper()
-	res, err := importer.Import(context.Background(), b, strings.NewReader(lines))
+	res, err := receiver.Import(context.Background(), b, strings.NewReader(lines))
 	if err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("import: %v, rejected %+v", err, res.Rejected)
 	}
@@ -81,7 +81,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	t.Fatalf("timed out waiting for %s (last error %v)", what, last)
 }
 
-func findStudy(st []api.Study, name string) *api.Study {
+func findStudy(st []queryapi.Study, name string) *queryapi.Study {
 	for i := range st {
 		if st[i].Study == name {
 			return &st[i]
@@ -118,10 +118,10 @@ func TestServeEndToEnd(t *testing.T) {
 
 	tgt := target{dataDir: dataDir, token: token}
 	tgt.resolve()
-	var c *api.Client
+	var c *queryapi.Client
 	waitFor(t, "analyzer.url", func() (bool, error) {
 		var err error
-		c, err = api.Discover(ctx, dataDir, token)
+		c, err = queryapi.Discover(ctx, dataDir, token)
 		return err == nil, err
 	})
 	waitFor(t, "ingestion of both studies", func() (bool, error) {
@@ -149,14 +149,14 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("sql csv = %q, want %q", out.String(), want)
 	}
 	// The guard holds through the server, and the token is needed.
-	var se *api.StatusError
+	var se *queryapi.StatusError
 	err = sqlCommand(ctx, sqlCommandConfig{target: tgt, format: "table", query: "DROP TABLE events"}, io.Discard)
 	if !errors.As(err, &se) || se.Status != http.StatusForbidden {
 		t.Errorf("DROP through serve = %v, want 403", err)
 	}
 	noTok := tgt
 	noTok.token = ""
-	if err := sqlCommand(ctx, sqlCommandConfig{target: noTok, format: "table", query: "SELECT 1"}, io.Discard); !errors.Is(err, api.ErrUnauthorized) {
+	if err := sqlCommand(ctx, sqlCommandConfig{target: noTok, format: "table", query: "SELECT 1"}, io.Discard); !errors.Is(err, queryapi.ErrUnauthorized) {
 		t.Errorf("sql without the token = %v, want ErrUnauthorized", err)
 	}
 
@@ -185,7 +185,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := export(ctx, exportConfig{target: tgt, dir: expDir}, &out); err != nil {
 		t.Fatal(err)
 	}
-	served, err := api.ReadManifest(expDir)
+	served, err := queryapi.ReadManifest(expDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestServeEndToEnd(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, api.URLFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dataDir, queryapi.URLFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("analyzer.url after serve stopped: %v", err)
 	}
 	c.HTTP.CloseIdleConnections()
@@ -246,7 +246,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := export(bg, exportConfig{target: tgt, dir: localDir}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	local, err := api.ReadManifest(localDir)
+	local, err := queryapi.ReadManifest(localDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 // checkExportCounts compares every exported table's Parquet row count, read by an in-memory
 // DuckDB, with the count the serving analyzer gives for the table.
-func checkExportCounts(t *testing.T, c *api.Client, dir string, m *api.ExportManifest) {
+func checkExportCounts(t *testing.T, c *queryapi.Client, dir string, m *queryapi.ExportManifest) {
 	t.Helper()
 	if len(m.Tables) == 0 {
 		t.Fatal("empty export")
@@ -282,7 +282,7 @@ func checkExportCounts(t *testing.T, c *api.Client, dir string, m *api.ExportMan
 	defer reader.Close()
 	sawPartitions := false
 	for _, et := range m.Tables {
-		tab, err := c.Query(context.Background(), api.SQLRequest{SQL: "SELECT count(*) FROM " + et.Name})
+		tab, err := c.Query(context.Background(), queryapi.SQLRequest{SQL: "SELECT count(*) FROM " + et.Name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dittolab/ditto/internal/api"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "sql",
 		Summary: `run one read-only query: analyzer sql "SELECT …" (through a serving analyzer, else the file)`,
 		Run:     runSQLCommand,
@@ -45,7 +45,7 @@ func runSQLCommand(ctx context.Context, args []string) error {
 	// again after each positional argument.
 	var positional []string
 	for rest := args; ; {
-		if err := command.Parse(fs, rest); err != nil {
+		if err := cli.Parse(fs, rest); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -56,11 +56,11 @@ func runSQLCommand(ctx context.Context, args []string) error {
 	}
 	switch {
 	case len(positional) != 1:
-		return fmt.Errorf("%w: analyzer sql [flags] \"SELECT …\" (one query argument; - reads stdin)", command.ErrUsage)
+		return fmt.Errorf("%w: analyzer sql [flags] \"SELECT …\" (one query argument; - reads stdin)", cli.ErrUsage)
 	case cfg.format != "table" && cfg.format != "csv" && cfg.format != "json":
-		return fmt.Errorf("%w: --format %q, want table, csv or json", command.ErrUsage, cfg.format)
+		return fmt.Errorf("%w: --format %q, want table, csv or json", cli.ErrUsage, cfg.format)
 	case cfg.limit < 0 || cfg.timeout < 0:
-		return fmt.Errorf("%w: negative --limit or --timeout", command.ErrUsage)
+		return fmt.Errorf("%w: negative --limit or --timeout", cli.ErrUsage)
 	}
 	cfg.query = positional[0]
 	if cfg.query == "-" {
@@ -71,7 +71,7 @@ func runSQLCommand(ctx context.Context, args []string) error {
 		cfg.query = string(b)
 	}
 	if strings.TrimSpace(cfg.query) == "" {
-		return fmt.Errorf("%w: empty query", command.ErrUsage)
+		return fmt.Errorf("%w: empty query", cli.ErrUsage)
 	}
 	cfg.target.resolve()
 	return sqlCommand(ctx, cfg, os.Stdout)
@@ -100,15 +100,15 @@ func sqlCommand(ctx context.Context, cfg sqlCommandConfig, out io.Writer) error 
 	}
 	switch cfg.format {
 	case "csv":
-		return api.WriteCSV(out, res)
+		return queryapi.WriteCSV(out, res)
 	case "json":
-		return api.WriteJSON(out, res)
+		return queryapi.WriteJSON(out, res)
 	}
-	return api.WriteAligned(out, api.NewTable(res))
+	return queryapi.WriteAligned(out, queryapi.NewTable(res))
 }
 
-func sqlRemote(ctx context.Context, c *api.Client, cfg sqlCommandConfig, out io.Writer) error {
-	req := api.SQLRequest{SQL: cfg.query, Limit: cfg.limit, Format: cfg.format}
+func sqlRemote(ctx context.Context, c *queryapi.Client, cfg sqlCommandConfig, out io.Writer) error {
+	req := queryapi.SQLRequest{SQL: cfg.query, Limit: cfg.limit, Format: cfg.format}
 	if cfg.timeout > 0 {
 		req.Timeout = cfg.timeout.String()
 	}
@@ -117,7 +117,7 @@ func sqlRemote(ctx context.Context, c *api.Client, cfg sqlCommandConfig, out io.
 		if err != nil {
 			return err
 		}
-		return api.WriteAligned(out, t)
+		return queryapi.WriteAligned(out, t)
 	}
 	body, err := c.QueryRaw(ctx, req)
 	if err != nil {

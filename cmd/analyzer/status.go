@@ -12,12 +12,12 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/dittolab/ditto/internal/api"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/queryapi"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "status",
 		Summary: "per study, finished vs expected runs (progress bars on a terminal; --watch to follow)",
 		Run:     runStatus,
@@ -37,14 +37,14 @@ func runStatus(ctx context.Context, args []string) error {
 	cfg.target.registerFlags(fs)
 	fs.BoolVar(&cfg.watch, "watch", false, "redraw until interrupted or every study is done")
 	fs.DurationVar(&cfg.interval, "interval", 2*time.Second, "with --watch, how often to redraw")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	if cfg.interval < 100*time.Millisecond {
-		return fmt.Errorf("%w: --interval %v is too short", command.ErrUsage, cfg.interval)
+		return fmt.Errorf("%w: --interval %v is too short", cli.ErrUsage, cfg.interval)
 	}
 	cfg.target.resolve()
 	cfg.bars = term.IsTerminal(int(os.Stdout.Fd()))
@@ -83,7 +83,7 @@ func status(ctx context.Context, cfg statusConfig, out io.Writer) error {
 
 // readStudies asks a serving analyzer, or reads the file when none serves it. The file is
 // opened for each read, so that a watch does not hold it open between redraws.
-func readStudies(ctx context.Context, t target) ([]api.Study, error) {
+func readStudies(ctx context.Context, t target) ([]queryapi.Study, error) {
 	c, err := t.client(ctx)
 	if err != nil {
 		return nil, err
@@ -96,12 +96,12 @@ func readStudies(ctx context.Context, t target) ([]api.Study, error) {
 		return nil, err
 	}
 	defer db.Close()
-	return api.ReadStudies(ctx, db)
+	return queryapi.ReadStudies(ctx, db)
 }
 
 // allDone reports whether every study has an expected count and has reached it; a watch over
 // production traces (no expected count) goes on until interrupted.
-func allDone(st []api.Study) bool {
+func allDone(st []queryapi.Study) bool {
 	for _, s := range st {
 		if s.ExpectedRuns == nil || !s.Done {
 			return false
@@ -112,7 +112,7 @@ func allDone(st []api.Study) bool {
 
 // writeStatus writes one line per study: a progress bar on a terminal, plain text otherwise.
 // Studies without an expected count (production traces) show what has arrived.
-func writeStatus(w io.Writer, st []api.Study, bars bool) {
+func writeStatus(w io.Writer, st []queryapi.Study, bars bool) {
 	if len(st) == 0 {
 		fmt.Fprintln(w, "no studies yet")
 		return

@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/queryapi"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func TestWriteStatus(t *testing.T) {
-	st := []api.Study{
+	st := []queryapi.Study{
 		{Study: "alpha", ExpectedRuns: ptr[int64](200), FinishedRuns: 57, IncompleteRuns: 2, SucceededRuns: 50, Progress: ptr(0.285)},
 		{Study: "prod", SourceKind: "production", FinishedRuns: 24, SucceededRuns: 21},
 	}
@@ -45,18 +45,18 @@ func TestWriteStatus(t *testing.T) {
 }
 
 func TestAllDone(t *testing.T) {
-	done := api.Study{Study: "a", ExpectedRuns: ptr[int64](2), FinishedRuns: 2, Done: true}
-	running := api.Study{Study: "b", ExpectedRuns: ptr[int64](2), FinishedRuns: 1}
-	prod := api.Study{Study: "p", FinishedRuns: 5}
+	done := queryapi.Study{Study: "a", ExpectedRuns: ptr[int64](2), FinishedRuns: 2, Done: true}
+	running := queryapi.Study{Study: "b", ExpectedRuns: ptr[int64](2), FinishedRuns: 1}
+	prod := queryapi.Study{Study: "p", FinishedRuns: 5}
 	tests := []struct {
 		name string
-		give []api.Study
+		give []queryapi.Study
 		want bool
 	}{
 		{"none yet", nil, false},
-		{"all done", []api.Study{done}, true},
-		{"one running", []api.Study{done, running}, false},
-		{"production has no end", []api.Study{done, prod}, false},
+		{"all done", []queryapi.Study{done}, true},
+		{"one running", []queryapi.Study{done, running}, false},
+		{"production has no end", []queryapi.Study{done, prod}, false},
 	}
 	for _, tt := range tests {
 		if got := allDone(tt.give); got != tt.want {

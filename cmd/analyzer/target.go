@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
@@ -47,19 +47,19 @@ func (t *target) resolve() {
 
 // client returns the API client to use, or nil to open the file. An explicit --url must
 // answer; a stale analyzer.url is ignored.
-func (t *target) client(ctx context.Context) (*api.Client, error) {
+func (t *target) client(ctx context.Context) (*queryapi.Client, error) {
 	if t.local {
 		return nil, nil
 	}
 	if t.url != "" {
-		c := api.NewClient(t.url, t.token)
+		c := queryapi.NewClient(t.url, t.token)
 		if err := c.Health(ctx); err != nil {
 			return nil, fmt.Errorf("analyzer at %s: %w", t.url, err)
 		}
 		return c, nil
 	}
-	c, err := api.Discover(ctx, t.dataDir, t.token)
-	if errors.Is(err, api.ErrNoServer) {
+	c, err := queryapi.Discover(ctx, t.dataDir, t.token)
+	if errors.Is(err, queryapi.ErrNoServer) {
 		return nil, nil
 	}
 	return c, err

@@ -2,8 +2,8 @@
 // init; see 'go run ./cmd/harness-worker help'.
 package main
 
-import "github.com/dittolab/ditto/internal/command"
+import "github.com/dittolab/ditto/internal/cli"
 
-var commands = command.NewSet("harness-worker")
+var commands = cli.NewSet("harness-worker")
 
 func main() { commands.Main() }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/simllm"
 	"github.com/dittolab/ditto/internal/worker"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "run",
 		Summary: "pull run jobs from DITTO_JOBS and run them under the harness until SIGTERM",
 		Run:     runWorker,
@@ -46,11 +46,11 @@ func (c *runConfig) Validate() error {
 		return err
 	}
 	if c.SimLatencyScale < 0 {
-		return fmt.Errorf("%w: --sim-latency-scale must be >= 0", command.ErrUsage)
+		return fmt.Errorf("%w: --sim-latency-scale must be >= 0", cli.ErrUsage)
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			return fmt.Errorf("%w: --metrics-addr %q: %v", command.ErrUsage, c.MetricsAddr, err)
+			return fmt.Errorf("%w: --metrics-addr %q: %v", cli.ErrUsage, c.MetricsAddr, err)
 		}
 	}
 	return nil
@@ -70,18 +70,18 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "alias of --metrics-addr")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", command.ErrUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %v", cli.ErrUsage, fs.Args())
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: --log-level: %v", cli.ErrUsage, err)
 	}
 	cfg.Worker.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return run(ctx, cfg)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/worker"
 )
@@ -22,18 +22,18 @@ func TestRunFlags(t *testing.T) {
 		want error
 	}{
 		{"bad concurrency", []string{"--concurrency", "-1"}, worker.ErrConfig},
-		{"bad latency scale", []string{"--sim-latency-scale", "-1"}, command.ErrUsage},
-		{"bad metrics addr", []string{"--metrics-addr", "nope"}, command.ErrUsage},
-		{"bad log level", []string{"--log-level", "loud"}, command.ErrUsage},
-		{"stray argument", []string{"extra"}, command.ErrUsage},
-		{"unknown flag", []string{"--turbo"}, command.ErrUsage},
+		{"bad latency scale", []string{"--sim-latency-scale", "-1"}, cli.ErrUsage},
+		{"bad metrics addr", []string{"--metrics-addr", "nope"}, cli.ErrUsage},
+		{"bad log level", []string{"--log-level", "loud"}, cli.ErrUsage},
+		{"stray argument", []string{"extra"}, cli.ErrUsage},
+		{"unknown flag", []string{"--turbo"}, cli.ErrUsage},
 	}
 	for _, tt := range tests {
 		if err := runWorker(context.Background(), tt.args); !errors.Is(err, tt.want) {
 			t.Errorf("%s: run %q = %v, want %v", tt.name, tt.args, err, tt.want)
 		}
 	}
-	if err := runSimServe(context.Background(), []string{"--latency-scale", "-2"}); !errors.Is(err, command.ErrUsage) {
+	if err := runSimServe(context.Background(), []string{"--latency-scale", "-2"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("sim-serve --latency-scale -2 = %v, want ErrUsage", err)
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/simllm"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "sim-serve",
 		Summary: "serve the simulated models as an OpenAI-compatible API on a loopback address",
 		Run:     runSimServe,
@@ -28,7 +28,7 @@ type simServeConfig struct {
 
 func (c simServeConfig) Validate() error {
 	if c.LatencyScale < 0 {
-		return fmt.Errorf("%w: --latency-scale must be >= 0", command.ErrUsage)
+		return fmt.Errorf("%w: --latency-scale must be >= 0", cli.ErrUsage)
 	}
 	return nil
 }
@@ -39,7 +39,7 @@ func runSimServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "loopback address to listen on (port 0: any free port)")
 	fs.Float64Var(&cfg.LatencyScale, "latency-scale", 1, "scale of the modelled latency (0: answer at once)")
 	fs.StringVar(&cfg.Personas, "personas", "", "persona file (JSON, as internal/simllm/personas.json); default: the built-in personas")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

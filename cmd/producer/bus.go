@@ -5,7 +5,7 @@ import (
 	"flag"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 )
 
 // parseBusFlags parses the arguments of a subcommand whose only flags are the bus's and returns
@@ -14,7 +14,7 @@ func parseBusFlags(name string, args []string) (*flag.FlagSet, bus.Config, error
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var cfg bus.Config
 	cfg.RegisterFlags(fs)
-	err := command.Parse(fs, args)
+	err := cli.Parse(fs, args)
 	return fs, cfg, err
 }
 

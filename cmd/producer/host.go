@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "host",
 		Summary: "host the embedded NATS server for --data-dir until interrupted (for other processes and the nats CLI)",
 		Run:     runHost,
@@ -21,7 +21,7 @@ func runHost(ctx context.Context, args []string) error {
 		return err
 	}
 	if cfg.URL != "" {
-		return fmt.Errorf("%w: host runs the embedded server; drop --nats-url", command.ErrUsage)
+		return fmt.Errorf("%w: host runs the embedded server; drop --nats-url", cli.ErrUsage)
 	}
 	b, err := openBus(ctx, cfg)
 	if err != nil {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dittolab/ditto/internal/command"
-	"github.com/dittolab/ditto/internal/importer"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/receiver"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "import",
 		Summary: "publish events from JSON-lines files (- for stdin); report each invalid line",
 		Run:     runImport,
@@ -23,7 +23,7 @@ func runImport(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: producer import FILE... (JSON lines, - for stdin)", command.ErrUsage)
+		return fmt.Errorf("%w: producer import FILE... (JSON lines, - for stdin)", cli.ErrUsage)
 	}
 	b, err := openBus(ctx, cfg)
 	if err != nil {
@@ -41,7 +41,7 @@ func runImport(ctx context.Context, args []string) error {
 			defer f.Close()
 			in = f
 		}
-		res, err := importer.Import(ctx, b, in)
+		res, err := receiver.Import(ctx, b, in)
 		for _, r := range res.Rejected {
 			fmt.Fprintf(os.Stderr, "%s:%d: %v\n", path, r.Line, r.Err)
 		}
@@ -52,7 +52,7 @@ func runImport(ctx context.Context, args []string) error {
 		rejected += len(res.Rejected)
 	}
 	if rejected > 0 {
-		return &command.ExitError{Code: 1, Err: fmt.Errorf("%d line(s) rejected", rejected)}
+		return &cli.ExitError{Code: 1, Err: fmt.Errorf("%d line(s) rejected", rejected)}
 	}
 	return nil
 }

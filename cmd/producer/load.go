@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/loadgen"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "load",
 		Summary: "publish realistic run events at --rate for --duration and measure the analyzer's end-to-end rate, lag and memory",
 		Run:     runLoad,
@@ -39,19 +39,19 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.DurationVar(&lc.DrainTimeout, "drain-timeout", loadgen.DefaultDrainTimeout, "how long to wait for the analyzer after publishing")
 	watch := fs.String("watch", "", "other processes to sample memory of, name=pid,name=pid (this one is always watched)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	var err error
 	if lc.Watch, err = parseWatch(*watch); err != nil {
-		return fmt.Errorf("%w: --watch: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: --watch: %v", cli.ErrUsage, err)
 	}
 	if lc.Watch == nil {
 		lc.Watch = map[string]int{}
 	}
 	lc.Watch["producer"] = os.Getpid()
 	if err := lc.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	b, err := bus.Open(ctx, cfg)
 	if err != nil {

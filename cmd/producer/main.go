@@ -2,8 +2,8 @@
 // init; see 'go run ./cmd/producer help'.
 package main
 
-import "github.com/dittolab/ditto/internal/command"
+import "github.com/dittolab/ditto/internal/cli"
 
-var commands = command.NewSet("producer")
+var commands = cli.NewSet("producer")
 
 func main() { commands.Main() }

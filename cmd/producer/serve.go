@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
-	"github.com/dittolab/ditto/internal/ingest"
+	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/receiver"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "serve",
 		Summary: "ingestion server for production agents: POST /v1/events, OTLP/HTTP /v1/traces, /metrics",
 		Run:     runServe,
@@ -27,26 +27,26 @@ func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
 		bcfg  bus.Config
-		icfg  ingest.Config
+		icfg  receiver.Config
 		debug bool
 	)
 	bcfg.RegisterFlags(fs)
 	icfg.RegisterFlags(fs)
 	fs.BoolVar(&debug, "debug", false, "log every mapping note")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if env := os.Getenv("DITTO_INGEST_TOKENS"); env != "" {
 		for _, f := range strings.Fields(env) {
-			t, err := ingest.ParseToken(f)
+			t, err := receiver.ParseToken(f)
 			if err != nil {
-				return fmt.Errorf("%w: DITTO_INGEST_TOKENS: %v", command.ErrUsage, err)
+				return fmt.Errorf("%w: DITTO_INGEST_TOKENS: %v", cli.ErrUsage, err)
 			}
 			icfg.Tokens = append(icfg.Tokens, t)
 		}
 	}
 	if err := icfg.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	level := slog.LevelInfo
 	if debug {
@@ -58,7 +58,7 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	srv, err := ingest.New(b, icfg, log)
+	srv, err := receiver.New(b, icfg, log)
 	if err != nil {
 		return err
 	}

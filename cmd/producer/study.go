@@ -12,14 +12,14 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/worker"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "study",
 		Summary: "study submit SPEC | study validate SPEC: run a study spec (tasks × models × conditions × N)",
 		Run:     runStudy,
@@ -36,7 +36,7 @@ SPEC is a JSON file, or builtin:NAME for a shipped spec (%s).`
 
 func runStudy(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", command.ErrUsage, fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
+		return fmt.Errorf("%w: %s", cli.ErrUsage, fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
 	}
 	switch args[0] {
 	case "validate":
@@ -49,7 +49,7 @@ func runStudy(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, studyUsage+"\n", strings.Join(study.ShippedSpecs(), ", "))
 		return nil
 	}
-	return fmt.Errorf("%w: unknown study command %q\n%s", command.ErrUsage, args[0], fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
+	return fmt.Errorf("%w: unknown study command %q\n%s", cli.ErrUsage, args[0], fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
 }
 
 // loadSpec reads a spec file or a shipped spec (builtin:NAME) and expands it.
@@ -74,11 +74,11 @@ func loadSpec(arg string) (*study.Plan, error) {
 
 func runStudyValidate(args []string) error {
 	fs := flag.NewFlagSet("study validate", flag.ContinueOnError)
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study validate SPEC", command.ErrUsage)
+		return fmt.Errorf("%w: producer study validate SPEC", cli.ErrUsage)
 	}
 	p, err := loadSpec(fs.Arg(0))
 	if err != nil {
@@ -98,7 +98,7 @@ type submitConfig struct {
 
 func (c submitConfig) Validate() error {
 	if c.Timeout < 0 {
-		return fmt.Errorf("%w: --timeout must be >= 0", command.ErrUsage)
+		return fmt.Errorf("%w: --timeout must be >= 0", cli.ErrUsage)
 	}
 	return c.Bus.Validate()
 }
@@ -109,11 +109,11 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	cfg.Bus.RegisterFlags(fs)
 	fs.BoolVar(&cfg.Wait, "wait", false, "wait until every run of the study has finished, showing progress")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "with --wait, give up after this long (0: no limit)")
-	if err := command.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study submit [flags] SPEC", command.ErrUsage)
+		return fmt.Errorf("%w: producer study submit [flags] SPEC", cli.ErrUsage)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -166,7 +166,7 @@ func runStudyStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study status [flags] NAME", command.ErrUsage)
+		return fmt.Errorf("%w: producer study status [flags] NAME", cli.ErrUsage)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/command"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/simllm"
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/worker"
@@ -30,8 +30,8 @@ func TestStudyValidate(t *testing.T) {
 	}{
 		{"shipped", []string{"validate", "builtin:research"}, nil},
 		{"invalid spec", []string{"validate", bad}, study.ErrInvalidSpec},
-		{"no spec", []string{"validate"}, command.ErrUsage},
-		{"unknown subcommand", []string{"launch"}, command.ErrUsage},
+		{"no spec", []string{"validate"}, cli.ErrUsage},
+		{"unknown subcommand", []string{"launch"}, cli.ErrUsage},
 		{"unknown shipped spec", []string{"validate", "builtin:nope"}, nil},
 	}
 	for _, tt := range tests {

@@ -4,12 +4,11 @@ import (
 	"context"
 	"os"
 
-	"github.com/dittolab/ditto/internal/command"
-	"github.com/dittolab/ditto/internal/inspect"
+	"github.com/dittolab/ditto/internal/cli"
 )
 
 func init() {
-	commands.Register(command.Command{
+	commands.Register(cli.Command{
 		Name:    "summary",
 		Summary: "summarise what the events stream holds, by study and event type",
 		Run:     runSummary,
@@ -26,7 +25,7 @@ func runSummary(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	sum, err := inspect.Summarize(ctx, b)
+	sum, err := Summarize(ctx, b)
 	if err != nil {
 		return err
 	}

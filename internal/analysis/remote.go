@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/queries"
 )
 
@@ -19,16 +19,16 @@ const APIRowLimit = 1_000_000
 // for when another process holds the database file. The API takes no parameters, so they are
 // inlined as SQL literals; it has no snapshot across requests, which ComputeFrom handles by
 // retrying a load that changed underneath it. It cannot write: Store needs the file.
-func APIQuerier(c *api.Client) Querier { return apiQuerier{c} }
+func APIQuerier(c *queryapi.Client) Querier { return apiQuerier{c} }
 
-type apiQuerier struct{ c *api.Client }
+type apiQuerier struct{ c *queryapi.Client }
 
 func (a apiQuerier) Query(ctx context.Context, s queries.Statement, args []any, fn func([]any) error) error {
 	text, err := Inline(s.SQL, args)
 	if err != nil {
 		return fmt.Errorf("analysis: %s: %w", s.Name, err)
 	}
-	t, err := a.c.Query(ctx, api.SQLRequest{SQL: text, Limit: APIRowLimit})
+	t, err := a.c.Query(ctx, queryapi.SQLRequest{SQL: text, Limit: APIRowLimit})
 	if err != nil {
 		return fmt.Errorf("analysis: %s through the analyzer API: %w", s.Name, err)
 	}

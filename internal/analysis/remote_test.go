@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/api"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
@@ -17,14 +17,14 @@ import (
 func TestComputeThroughAPI(t *testing.T) {
 	envs, _ := harnessStudy("s1")
 	w := ingest(t, envs)
-	srv, err := api.NewServer(w.DB(), api.Config{Token: "secret"})
+	srv, err := queryapi.NewServer(w.DB(), queryapi.Config{Token: "secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	ctx := warehousetest.Context(t, 60*time.Second)
-	q := APIQuerier(api.NewClient(hs.URL, "secret"))
+	q := APIQuerier(queryapi.NewClient(hs.URL, "secret"))
 	remote, err := ComputeFrom(ctx, q, "s1", testOpts)
 	if err != nil {
 		t.Fatalf("ComputeFrom(API) = %v", err)
@@ -44,13 +44,13 @@ func TestComputeThroughAPI(t *testing.T) {
 	}
 
 	// A server whose row limit is below the study's runs: a clear ErrTooLarge.
-	small, err := api.NewServer(w.DB(), api.Config{Limits: sqlguard.Config{MaxRows: 5, RowsCap: 5}})
+	small, err := queryapi.NewServer(w.DB(), queryapi.Config{Limits: sqlguard.Config{MaxRows: 5, RowsCap: 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs2 := httptest.NewServer(small)
 	t.Cleanup(hs2.Close)
-	if _, err := ComputeFrom(ctx, APIQuerier(api.NewClient(hs2.URL, "")), "s1", testOpts); !errors.Is(err, ErrTooLarge) {
+	if _, err := ComputeFrom(ctx, APIQuerier(queryapi.NewClient(hs2.URL, "")), "s1", testOpts); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("ComputeFrom(small API) = %v, want ErrTooLarge", err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/schedule"
 	"github.com/dittolab/ditto/internal/simllm"
@@ -273,7 +273,7 @@ func waitStored(ctx context.Context, w *warehouse.Warehouse, studyName string, t
 	lastLine := time.Now()
 	for {
 		var done int64
-		studies, err := api.ReadStudies(ctx, w.DB())
+		studies, err := queryapi.ReadStudies(ctx, w.DB())
 		if err != nil {
 			return err
 		}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/api"
 	"github.com/dittolab/ditto/internal/demo"
+	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/warehouse"
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -133,7 +133,7 @@ func TestReportMatchesParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	exportDir := t.TempDir()
-	if _, err := api.Export(ctx, w.DB(), exportDir, warehouse.Tables()); err != nil {
+	if _, err := queryapi.Export(ctx, w.DB(), exportDir, warehouse.Tables()); err != nil {
 		w.Close()
 		t.Fatalf("api.Export() = %v", err)
 	}

@@ -1,0 +1,345 @@
+package faultsuite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/loadgen"
+)
+
+// loadRow is one line of the load session's summary.
+type loadRow struct {
+	mode      string
+	rate      float64
+	rep       loadgen.Report
+	stored    int64 // events of the study in DuckDB at the end
+	benchRate float64
+	benchErr  string
+	sustained bool // the lag verdict (Report.Sustained)
+	// memBounded is the memory verdict of the system under test: the analyzer and the NATS
+	// server process(es), not the load generator.
+	memBounded bool
+}
+
+// The analyzer's memory settings for the load runs, unless DITTO_LOAD_ANALYZER_FLAGS
+// (make load ANALYZER_FLAGS=..., "none" for none) and DITTO_LOAD_GOMEMLIMIT ("off" for none)
+// say otherwise. DuckDB's buffer pool is capped so that it can fill up within a 5-minute run
+// (DuckDB's own default is 80% of the machine's RAM, which a 5-minute run would still be
+// filling); GOMEMLIMIT makes the analyzer's Go runtime collect before its heap's GC slack
+// reaches the limit (a soft limit: it does not hide a live heap that grows; it does not cover
+// DuckDB's C memory).
+const (
+	defaultAnalyzerFlags = "--duckdb-memory 256MB"
+	defaultGoMemLimit    = "256MiB"
+)
+
+// TestLoad is the sustained-load session of `make load`: for each mode and each rate,
+// `producer load` publishes for the duration while the analyzer ingests; then `nats bench js
+// pub async` measures raw JetStream publishing with the same settings (file storage, replicas,
+// dedup, the mean event size) on the same server. Modes: embedded — the embedded default, one
+// data directory: a `producer host` process hosts the embedded nats-server (the server's
+// default sync) and the analyzer joins it through <data-dir>/nats.url, so that each process's
+// memory is measured on its own; cluster — three nats-server processes, R3 streams,
+// sync_interval always. The summary gives the lag verdict (held) and the memory verdict of
+// the analyzer and the NATS process(es) apart, and each process's RSS trend.
+func TestLoad(t *testing.T) {
+	requireEnv(t, "DITTO_LOAD")
+	b := build(t)
+	var rates []float64
+	for _, s := range strings.Split(envOr("DITTO_LOAD_RATE", "2000"), ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			t.Fatalf("DITTO_LOAD_RATE: %v", err)
+		}
+		rates = append(rates, r)
+	}
+	dur, err := time.ParseDuration(envOr("DITTO_LOAD_DURATION", "30s"))
+	if err != nil {
+		t.Fatalf("DITTO_LOAD_DURATION: %v", err)
+	}
+	modes := []string{envOr("DITTO_LOAD_MODE", "embedded")}
+	if modes[0] == "both" {
+		modes = []string{"embedded", "cluster"}
+	}
+	var rows []loadRow
+	for _, mode := range modes {
+		for _, rate := range rates {
+			t.Run(fmt.Sprintf("%s/%.0f", mode, rate), func(t *testing.T) {
+				rows = append(rows, loadOnce(t, b, mode, rate, dur))
+			})
+		}
+	}
+	flags, memLimit := analyzerMemory()
+	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; analyzer: %s, GOMEMLIMIT=%s)\n", dur, strings.Join(flags, " "), memLimit)
+	fmt.Printf("held = lag bounded (Sustained); mem = memory bounded, analyzer and NATS: per process, the RSS slope over the second half of publishing\n")
+	fmt.Printf("      <= %.0f MiB/min or <= %.2f x the first half's (see internal/loadgen/memtrend.go); memory columns = peak RSS (VmHWM)\n",
+		loadgen.FlatSlope, loadgen.BoundedRatio)
+	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %6s %9s %10s %11s %9s %10s %6s\n", "mode", "target", "published", "end2end", "drain",
+		"max-lag", "lag-slope", "held", "mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio")
+	for _, r := range rows {
+		var nats []string
+		for _, m := range r.rep.Memory {
+			if strings.HasPrefix(m.Name, "nats-") {
+				nats = append(nats, fmt.Sprintf("%.0f", mibOf(m.PeakKiB)))
+			}
+		}
+		ratio := "-"
+		if r.benchRate > 0 {
+			ratio = fmt.Sprintf("%.3f", r.rep.EndToEndRate/r.benchRate)
+		}
+		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %6v %9d %9.0fM %11s %8.0fM %10.0f %6s\n", r.mode, r.rate, r.rep.PublishRate,
+			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, r.memBounded, r.stored,
+			mibOf(peakOf(r.rep, "analyzer")), strings.Join(nats, "/")+"M", mibOf(peakOf(r.rep, "producer")), r.benchRate, ratio)
+		if r.benchErr != "" {
+			fmt.Printf("  nats bench: %s\n", r.benchErr)
+		}
+	}
+	fmt.Printf("\nMEMORY (RSS in MiB at the first sample, 1/4, 1/2 and end of publishing; least-squares slope in MiB/min over each half)\n")
+	fmt.Printf("%-9s %7s %-14s %8s %8s %8s %8s %8s %9s %9s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
+		"slope-1", "slope-2", "verdict")
+	for _, r := range rows {
+		for _, m := range r.rep.Memory {
+			fmt.Printf("%-9s %7.0f %-14s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+9.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
+				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
+		}
+	}
+}
+
+func mibOf(kib int64) float64 { return float64(kib) / 1024 }
+
+func peakOf(rep loadgen.Report, name string) int64 {
+	for _, m := range rep.Memory {
+		if m.Name == name {
+			return m.PeakKiB
+		}
+	}
+	return 0
+}
+
+// analyzerMemory returns the analyzer's extra flags and its GOMEMLIMIT ("off": not set).
+func analyzerMemory() (flags []string, goMemLimit string) {
+	switch f := strings.TrimSpace(os.Getenv("DITTO_LOAD_ANALYZER_FLAGS")); f {
+	case "":
+		flags = strings.Fields(defaultAnalyzerFlags)
+	case "none":
+	default:
+		flags = strings.Fields(f)
+	}
+	return flags, envOr("DITTO_LOAD_GOMEMLIMIT", defaultGoMemLimit)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duration) loadRow {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ditto.duckdb")
+	row := loadRow{mode: mode, rate: rate}
+	var url string
+	var env []string
+	replicas := 1
+	watch := map[string]int{}
+	var analyzer, host *proc
+	var c *cluster
+	flags, memLimit := analyzerMemory()
+	analyzerEnv := func() []string {
+		if memLimit == "off" {
+			return env
+		}
+		return append(append([]string{}, env...), "GOMEMLIMIT="+memLimit)
+	}
+	switch mode {
+	case "embedded":
+		// The embedded default on one data directory: the first ditto process hosts
+		// nats-server (file store, the server's default sync interval) and advertises it in
+		// <data-dir>/nats.url; the analyzer, started second, joins it. `producer host` is that
+		// first process, so the broker's memory is measured apart from the analyzer's.
+		port := freePort(t)
+		host = start(t, dir, "nats-embedded", b.producer, nil, "host", "--data-dir", dir, "--nats-port", fmt.Sprint(port))
+		url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+		poll(t, 60*time.Second, "producer host serving the embedded NATS", func() (bool, error) {
+			raw, err := os.ReadFile(filepath.Join(dir, "nats.url"))
+			return err == nil && strings.TrimSpace(string(raw)) == url, err
+		})
+		analyzer = startReady(t, dir, "analyzer", b.analyzer, analyzerEnv(), "msg=ingesting", append([]string{"ingest", "--data-dir", dir,
+			"--db", db, "--stats-every", "5s"}, flags...)...)
+		// It must have joined the host, not started a server of its own.
+		if log, _ := os.ReadFile(analyzer.log); !strings.Contains(string(log), "nats="+url) {
+			t.Fatalf("the analyzer did not join the embedded server at %s; log:\n%s", url, analyzer.tail())
+		}
+		watch["nats-embedded"] = host.pid()
+	case "cluster":
+		c = startCluster(t, b, dir, envOr("DITTO_LOAD_SYNC", "always"))
+		defer c.stop()
+		// The cluster's ports are fixed: a node that could not bind them has exited, and the
+		// streams answered from another session's cluster (make test-faults at the same time).
+		for _, n := range c.nodes {
+			if !n.p.running() {
+				t.Fatalf("nats %s exited at start (ports 2422x/2622x held by another cluster?); log:\n%s", n.name, n.p.tail())
+			}
+		}
+		url, replicas = c.URLs(), 3
+		env = []string{"DITTO_REPLICAS=3"}
+		analyzer = startReady(t, dir, "analyzer", b.analyzer, analyzerEnv(), "msg=ingesting", append([]string{"ingest", "--nats-url", url,
+			"--data-dir", dir, "--db", db, "--stats-every", "5s"}, flags...)...)
+		for _, n := range c.nodes {
+			watch["nats-"+n.name] = n.p.pid()
+		}
+	default:
+		t.Fatalf("mode %q: want embedded, cluster or both", mode)
+	}
+	watch["analyzer"] = analyzer.pid()
+	var ws []string
+	for name, pid := range watch {
+		ws = append(ws, fmt.Sprintf("%s=%d", name, pid))
+	}
+	study := fmt.Sprintf("load-%s-%.0f", mode, rate)
+	report := filepath.Join(dir, "load.json")
+	load := start(t, dir, "load", b.producer, env, "load", "--nats-url", url, "--study", study,
+		"--rate", fmt.Sprint(rate), "--duration", dur.String(), "--json", report,
+		"--drain-timeout", max(time.Minute, dur).String(), "--watch", strings.Join(ws, ","))
+	lerr := load.wait(dur + max(time.Minute, dur) + time.Minute)
+	if out, err := os.ReadFile(load.log); err == nil {
+		fmt.Print(string(out)) // the report prints at most ~30 sample lines
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no load report (%v): %v\n%s", lerr, err, load.tail())
+	}
+	if err := json.Unmarshal(raw, &row.rep); err != nil {
+		t.Fatal(err)
+	}
+	row.sustained = row.rep.Sustained()
+	if !row.rep.Drained {
+		fmt.Printf("the analyzer did not commit every stored event in time; the end of its log:\n%s\n", analyzer.tail())
+	}
+	// The stream must hold each published event once (the publisher sets Nats-Msg-Id; the
+	// duplicate window is 10 minutes): more means JetStream stored duplicates, which the
+	// analyzer then dropped by id, and the report's stream counts include them.
+	obs := connect(t, url)
+	n := streamCount(t, obs, study)
+	if n != int64(row.rep.Published-row.rep.Failed) {
+		t.Errorf("DITTO_EVENTS holds %d messages of %s, want %d (published %d, failed %d)", n, study,
+			row.rep.Published-row.rep.Failed, row.rep.Published, row.rep.Failed)
+	}
+	// The stream was new: anything else in it was published by another process — in cluster
+	// mode, another session's fault test that found these fixed ports taken and joined this
+	// cluster (its analyzer then shares the durable consumer, and the figures mean nothing).
+	if total := streamTotal(t, obs); total != uint64(n) {
+		t.Errorf("DITTO_EVENTS holds %d messages, %d of them not of %s: another process published to this server during the run",
+			total, total-uint64(n), study)
+	}
+	var sut []string // the system under test: the analyzer and the NATS process(es)
+	for name := range watch {
+		sut = append(sut, name)
+	}
+	row.memBounded = row.rep.MemoryBounded(sut...)
+	// nats bench on the same server(s), same settings, while the analyzer idles.
+	if cli := os.Getenv("DITTO_NATSCLI"); cli != "" {
+		row.benchRate, err = natsBench(cli, url, replicas, row.rep.MeanSize, dur)
+		if err != nil {
+			row.benchErr = err.Error()
+		}
+	}
+	if err := analyzer.stop(60 * time.Second); err != nil {
+		t.Logf("analyzer stop: %v", err)
+	}
+	printMemoryTrail(analyzer.log)
+	if host != nil {
+		if err := host.stop(30 * time.Second); err != nil {
+			t.Logf("producer host stop: %v", err)
+		}
+	}
+	cnt := dbCounts(t, db, study)
+	row.stored = cnt.Events
+	if want := int64(row.rep.Published - row.rep.Failed); cnt.Events != want || cnt.DupIDs != 0 {
+		t.Errorf("DuckDB holds %d events of %s (%d duplicate ids), want %d", cnt.Events, study, cnt.DupIDs, want)
+	}
+	return row
+}
+
+// streamTotal is the number of messages in DITTO_EVENTS.
+func streamTotal(t *testing.T, b *bus.Bus) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+var benchRate = regexp.MustCompile(`stats: ([0-9,]+) msgs/sec`)
+
+// natsBench publishes with `nats bench js pub async` into a file-stored stream with the given
+// replicas and dedup on (as ditto's Nats-Msg-Id), messages of size bytes, for about as many
+// messages as 20 s of the ditto rate would be (at least 50,000), and returns msgs/sec.
+func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64, error) {
+	if size <= 0 {
+		size = 700
+	}
+	msgs := 100_000
+	if replicas > 1 {
+		msgs = 50_000
+	}
+	args := []string{"bench", "js", "pub", "async", "-s", url, "--create", "--storage", "file",
+		"--replicas", fmt.Sprint(replicas), "--dedup", "--size", fmt.Sprintf("%dB", size), "--msgs", fmt.Sprint(msgs),
+		"--clients", "1", "--no-progress", "--stream", "ditto_bench", "ditto_bench.pub"}
+	out, err := exec.Command(cli, args...).CombinedOutput()
+	_ = exec.Command(cli, "-s", url, "stream", "rm", "ditto_bench", "-f").Run()
+	if err != nil {
+		return 0, fmt.Errorf("nats %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	m := benchRate.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no msgs/sec in nats bench output:\n%s", out)
+	}
+	return strconv.ParseFloat(strings.ReplaceAll(string(m[1]), ",", ""), 64)
+}
+
+// memoryField matches the memory figures of the analyzer's periodic ingest log line.
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_mapped_mib|duckdb_mib|rss_mib)=(\S+)`)
+
+// printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
+// heap, DuckDB's buffer manager, RSS), one line in six (every 30 s at --stats-every 5s).
+func printMemoryTrail(logPath string) {
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return
+	}
+	fmt.Println("analyzer memory (its own log: events stored, Go heap objects, memory the Go runtime holds, duckdb_memory(), RSS; MiB):")
+	k := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, "msg=ingest ") {
+			continue
+		}
+		if k%6 == 0 {
+			var parts []string
+			for _, m := range memoryField.FindAllStringSubmatch(line, -1) {
+				parts = append(parts, m[1]+"="+m[2])
+			}
+			fmt.Println("  " + strings.Join(parts, " "))
+		}
+		k++
+	}
+}

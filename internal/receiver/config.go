@@ -1,0 +1,170 @@
+package receiver
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/otlpmap"
+)
+
+// Config configures the server. Zero fields take the defaults below.
+type Config struct {
+	Addr string // listen address; default 127.0.0.1:4318 (the OTLP/HTTP port, loopback)
+
+	// Authentication: tokens from AuthFile and Tokens (see ParseToken and LoadAuthFile). With
+	// no token at all the server refuses to start unless InsecureNoAuth is set, in which case
+	// every request may write every study.
+	AuthFile       string
+	Tokens         []Token
+	InsecureNoAuth bool
+
+	// DefaultStudy is the study of spans with no ditto.study attribute when the token is bound
+	// to every study ("*"); a token bound to named studies uses its first. Default "production".
+	DefaultStudy string
+
+	MaxBodyBytes  int64         // request body limit, after gzip decompression; default 8 MiB
+	MaxEvents     int           // events per /v1/events request; default 5,000
+	MaxPending    int           // events published and not yet acknowledged, server-wide; default 8,192
+	MaxConcurrent int           // requests processed at once (bounds body memory); default 16
+	AdmitWait     time.Duration // how long a request may wait for room before 429; default 200ms
+	RetryAfter    time.Duration // Retry-After on 429/503; default 1s
+	AckTimeout    time.Duration // per publish; default 10s
+
+	Mapping  otlpmap.Config
+	Assembly otlpmap.AssemblerConfig
+	// FlushInterval is how often traces past their grace period or idle timeout are released;
+	// default 1s.
+	FlushInterval time.Duration
+}
+
+// Defaults.
+const (
+	DefaultAddr         = "127.0.0.1:4318"
+	DefaultStudy        = "production"
+	DefaultMaxBodyBytes = 8 << 20
+	DefaultMaxEvents    = 5_000
+	DefaultMaxPending   = 8192
+)
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.DefaultStudy == "" {
+		c.DefaultStudy = DefaultStudy
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxEvents <= 0 {
+		c.MaxEvents = DefaultMaxEvents
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 16
+	}
+	if c.AdmitWait <= 0 {
+		c.AdmitWait = 200 * time.Millisecond
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = time.Second
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 10 * time.Second
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = time.Second
+	}
+	c.Mapping = c.Mapping.WithDefaults()
+	c.Assembly = c.Assembly.WithDefaults()
+	return c
+}
+
+// Validate reports the first invalid setting (of the config with defaults applied).
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if err := events.ValidateToken("default study", c.DefaultStudy); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if c.MaxEvents > c.MaxPending {
+		return fmt.Errorf("%w: max events per request (%d) exceeds max pending (%d): such a request could never be admitted", ErrConfig, c.MaxEvents, c.MaxPending)
+	}
+	if c.MaxBodyBytes < events.MaxEventSize {
+		return fmt.Errorf("%w: max body %d is below one event's limit %d", ErrConfig, c.MaxBodyBytes, events.MaxEventSize)
+	}
+	if c.AuthFile != "" {
+		if _, err := os.Stat(c.AuthFile); err != nil {
+			return fmt.Errorf("%w: auth file: %v", ErrConfig, err)
+		}
+	}
+	if c.AuthFile == "" && len(c.Tokens) == 0 && !c.InsecureNoAuth {
+		return fmt.Errorf("%w: no token configured: give --auth-file or --token (or --insecure-no-auth for local testing)", ErrConfig)
+	}
+	for _, t := range c.Tokens {
+		if err := t.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RegisterFlags binds the settings to fs. Tokens also come from DITTO_INGEST_TOKENS (entries
+// separated by white space), which keeps secrets out of the process list.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", DefaultAddr, "listen address (host:port)")
+	fs.StringVar(&c.AuthFile, "auth-file", os.Getenv("DITTO_INGEST_AUTH_FILE"), "JSON file of bearer tokens and the studies each may write")
+	fs.Func("token", "bearer token as SECRET=study1,study2 (* for every study); repeatable; prefer DITTO_INGEST_TOKENS", func(s string) error {
+		t, err := ParseToken(s)
+		if err == nil {
+			c.Tokens = append(c.Tokens, t)
+		}
+		return err
+	})
+	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "accept requests without a token (local testing only)")
+	fs.StringVar(&c.DefaultStudy, "study", DefaultStudy, "study of spans without a ditto.study attribute, for tokens bound to every study")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", DefaultMaxBodyBytes, "request body limit in bytes (after gzip)")
+	fs.IntVar(&c.MaxEvents, "max-events", DefaultMaxEvents, "events per /v1/events request")
+	fs.IntVar(&c.MaxPending, "max-pending", DefaultMaxPending, "events awaiting JetStream acknowledgement, server-wide, before 429")
+	fs.IntVar(&c.MaxConcurrent, "max-concurrent", 16, "requests processed at once")
+	fs.DurationVar(&c.AdmitWait, "admit-wait", 200*time.Millisecond, "how long a request may wait for room before 429")
+	fs.DurationVar(&c.RetryAfter, "retry-after", time.Second, "Retry-After given with 429 and 503")
+	fs.Func("bucket", "time bucket folded into production run ids: none, hour, day (default), week, month", func(s string) error {
+		b, err := otlpmap.ParseBucket(s)
+		c.Mapping.Bucket = b
+		return err
+	})
+	fs.BoolVar(&c.Mapping.BucketCondition, "bucket-condition", false, "also append @<bucket> to the condition of production runs")
+	fs.Func("task-keys", "comma-separated span/resource attributes giving a production run's task (default "+strings.Join(otlpmap.DefaultTaskKeys, ",")+")", func(s string) error {
+		c.Mapping.TaskKeys = splitList(s)
+		return nil
+	})
+	fs.Func("model-keys", "attributes giving the model (default "+strings.Join(otlpmap.DefaultModelKeys, ",")+")", func(s string) error {
+		c.Mapping.ModelKeys = splitList(s)
+		return nil
+	})
+	fs.Func("condition-keys", "attributes giving the condition (default "+strings.Join(otlpmap.DefaultConditionKeys, ",")+")", func(s string) error {
+		c.Mapping.ConditionKeys = splitList(s)
+		return nil
+	})
+	fs.StringVar(&c.Mapping.DefaultCondition, "default-condition", "production", "condition of runs with none of the condition attributes")
+	fs.DurationVar(&c.Assembly.Grace, "trace-grace", 0, "wait this long after a trace's root span for late spans before emitting the run")
+	fs.DurationVar(&c.Assembly.IdleTimeout, "trace-idle", 5*time.Minute, "emit a trace whose root never arrived, as an aborted run, after this long without spans")
+	fs.IntVar(&c.Assembly.MaxSpans, "max-buffered-spans", 200_000, "spans of incomplete traces held in memory, server-wide, before 503")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package receiver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/dittolab/ditto/events"
+)
+
+// EventsResponse is the answer of POST /v1/events.
+type EventsResponse struct {
+	Accepted int             `json:"accepted"`
+	Rejected []RejectedEvent `json:"rejected"`
+	Error    string          `json:"error,omitempty"` // a request-level failure (then nothing was accepted)
+}
+
+// RejectedEvent is one event of a batch that was not stored.
+type RejectedEvent struct {
+	Index  int    `json:"index"`          // 0-based position in the batch
+	Line   int    `json:"line,omitempty"` // 1-based line, for NDJSON
+	ID     string `json:"id,omitempty"`   // the event id, when it could be read
+	Reason string `json:"reason"`         // malformed, too_large, unknown_type, unknown_version, invalid, unsafe_id, not_canonical, forbidden, not_stored
+	Field  string `json:"field,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// reason classifies an error for RejectedEvent.Reason and the metrics label.
+func reason(err error) string {
+	var fe *events.FieldError
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
+	case errors.Is(err, ErrNotStored):
+		return "not_stored"
+	case errors.Is(err, events.ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, events.ErrUnsafeToken), errors.Is(err, errUnsafeID):
+		return "unsafe_id"
+	case errors.Is(err, events.ErrUnknownType):
+		return "unknown_type"
+	case errors.Is(err, events.ErrUnknownVersion):
+		return "unknown_version"
+	case errors.Is(err, events.ErrNotCanonical):
+		return "not_canonical"
+	case errors.Is(err, events.ErrMalformed):
+		return "malformed"
+	case errors.As(err, &fe):
+		return "invalid"
+	}
+	return "invalid"
+}
+
+var errUnsafeID = errors.New("ingest: unsafe event id")
+
+// checkID refuses ids that could not travel as a Nats-Msg-Id header value: only printable
+// ASCII without spaces.
+func checkID(id string) error {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("%w: byte %#x at %d; use printable ASCII without spaces", errUnsafeID, c, i)
+		}
+	}
+	return nil
+}
+
+// item is one event of a batch as read.
+type item struct {
+	raw  []byte
+	line int
+}
+
+// splitBatch reads a JSON array of events, or NDJSON (one event per line; blank lines are
+// skipped). An array that is not valid JSON is refused whole: where one element ends and the
+// next begins is then unknown. A bad NDJSON line is only that event's problem.
+func splitBatch(body []byte) ([]item, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, badRequest("empty body: send a JSON array of events or NDJSON")
+	}
+	if trimmed[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(trimmed, &raws); err != nil {
+			return nil, badRequest("malformed JSON array: %v", err)
+		}
+		out := make([]item, len(raws))
+		for i, r := range raws {
+			out[i] = item{raw: r}
+		}
+		return out, nil
+	}
+	var out []item
+	for n, line := range bytes.Split(body, []byte{'\n'}) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			out = append(out, item{raw: line, line: n + 1})
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
+	const endpoint = "events"
+	answer := func(code int, resp EventsResponse) int {
+		if resp.Rejected == nil {
+			resp.Rejected = []RejectedEvent{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(resp)
+		return code
+	}
+	fail := func(err error) int {
+		code := http.StatusBadRequest
+		var he *httpError
+		switch {
+		case errors.Is(err, ErrUnauthorized):
+			code = http.StatusUnauthorized
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ditto"`)
+		case errors.Is(err, ErrTooLarge):
+			code = http.StatusRequestEntityTooLarge
+		case errors.As(err, &he):
+			code = he.code
+		}
+		return answer(code, EventsResponse{Error: err.Error()})
+	}
+	p, err := s.auth.authenticate(r)
+	if err != nil {
+		return fail(err)
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return fail(err)
+	}
+	batch, err := splitBatch(body)
+	if err != nil {
+		return fail(err)
+	}
+	if len(batch) > s.cfg.MaxEvents {
+		return fail(fmt.Errorf("%w: %d events, at most %d per request", ErrTooLarge, len(batch), s.cfg.MaxEvents))
+	}
+	var (
+		resp  EventsResponse
+		msgs  []pubMsg
+		index = map[string]int{} // event id → batch index, to report publish failures
+		dups  int
+	)
+	reject := func(i int, it item, id string, err error) {
+		rj := RejectedEvent{Index: i, Line: it.line, ID: id, Reason: reason(err), Detail: err.Error()}
+		var fe *events.FieldError
+		if errors.As(err, &fe) {
+			rj.Field = fe.Field
+		}
+		resp.Rejected = append(resp.Rejected, rj)
+		s.m.rejected.WithLabelValues(endpoint, rj.Reason).Inc()
+	}
+	for i, it := range batch {
+		env, err := events.Decode(it.raw)
+		if err == nil {
+			err = checkID(env.ID)
+		}
+		if err == nil && !p.May(env.Study) {
+			err = fmt.Errorf("%w: %q (token %s)", ErrForbidden, env.Study, p.Name)
+		}
+		var subject string
+		if err == nil {
+			subject, err = events.SubjectOf(&env)
+		}
+		if err != nil {
+			reject(i, it, clipID(env.ID), err)
+			continue
+		}
+		if _, dup := index[env.ID]; dup {
+			// The same event twice in one batch is stored once, like a re-sent batch.
+			dups++
+			continue
+		}
+		index[env.ID] = i
+		// Publish the bytes as sent (they decoded and validated): the stream holds exactly
+		// what the producer wrote.
+		msgs = append(msgs, pubMsg{subject: subject, id: env.ID, data: it.raw})
+	}
+	failed, err := s.publish(r.Context(), msgs, s.cfg.AdmitWait)
+	switch {
+	case errors.Is(err, ErrThrottled):
+		s.throttle(w, endpoint, http.StatusTooManyRequests)
+		resp.Error = fmt.Sprintf("%v: retry after %s; nothing of this request was stored", err, w.Header().Get("Retry-After")+"s")
+		return answer(http.StatusTooManyRequests, EventsResponse{Error: resp.Error, Rejected: resp.Rejected})
+	case err != nil:
+		s.throttle(w, endpoint, http.StatusServiceUnavailable)
+		return answer(http.StatusServiceUnavailable, EventsResponse{Error: err.Error(), Rejected: resp.Rejected})
+	}
+	resp.Accepted = len(msgs) - len(failed) + dups
+	for id, ferr := range failed {
+		reject(index[id], batch[index[id]], id, fmt.Errorf("%w: %v", ErrNotStored, ferr))
+	}
+	s.m.accepted.WithLabelValues(endpoint).Add(float64(resp.Accepted))
+	sortRejected(resp.Rejected)
+	switch {
+	case len(failed) > 0:
+		s.throttle(w, endpoint, http.StatusServiceUnavailable)
+		resp.Error = "some events were not acknowledged by JetStream; re-send the batch (events are idempotent on their id)"
+		return answer(http.StatusServiceUnavailable, resp)
+	case resp.Accepted == 0 && len(resp.Rejected) > 0 && allReason(resp.Rejected, "forbidden"):
+		return answer(http.StatusForbidden, resp)
+	case resp.Accepted == 0 && len(resp.Rejected) > 0:
+		return answer(http.StatusBadRequest, resp)
+	}
+	return answer(http.StatusOK, resp)
+}
+
+// sortRejected puts publish failures, appended last, in batch order with the others.
+func sortRejected(r []RejectedEvent) {
+	slices.SortStableFunc(r, func(a, b RejectedEvent) int { return a.Index - b.Index })
+}
+
+func allReason(r []RejectedEvent, reason string) bool {
+	for _, x := range r {
+		if x.Reason != reason {
+			return false
+		}
+	}
+	return true
+}
+
+func clipID(id string) string {
+	if len(id) > 128 {
+		return id[:128]
+	}
+	return id
+}
