@@ -155,7 +155,7 @@ func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*
 }
 
 func computeRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Report, error) {
-	rep, err := analysis.ComputeFrom(ctx, analysis.APIQuerier(c), cfg.study, cfg.opts)
+	rep, err := analysis.ComputeFrom(ctx, c.Querier(), cfg.study, cfg.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func reportCommand(ctx context.Context, cfg reportConfig, stdout io.Writer) erro
 	}
 	var rep *report.Report
 	if c != nil {
-		rep, err = report.Build(ctx, analysis.APIQuerier(c), m.study, opts)
+		rep, err = report.Build(ctx, c.Querier(), m.study, opts)
 	} else {
 		db, oerr := m.target.open(ctx)
 		if oerr != nil {

@@ -41,6 +41,12 @@
 //
 // Store replaces a study's rows of the tables metrics (one row per cell and metric, with its
 // SE) and comparisons in one transaction. CompareWindows computes one cell over two windows of
-// run start times and compares them (variance drift). Through a serving analyzer's HTTP API,
-// APIQuerier lets ComputeFrom read what Compute reads; storing needs the file.
+// run start times and compares them (variance drift).
+//
+// # Reading
+//
+// Compute and CompareWindows read the database in one transaction; ComputeFrom and
+// CompareWindowsFrom read through any Querier, the small interface this package owns:
+// SQLQuerier over a database, connection or transaction, or the query API's client
+// (queryapi.Client.Querier) when a serving analyzer holds the file. Storing needs the file.
 package analysis

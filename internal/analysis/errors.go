@@ -13,6 +13,4 @@ var (
 	// ErrChanged reports data that changed between the statements of one load (possible only
 	// through the HTTP API, which has no snapshot across requests); the load is retried.
 	ErrChanged = errors.New("analysis: data changed while loading")
-	// ErrTooLarge reports a result larger than the analyzer API returns in one answer.
-	ErrTooLarge = errors.New("analysis: result larger than the API's row limit")
 )
