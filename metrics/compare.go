@@ -98,8 +98,9 @@ type Comparison struct {
 	// (null when b·c = 0), McNemar's b (pairs where A succeeded and B
 	// failed), the permutation statistic Δ = B − A, or Mann–Whitney's U of A.
 	Statistic Value `json:"statistic"`
-	// EffectSize is Cliff's δ of A against B for Mann–Whitney (positive when
-	// A tends to exceed B); null for the other tests.
+	// EffectSize is Cliff's δ of B against A for Mann–Whitney, oriented like
+	// Difference: positive when B tends to exceed A (δ(B, A) = −δ(A, B));
+	// null for the other tests.
 	EffectSize Value `json:"effect_size"`
 	P          Value `json:"p"`
 	// PAdjusted and Significant (PAdjusted < FDRLevel) are filled by
@@ -318,7 +319,9 @@ func compareMWU(q string, a, b []Run, sa, sb Summary, f func(*Run) float64, base
 		c.Reason = err.Error()
 		return c
 	}
-	c.Method, c.Statistic, c.P, c.EffectSize = res.Method, Some(res.U1), Some(res.P), Some(res.CliffsDelta)
+	// res is the test of A's sample against B's, so its δ has the sign of
+	// A − B; a comparison reads B against A.
+	c.Method, c.Statistic, c.P, c.EffectSize = res.Method, Some(res.U1), Some(res.P), Some(-res.CliffsDelta)
 	return c
 }
 

@@ -249,3 +249,28 @@ func TestCompareSampledPermutation(t *testing.T) {
 		t.Errorf("rr: method %q, want exact (empty)", c.Method)
 	}
 }
+
+// TestCompareEffectSizeSign: Cliff's δ reads like Difference (B − A). Cell
+// B uses fewer tokens than A in every run, so the difference of medians and
+// δ are both negative; every latency of B exceeds A's, so both are positive.
+func TestCompareEffectSizeSign(t *testing.T) {
+	a := []Run{{Tokens: 6000, LatencyMS: 10}, {Tokens: 6400, LatencyMS: 12}, {Tokens: 6600, LatencyMS: 11}}
+	b := []Run{{Tokens: 3000, LatencyMS: 20}, {Tokens: 3100, LatencyMS: 25}, {Tokens: 3300, LatencyMS: 22}}
+	cs, err := Compare(a, b, CompareConfig{Permutations: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byQuantityTest(cs)
+	for _, tc := range []struct {
+		key       string
+		wantDelta float64
+	}{
+		{"tokens/mann_whitney_u", -1},
+		{"latency_ms/mann_whitney_u", 1},
+	} {
+		c := got[tc.key]
+		if !c.EffectSize.Valid || c.EffectSize.V != tc.wantDelta || (c.Difference.V > 0) != (tc.wantDelta > 0) {
+			t.Errorf("%s: effect size %v, difference %v; want δ = %v with the sign of B − A", tc.key, c.EffectSize, c.Difference, tc.wantDelta)
+		}
+	}
+}

@@ -89,9 +89,10 @@
 // reference cell a (success: Fisher, and McNemar when every run has a
 // PairKey; RR, DI, TSS, AC: permutation tests sharing one seeded sequence
 // of permutations; tokens and latency: Mann–Whitney U with Cliff's δ).
-// Difference is always B − A. After collecting every comparison of a
-// report, AdjustBH fills the Benjamini–Hochberg adjusted p and the verdict
-// (p̃ < 0.05). A comparison that cannot be made has a null P and a Reason.
+// Difference is always B − A, and Cliff's δ has the same orientation
+// (positive when B tends to be larger). After collecting every comparison
+// of a report, AdjustBH fills the Benjamini–Hochberg adjusted p and the
+// verdict (p̃ < 0.05). A comparison that cannot be made has a null P and a Reason.
 //
 // The building blocks are exported for callers that group in SQL:
 // Agreement and AgreementEstimate take the group counts directly;

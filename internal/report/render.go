@@ -109,7 +109,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintln(bw, "## Comparisons")
 	fmt.Fprintln(bw)
-	fmt.Fprintln(bw, "B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ (A against B) for Mann–Whitney.")
+	fmt.Fprintln(bw, "B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A).")
 	fmt.Fprintln(bw)
 	writeMDTable(bw, r.ComparisonTable())
 	fmt.Fprintln(bw, "## The data")
@@ -226,7 +226,7 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 {{range .Plots}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 <h2>Comparisons</h2>
-<p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ (A against B) for Mann–Whitney. Rows in red: significant and worse.</p>
+<p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A). Rows in red: significant and worse.</p>
 {{template "table" .Comparisons}}
 <h2>The data</h2>{{template "table" .Basis}}
 {{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
