@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// goldenPath is relative to this package: the shared contract directory is
-// checked out beside the repository (../../shared from metrics/).
-const goldenPath = "../../shared/testdata/stats/golden.json"
+// goldenPath holds the reference values computed with SciPy and statsmodels
+// (see testdata/README.md for their origin and testdata/regen.py to
+// recompute them).
+const goldenPath = "testdata/golden.json"
 
 type golden struct {
 	Fisher []struct {
@@ -60,11 +61,22 @@ func loadGolden(t *testing.T) golden {
 	t.Helper()
 	b, err := os.ReadFile(goldenPath)
 	if err != nil {
-		t.Fatalf("reading the shared reference values (the shared/ directory must sit beside the repository): %v", err)
+		t.Fatalf("reading the reference values: %v", err)
 	}
 	var g golden
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatalf("decoding %s: %v", goldenPath, err)
+	}
+	// A renamed or emptied key would otherwise let its test pass on nothing.
+	for key, n := range map[string]int{
+		"fisher_exact_two_sided": len(g.Fisher), "mcnemar_exact": len(g.McNemar),
+		"mann_whitney_u_asymptotic": len(g.MWAsym), "mann_whitney_u_exact": len(g.MWExact),
+		"wilson_95": len(g.Wilson), "benjamini_hochberg": len(g.BH),
+		"sequence_similarity": len(g.SeqSim), "pairwise_agreement": len(g.Agreement), "pass_hat_k": len(g.PassHatK),
+	} {
+		if n == 0 {
+			t.Fatalf("%s: no cases under %q", goldenPath, key)
+		}
 	}
 	return g
 }
@@ -83,9 +95,6 @@ func within(got, want float64) bool {
 
 func TestGoldenFisher(t *testing.T) {
 	g := loadGolden(t)
-	if len(g.Fisher) == 0 {
-		t.Fatal("no fisher cases")
-	}
 	for _, c := range g.Fisher {
 		a, b, cc, d := c.Table[0][0], c.Table[0][1], c.Table[1][0], c.Table[1][1]
 		got, err := FisherExact(a, b, cc, d)
