@@ -38,7 +38,7 @@ func runSimServe(ctx context.Context, args []string) error {
 	var cfg simServeConfig
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "loopback address to listen on (port 0: any free port)")
 	fs.Float64Var(&cfg.LatencyScale, "latency-scale", 1, "scale of the modelled latency (0: answer at once)")
-	fs.StringVar(&cfg.Personas, "personas", "", "persona file (JSON, as internal/simllm/personas.json); default: the built-in personas")
+	fs.StringVar(&cfg.Personas, "personas", "", "persona file (JSON, as internal/simllm/personas/personas.json); default: the built-in personas")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/harness/harnesstest"
 	"github.com/dittolab/ditto/internal/llm"
@@ -49,7 +50,7 @@ func BenchmarkStep(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			task, _ := tasks.Get(tc.task)
-			c, _ := harness.ParseCondition(tc.cond)
+			c, _ := condition.Parse(tc.cond)
 			seed := int64(1)
 			m := &gapModel{turn: harnesstest.Ideal(task)}
 			var fold *events.Run

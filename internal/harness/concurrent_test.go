@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/harness/harnesstest"
 	"github.com/dittolab/ditto/internal/tasks"
@@ -23,7 +24,7 @@ func TestConcurrentRuns(t *testing.T) {
 			defer wg.Done()
 			name := names[i%3]
 			task, _ := tasks.Get(name)
-			c, _ := harness.ParseCondition([]string{"baseline", "harness", "harness_sp"}[i%3])
+			c, _ := condition.Parse([]string{"baseline", "harness", "harness_sp"}[i%3])
 			s := harness.RunSpec{Task: name, Instance: i % len(task.Instances), Condition: c, Model: "ideal"}
 			rec := harnesstest.NewRecorder()
 			res, err := harness.Run(context.Background(), s, harnesstest.IdealModel(task), rec)

@@ -1,11 +1,9 @@
 // Package harness runs one agent run of a task under a harness condition against a model, and
 // reports every step to an Emitter as typed events (package events), in order.
 //
-// Components are independent switches (Components); a Condition names a set of them plus their
-// limits. The named conditions are baseline (none), harness (all but Structured Planning) and
-// harness_sp (all); ParseCondition also accepts expressions such as "harness-retry" or
-// "baseline+schema_gate+permission_gate", and NewCondition builds one from a list of component
-// names.
+// The run's condition (package condition: which components are switched on, and their limits)
+// is data the harness receives in RunSpec; the named conditions are baseline (none), harness
+// (all but Structured Planning) and harness_sp (all).
 //
 // What each component does:
 //

@@ -3,8 +3,6 @@ package harness
 import "errors"
 
 var (
-	// ErrUnknownCondition is returned by ParseCondition and NewCondition for an unknown name.
-	ErrUnknownCondition = errors.New("harness: unknown condition or component")
 	// ErrSpec reports an invalid RunSpec.
 	ErrSpec = errors.New("harness: invalid run spec")
 	// ErrEmit wraps an Emitter failure: the run stopped and its events are incomplete.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/harness/harnesstest"
 	"github.com/dittolab/ditto/internal/tasks"
@@ -13,7 +14,7 @@ import (
 // A worker resolves the job's condition, builds the spec, wraps its publisher in a Sequencer
 // (one per run attempt) and runs. Here the model is the ideal agent and the publisher prints.
 func ExampleRun() {
-	cond, err := harness.ParseCondition("harness_sp")
+	cond, err := condition.Parse("harness_sp")
 	if err != nil {
 		panic(err)
 	}
@@ -63,17 +64,4 @@ func ExampleRun() {
 	// 28 state.exited
 	// 29 run.finished
 	// succeeded {"customer_id":"cust-b","outcome":"escalated_to_mlro","report":"aml_screening","report_path":"reports/aml_screening/cust-b","risk_rating":"high"}
-}
-
-func ExampleParseCondition() {
-	for _, name := range []string{"baseline", "harness", "harness_sp", "harness-retry", "fsm+forced_tool"} {
-		c, _ := harness.ParseCondition(name)
-		fmt.Println(name, c.Names())
-	}
-	// Output:
-	// baseline []
-	// harness [circuit_breaker forced_tool fsm permission_gate retry schema_gate validation]
-	// harness_sp [circuit_breaker forced_tool fsm permission_gate retry schema_gate structured_planning validation]
-	// harness-retry [circuit_breaker forced_tool fsm permission_gate schema_gate validation]
-	// fsm+forced_tool [forced_tool fsm]
 }

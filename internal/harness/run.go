@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/tasks"
 )
@@ -34,7 +35,7 @@ func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result
 		return Result{}, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	r := &runner{
-		ctx: ctx, spec: spec, comp: spec.Condition.Components, lim: spec.Condition.Limits.withDefaults(),
+		ctx: ctx, spec: spec, comp: spec.Condition.Components, lim: spec.Condition.Limits.WithDefaults(),
 		task: task, inst: inst, model: model, em: em, retries: map[string]int{},
 	}
 	r.graph = r.comp.FSM || r.comp.ForcedTool
@@ -48,8 +49,8 @@ func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result
 type runner struct {
 	ctx   context.Context
 	spec  RunSpec
-	comp  Components
-	lim   Limits
+	comp  condition.Components
+	lim   condition.Limits
 	graph bool // the harness follows the task graph (fsm or forced_tool)
 	task  *tasks.Task
 	inst  *tasks.Instance

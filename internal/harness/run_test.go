@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/harness/harnesstest"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
-func cond(t *testing.T, name string) harness.Condition {
+func cond(t *testing.T, name string) condition.Condition {
 	t.Helper()
-	c, err := harness.ParseCondition(name)
+	c, err := condition.Parse(name)
 	if err != nil {
 		t.Fatalf("ParseCondition(%q): %v", name, err)
 	}
@@ -488,7 +489,7 @@ func TestRunRejectsBadSpecs(t *testing.T) {
 		{"unknown task", func(s *harness.RunSpec) { s.Task = "nope" }},
 		{"instance out of range", func(s *harness.RunSpec) { s.Instance = 99 }},
 		{"no model", func(s *harness.RunSpec) { s.Model = "" }},
-		{"no condition", func(s *harness.RunSpec) { s.Condition = harness.Condition{} }},
+		{"no condition", func(s *harness.RunSpec) { s.Condition = condition.Condition{} }},
 	}
 	for _, tt := range tests {
 		s := good

@@ -6,20 +6,21 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 )
 
 // RunSpec is one run to execute. The envelope identity (study, run id, attempt, sequence
 // numbers, source) belongs to the Emitter; the spec carries what the run itself needs and
 // records in run.started.
 type RunSpec struct {
-	Task      string    // registered task name (tasks.Get)
-	Instance  int       // input instance index (recorded as input_index)
-	SeedIndex int       // index of the seed within the cell (recorded as seed_index)
-	Condition Condition // from ParseCondition or NewCondition
-	Model     string    // model name sent in every request
-	Endpoint  string    // endpoint name or base URL, recorded; never a key
-	Simulated bool      // the model is one of ditto's simulated models
-	Seed      *int64    // per-run seed sent in every request; nil sends none
+	Task      string              // registered task name (tasks.Get)
+	Instance  int                 // input instance index (recorded as input_index)
+	SeedIndex int                 // index of the seed within the cell (recorded as seed_index)
+	Condition condition.Condition // from condition.Parse or condition.New
+	Model     string              // model name sent in every request
+	Endpoint  string              // endpoint name or base URL, recorded; never a key
+	Simulated bool                // the model is one of ditto's simulated models
+	Seed      *int64              // per-run seed sent in every request; nil sends none
 	Sampling  events.Sampling
 }
 
@@ -31,7 +32,7 @@ func (s RunSpec) Validate() error {
 	case s.Model == "":
 		return fmt.Errorf("%w: model is required", ErrSpec)
 	case s.Condition.Name == "":
-		return fmt.Errorf("%w: condition is required (use ParseCondition)", ErrSpec)
+		return fmt.Errorf("%w: condition is required (use condition.Parse)", ErrSpec)
 	case s.Instance < 0 || s.SeedIndex < 0:
 		return fmt.Errorf("%w: instance and seed index must not be negative", ErrSpec)
 	}

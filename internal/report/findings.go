@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/metrics"
 )
 
@@ -109,13 +109,13 @@ func pct(a, b metrics.Value) (string, bool) {
 
 // componentsOf returns a condition's components: as the runs recorded them, or else as the
 // condition's name says.
-func componentsOf(cells []CellInfo, task, model, condition string) []string {
+func componentsOf(cells []CellInfo, task, model, cond string) []string {
 	for _, c := range cells {
-		if (task == "" || c.Task == task) && c.Model == model && c.Condition == condition {
+		if (task == "" || c.Task == task) && c.Model == model && c.Condition == cond {
 			return c.Components
 		}
 	}
-	if hc, err := harness.ParseCondition(condition); err == nil {
+	if hc, err := condition.Parse(cond); err == nil {
 		return hc.Components.Names()
 	}
 	return nil

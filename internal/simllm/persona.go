@@ -2,16 +2,14 @@ package simllm
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"regexp"
-)
 
-//go:embed personas.json
-var defaultPersonasJSON []byte
+	"github.com/dittolab/ditto/internal/simllm/personas"
+)
 
 // Persona is one simulated model: how often and how it deviates from the ideal agent, how long
 // it takes and how it counts tokens. Every *_rate is a probability in [0,1] per response (or per
@@ -181,16 +179,13 @@ func LoadPersonas(path string) ([]Persona, error) {
 	return ps, nil
 }
 
-// DefaultPersonas returns the embedded personas (sim-steady and sim-wobbly), a fresh copy on
-// every call.
+// DefaultPersonas returns the personas of the default file (package personas: sim-steady and
+// sim-wobbly), a fresh copy on every call.
 func DefaultPersonas() []Persona {
-	ps, err := ParsePersonas(defaultPersonasJSON)
+	ps, err := ParsePersonas(personas.JSON())
 	if err != nil {
 		// The embedded file is checked by TestDefaultPersonas; reaching this is a build defect.
 		panic(err)
 	}
 	return ps
 }
-
-// DefaultPersonasJSON returns the embedded persona file, a starting point for a custom one.
-func DefaultPersonasJSON() []byte { return bytes.Clone(defaultPersonasJSON) }

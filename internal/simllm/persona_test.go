@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dittolab/ditto/internal/simllm/personas"
 )
 
 func TestDefaultPersonas(t *testing.T) {
@@ -46,7 +48,7 @@ func TestDefaultPersonas(t *testing.T) {
 
 func TestLoadPersonas(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "personas.json")
-	if err := os.WriteFile(path, DefaultPersonasJSON(), 0o600); err != nil {
+	if err := os.WriteFile(path, personas.JSON(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := LoadPersonas(path)

@@ -131,7 +131,7 @@ func runID(hash string, runs, i int) string {
 }
 
 func (s *Spec) job(c events.Cell, hash string, i, offset int) (Job, error) {
-	cond, err := s.condition(c.Condition)
+	cond, err := s.conditionOf(c.Condition)
 	if err != nil {
 		return Job{}, fmt.Errorf("study: condition %s: %w", c.Condition, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -127,31 +127,12 @@ func (j *Job) Validate() error {
 	return nil
 }
 
-// HarnessCondition rebuilds the job's harness condition from its components and limits.
-func (j *Job) HarnessCondition() (harness.Condition, error) {
-	c, err := harness.NewCondition(j.Condition, j.Components)
+// HarnessCondition rebuilds the condition the job runs under from its components and limits.
+func (j *Job) HarnessCondition() (condition.Condition, error) {
+	c, err := condition.New(j.Condition, j.Components)
 	if err != nil {
-		return harness.Condition{}, err
+		return condition.Condition{}, err
 	}
 	c.Limits = j.Limits.apply(c.Limits)
 	return c, nil
-}
-
-// RunSpec is the harness's view of the job.
-func (j *Job) RunSpec() (harness.RunSpec, error) {
-	c, err := j.HarnessCondition()
-	if err != nil {
-		return harness.RunSpec{}, fmt.Errorf("%w: %v", ErrInvalidJob, err)
-	}
-	return harness.RunSpec{
-		Task:      j.Task,
-		Instance:  j.InputIndex,
-		SeedIndex: j.SeedIndex,
-		Condition: c,
-		Model:     j.Model,
-		Endpoint:  j.Endpoint.Name,
-		Simulated: j.Endpoint.Sim,
-		Seed:      j.Seed,
-		Sampling:  j.Sampling,
-	}, nil
 }

@@ -51,7 +51,7 @@ type Spec struct {
 	Endpoints map[string]Endpoint `json:"endpoints"`
 	// CustomConditions names sets of harness components, usable in Conditions and Cells.
 	// Besides these and the named conditions (baseline, harness, harness_sp), a condition may
-	// be an expression such as "harness-retry" (see harness.ParseCondition).
+	// be an expression such as "harness-retry" (see condition.Parse).
 	CustomConditions map[string]ConditionSpec `json:"custom_conditions,omitempty"`
 	// Limits bound the harness components of every condition (zero fields: harness defaults).
 	Limits *Limits `json:"limits,omitempty"`

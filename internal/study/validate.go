@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/harness"
-	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/condition"
+	"github.com/dittolab/ditto/internal/simllm/personas"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -150,32 +150,32 @@ func (s *Spec) checkCondition(name string) string {
 	if err := events.ValidateToken("condition", name); err != nil {
 		return tokenMsg(err)
 	}
-	if _, err := s.condition(name); err != nil {
+	if _, err := s.conditionOf(name); err != nil {
 		custom := strings.Join(sortedKeys(s.CustomConditions), ", ")
 		if custom == "" {
 			custom = "none"
 		}
 		return fmt.Sprintf("unknown condition %q (named: baseline, harness, harness_sp; custom: %s; or an expression such as harness-retry over the components %s)",
-			name, custom, strings.Join(harness.ComponentNames(), ", "))
+			name, custom, strings.Join(condition.ComponentNames(), ", "))
 	}
 	return ""
 }
 
-// condition resolves a condition name with its limits.
-func (s *Spec) condition(name string) (harness.Condition, error) {
+// conditionOf resolves a condition name with its limits.
+func (s *Spec) conditionOf(name string) (condition.Condition, error) {
 	limits := s.Limits
-	var c harness.Condition
+	var c condition.Condition
 	var err error
 	if cc, ok := s.CustomConditions[name]; ok {
-		c, err = harness.NewCondition(name, cc.Components)
+		c, err = condition.New(name, cc.Components)
 		if cc.Limits != nil {
 			limits = cc.Limits
 		}
 	} else {
-		c, err = harness.ParseCondition(name)
+		c, err = condition.Parse(name)
 	}
 	if err != nil {
-		return harness.Condition{}, err
+		return condition.Condition{}, err
 	}
 	if limits != nil {
 		c.Limits = limits.apply(c.Limits)
@@ -184,7 +184,7 @@ func (s *Spec) condition(name string) (harness.Condition, error) {
 }
 
 // apply overrides the non-zero fields of base.
-func (l Limits) apply(base harness.Limits) harness.Limits {
+func (l Limits) apply(base condition.Limits) condition.Limits {
 	if l.MaxRetries != 0 {
 		base.MaxRetries = l.MaxRetries
 	}
@@ -296,10 +296,10 @@ func (s *Spec) validateCustomConditions(ps *problems) {
 			ps.add(f, "condition name: %s", tokenMsg(err))
 		}
 		switch name {
-		case harness.Baseline, harness.Harness, harness.HarnessSP:
+		case condition.Baseline, condition.Harness, condition.HarnessSP:
 			ps.add(f, "%q is a named condition and cannot be redefined", name)
 		}
-		known := harness.ComponentNames()
+		known := condition.ComponentNames()
 		seen := map[string]bool{}
 		for i, comp := range cc.Components {
 			cf := fmt.Sprintf("%s.components[%d]", f, i)
@@ -422,11 +422,4 @@ func tokenMsg(err error) string {
 }
 
 // simulatedModels are the names of the default simulated personas, sorted.
-func simulatedModels() []string {
-	var out []string
-	for _, p := range simllm.DefaultPersonas() {
-		out = append(out, p.Name)
-	}
-	slices.Sort(out)
-	return out
-}
+func simulatedModels() []string { return personas.Names() }

@@ -115,7 +115,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	for i := 0; i < b.N*sweep; i++ {
 		job := plan.Jobs[i%len(plan.Jobs)]
 		job.Run = fmt.Sprintf("%s-%d", job.Run, i) // a fresh run id per iteration
-		spec, err := job.RunSpec()
+		spec, err := RunSpec(&job)
 		if err != nil {
 			b.Fatal(err)
 		}

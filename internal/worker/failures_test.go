@@ -200,7 +200,7 @@ func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
 	const ackWait = time.Second
 	got := takeJob(t, e, ctx, ackWait, job)
 	// The doomed worker's whole run, every event acknowledged by JetStream, and no job ack.
-	spec, _ := got.RunSpec()
+	spec, _ := worker.RunSpec(&got)
 	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
 	pub, _ := e.bus.NewPublisher()
 	seq := &harness.Sequencer{Study: got.Study, Run: got.Run, Attempt: 1,
@@ -238,7 +238,7 @@ func TestRedeliveryWaitsForALiveAttempt(t *testing.T) {
 	got := takeJob(t, e, ctx, ackWait, job)
 	// The first worker's attempt, computed at once and then published slowly, as a run whose
 	// steps take a while: it is still writing when the job is redelivered after ackWait.
-	spec, _ := got.RunSpec()
+	spec, _ := worker.RunSpec(&got)
 	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
 	var evs []*events.Envelope
 	seq := &harness.Sequencer{Study: got.Study, Run: got.Run, Attempt: 1,

@@ -34,7 +34,7 @@ func (c *cutOff) Emit(ctx context.Context, p events.Payload) error {
 // events (every event when keep < 0), and waits until JetStream has acknowledged them.
 func storeAttempt1(t *testing.T, e *env, ctx context.Context, job study.Job, keep int) {
 	t.Helper()
-	spec, err := job.RunSpec()
+	spec, err := worker.RunSpec(&job)
 	if err != nil {
 		t.Fatal(err)
 	}

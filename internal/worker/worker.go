@@ -236,7 +236,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 // execute runs the harness for one attempt and settles the job.
 func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job, attempt int, model llm.Model, log *slog.Logger) {
-	spec, err := job.RunSpec()
+	spec, err := RunSpec(job)
 	if err != nil { // DecodeJob validated the condition; unreachable unless the build changed
 		w.reject(msg, nil, job, err)
 		return

@@ -1,4 +1,4 @@
-package harness
+package condition
 
 import (
 	"fmt"
@@ -34,7 +34,8 @@ func DefaultLimits() Limits {
 	return Limits{MaxRetries: 2, MaxPlanReprompts: 2, MaxRepairTurns: 3, TokenBudget: 100_000, MaxSteps: 20}
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields set to DefaultLimits' values.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.MaxRetries == 0 {
 		l.MaxRetries = d.MaxRetries
@@ -54,7 +55,8 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Condition is a named set of components with their limits.
+// Condition is a named set of components with their limits: what the harness runs a task
+// under, and what a study's job carries.
 type Condition struct {
 	Name string
 	Components
@@ -112,7 +114,7 @@ func (c *Components) set(name string, on bool) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: component %q (known: %v)", ErrUnknownCondition, name, ComponentNames())
+	return fmt.Errorf("%w: component %q (known: %v)", ErrUnknown, name, ComponentNames())
 }
 
 func named(name string) (Components, bool) {
@@ -130,13 +132,13 @@ func named(name string) (Components, bool) {
 	return Components{}, false
 }
 
-// ParseCondition resolves a condition name: baseline, harness, harness_sp, or an expression
+// Parse resolves a condition name: baseline, harness, harness_sp, or an expression
 // starting with one of them or with a component name, followed by "+component" or
 // "-component" terms, e.g. "harness-retry", "baseline+schema_gate", "fsm+forced_tool". The
 // Condition keeps the given name and has DefaultLimits.
-func ParseCondition(name string) (Condition, error) {
+func Parse(name string) (Condition, error) {
 	if name == "" {
-		return Condition{}, fmt.Errorf("%w: empty name", ErrUnknownCondition)
+		return Condition{}, fmt.Errorf("%w: empty name", ErrUnknown)
 	}
 	// Split into signed terms; the first term has an implicit '+'.
 	var terms []string
@@ -153,11 +155,11 @@ func ParseCondition(name string) (Condition, error) {
 	var c Components
 	for i, t := range terms {
 		if t == "" {
-			return Condition{}, fmt.Errorf("%w: %q has an empty term", ErrUnknownCondition, name)
+			return Condition{}, fmt.Errorf("%w: %q has an empty term", ErrUnknown, name)
 		}
 		if base, ok := named(t); ok {
 			if i != 0 {
-				return Condition{}, fmt.Errorf("%w: %q: a named condition can only come first", ErrUnknownCondition, name)
+				return Condition{}, fmt.Errorf("%w: %q: a named condition can only come first", ErrUnknown, name)
 			}
 			c = base
 			continue
@@ -169,10 +171,10 @@ func ParseCondition(name string) (Condition, error) {
 	return Condition{Name: name, Components: c, Limits: DefaultLimits()}, nil
 }
 
-// NewCondition builds a condition with a study-chosen name from component names.
-func NewCondition(name string, components []string) (Condition, error) {
+// New builds a condition with a study-chosen name from component names.
+func New(name string, components []string) (Condition, error) {
 	if strings.TrimSpace(name) == "" {
-		return Condition{}, fmt.Errorf("%w: empty name", ErrUnknownCondition)
+		return Condition{}, fmt.Errorf("%w: empty name", ErrUnknown)
 	}
 	var c Components
 	for _, n := range components {

@@ -1,0 +1,65 @@
+package condition_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dittolab/ditto/internal/condition"
+)
+
+func TestParse(t *testing.T) {
+	all := condition.ComponentNames()
+	tests := []struct {
+		give    string
+		want    []string
+		wantErr bool
+	}{
+		{give: "baseline", want: []string{}},
+		{give: "harness", want: []string{"circuit_breaker", "forced_tool", "fsm", "permission_gate", "retry", "schema_gate", "validation"}},
+		{give: "harness_sp", want: all},
+		{give: "harness-retry", want: []string{"circuit_breaker", "forced_tool", "fsm", "permission_gate", "schema_gate", "validation"}},
+		{give: "baseline+schema_gate+permission_gate", want: []string{"permission_gate", "schema_gate"}},
+		{give: "fsm+forced_tool", want: []string{"forced_tool", "fsm"}},
+		{give: "structured_planning", want: []string{"structured_planning"}},
+		{give: "harness_sp-structured_planning", want: []string{"circuit_breaker", "forced_tool", "fsm", "permission_gate", "retry", "schema_gate", "validation"}},
+		{give: "", wantErr: true},
+		{give: "nope", wantErr: true},
+		{give: "fsm+harness", wantErr: true},
+		{give: "harness+", wantErr: true},
+		{give: "harness+warp_drive", wantErr: true},
+	}
+	for _, tt := range tests {
+		c, err := condition.Parse(tt.give)
+		if tt.wantErr {
+			if !errors.Is(err, condition.ErrUnknown) {
+				t.Errorf("Parse(%q) error = %v, want ErrUnknown", tt.give, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(c.Names(), tt.want) || c.Name != tt.give || c.Limits != condition.DefaultLimits() {
+			t.Errorf("Parse(%q) = %v, %v; want %v", tt.give, c.Names(), err, tt.want)
+		}
+	}
+	c, err := condition.New("gates_only", []string{"schema_gate", "permission_gate"})
+	if err != nil || !slices.Equal(c.Names(), []string{"permission_gate", "schema_gate"}) || c.Name != "gates_only" {
+		t.Errorf("New = %v, %v", c.Names(), err)
+	}
+	if _, err := condition.New("x", []string{"bogus"}); !errors.Is(err, condition.ErrUnknown) {
+		t.Errorf("New(bogus) error = %v", err)
+	}
+}
+
+func ExampleParse() {
+	for _, name := range []string{"baseline", "harness", "harness_sp", "harness-retry", "fsm+forced_tool"} {
+		c, _ := condition.Parse(name)
+		fmt.Println(name, c.Names())
+	}
+	// Output:
+	// baseline []
+	// harness [circuit_breaker forced_tool fsm permission_gate retry schema_gate validation]
+	// harness_sp [circuit_breaker forced_tool fsm permission_gate retry schema_gate structured_planning validation]
+	// harness-retry [circuit_breaker forced_tool fsm permission_gate schema_gate validation]
+	// fsm+forced_tool [forced_tool fsm]
+}
