@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/dittolab/ditto/events/internal/jcs"
 )
 
 // canonicalReference is a second, independent canonicalizer built on encoding/json's
@@ -77,13 +79,13 @@ func refValue(dec *json.Decoder, buf *bytes.Buffer) error {
 				}
 				buf.WriteByte(',')
 			}
-			buf.Write(appendString(nil, m.k))
+			buf.Write(jcs.AppendString(nil, m.k))
 			buf.WriteByte(':')
 			buf.Write(m.v)
 		}
 		buf.WriteByte('}')
 	case string:
-		buf.Write(appendString(nil, v))
+		buf.Write(jcs.AppendString(nil, v))
 	case json.Number:
 		var f float64
 		if err := json.Unmarshal([]byte(v), &f); err != nil {

@@ -4,33 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
-)
 
-// wire is the JSON shape of an envelope.
-type wire struct {
-	Schema    int             `json:"schema"`
-	ID        string          `json:"id"`
-	Type      Type            `json:"type"`
-	Time      time.Time       `json:"time"`
-	Study     string          `json:"study"`
-	Run       string          `json:"run"`
-	Attempt   int             `json:"attempt"`
-	Seq       int64           `json:"seq"`
-	Source    Source          `json:"source"`
-	TraceID   string          `json:"trace_id,omitempty"`
-	SpanID    string          `json:"span_id,omitempty"`
-	Ignorable bool            `json:"ignorable,omitempty"`
-	Payload   json.RawMessage `json:"payload"`
-}
+	"github.com/dittolab/ditto/events/internal/jsonscan"
+	"github.com/dittolab/ditto/events/internal/wire"
+)
 
 // Encode validates e and returns its JSON form. The result is at most MaxEventSize bytes.
 func Encode(e *Envelope) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
+	u, unknown := e.Payload.(Unknown)
 	var payload []byte
-	if u, ok := e.Payload.(Unknown); ok {
+	if unknown {
 		payload = u.Raw
 	} else {
 		var err error
@@ -38,15 +24,11 @@ func Encode(e *Envelope) ([]byte, error) {
 			return nil, fmt.Errorf("events: encode %s payload: %w", e.Type, err)
 		}
 	}
-	w := wire{
-		Schema: e.Schema, ID: e.ID, Type: e.Type, Time: e.Time.UTC(), Study: e.Study, Run: e.Run,
-		Attempt: e.Attempt, Seq: e.Seq, Source: e.Source, TraceID: e.TraceID, SpanID: e.SpanID,
-		Ignorable: e.Ignorable, Payload: payload,
-	}
+	w := toWire(e, payload)
 	var b []byte
 	ok := false
-	if _, unknown := e.Payload.(Unknown); !unknown { // an Unknown payload may need compacting
-		b, ok = appendEnvelope(make([]byte, 0, len(payload)+320), &w)
+	if !unknown { // an Unknown payload may need compacting, which only encoding/json does
+		b, ok = wire.Append(make([]byte, 0, len(payload)+320), &w)
 	}
 	if !ok {
 		var err error
@@ -58,6 +40,15 @@ func Encode(e *Envelope) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
 	return b, nil
+}
+
+func toWire(e *Envelope, payload []byte) wire.Envelope {
+	return wire.Envelope{
+		Schema: e.Schema, ID: e.ID, Type: string(e.Type), Time: e.Time.UTC(), Study: e.Study,
+		Run: e.Run, Attempt: e.Attempt, Seq: e.Seq,
+		Source:  wire.Source{Kind: string(e.Source.Kind), ID: e.Source.ID},
+		TraceID: e.TraceID, SpanID: e.SpanID, Ignorable: e.Ignorable, Payload: payload,
+	}
 }
 
 // marshalNoHTMLEscape is json.Marshal without HTML escaping. json.Marshal rewrites '<', '>',
@@ -77,44 +68,74 @@ func marshalNoHTMLEscape(v any) ([]byte, error) {
 // ErrUnknownType, ErrUnknownVersion or a *FieldError naming the field at fault. An event of an
 // unknown type decodes without error, with an Unknown payload, only when it is marked ignorable.
 func Decode(b []byte) (Envelope, error) {
+	e, _, err := DecodeWithPayload(b)
+	return e, err
+}
+
+// DecodeWithPayload is Decode that also returns the bytes of the event's payload member as
+// they are in b (not re-encoded; they may alias b): what a store keeps so that it can hand the
+// producer's payload back unchanged and decode it again with Envelope.DecodePayload.
+func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	if len(b) > MaxEventSize {
-		return Envelope{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
+		return Envelope{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
-	w, ok := scanEnvelope(b)
+	w, ok := wire.Scan(b)
 	if !ok {
 		// Anything the fast path does not read exactly as encoding/json would: let
 		// encoding/json decide, with its own errors.
-		w = wire{}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&w); err != nil {
-			return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-		}
-		if dec.More() {
-			return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
+		var err error
+		if w, err = decodeWire(b); err != nil {
+			return Envelope{}, nil, err
 		}
 	}
 	e := Envelope{
-		Schema: w.Schema, ID: w.ID, Type: w.Type, Time: w.Time, Study: w.Study, Run: w.Run,
-		Attempt: w.Attempt, Seq: w.Seq, Source: w.Source, TraceID: w.TraceID, SpanID: w.SpanID,
-		Ignorable: w.Ignorable,
+		Schema: w.Schema, ID: w.ID, Type: Type(w.Type), Time: w.Time, Study: w.Study, Run: w.Run,
+		Attempt: w.Attempt, Seq: w.Seq, Source: Source{Kind: SourceKind(w.Source.Kind), ID: w.Source.ID},
+		TraceID: w.TraceID, SpanID: w.SpanID, Ignorable: w.Ignorable,
 	}
 	if e.Type == "" {
-		return e, missing("type")
+		return e, nil, missing("type")
 	}
-	if len(w.Payload) == 0 || string(w.Payload) == "null" {
-		return e, missing("payload")
+	if err := e.DecodePayload(w.Payload); err != nil {
+		return e, nil, err
 	}
-	p, err := decodePayload(e.Type, e.Schema, w.Payload)
+	return e, w.Payload, nil
+}
+
+// decodeWire reads an envelope with encoding/json (apart, so that only this path allocates
+// the Envelope it fills).
+func decodeWire(b []byte) (wire.Envelope, error) {
+	var w wire.Envelope
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&w); err != nil {
+		return w, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if dec.More() {
+		return w, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
+	}
+	return w, nil
+}
+
+// DecodePayload sets e.Payload from raw, the JSON of a payload of type e.Type written with
+// schema version e.Schema, as Decode reads the payload member of an event, then validates e.
+// It is for readers that keep an event's envelope fields apart from its payload (a table's
+// columns) and rebuild the event from them. An unknown type is an error unless e is
+// Ignorable, and then the payload is Unknown, holding a copy of raw. Errors are Decode's.
+func (e *Envelope) DecodePayload(raw []byte) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return missing("payload")
+	}
+	p, err := decodePayload(e.Type, e.Schema, raw)
 	if err != nil {
 		if e.Ignorable && isUnknownType(err) {
-			// A copy: the fast path's payload aliases b, which the caller may reuse.
-			e.Payload = Unknown{Type: e.Type, Raw: bytes.Clone(w.Payload)}
-			return e, e.Validate()
+			// A copy: raw may alias a buffer the caller reuses.
+			e.Payload = Unknown{Type: e.Type, Raw: bytes.Clone(raw)}
+			return e.Validate()
 		}
-		return e, err
+		return err
 	}
 	e.Payload = p
-	return e, e.Validate()
+	return e.Validate()
 }
 
 func isUnknownType(err error) bool {
@@ -124,12 +145,9 @@ func isUnknownType(err error) bool {
 
 // decodePayload switches on (type, version). Version 1 is the only version so far; when a
 // payload changes shape, add a case for the new version and keep the old one decoding.
-func decodePayload(t Type, version int, raw json.RawMessage) (Payload, error) {
+func decodePayload(t Type, version int, raw []byte) (Payload, error) {
 	if version < 1 || version > SchemaVersion {
 		return nil, &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: fmt.Sprintf("version %d (this build reads 1..%d)", version, SchemaVersion)}
-	}
-	if p, ok := scanPayload(t, raw); ok {
-		return p, nil
 	}
 	switch t {
 	case TypeStudyDefined:
@@ -170,7 +188,12 @@ func decodePayload(t Type, version int, raw json.RawMessage) (Payload, error) {
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }
 
-func decodeAs[P Payload](raw json.RawMessage) (Payload, error) {
+// decodeAs reads a payload of type P: with the fast path when it reads raw exactly as
+// encoding/json would, else with encoding/json and its errors.
+func decodeAs[P Payload](raw []byte) (Payload, error) {
+	if p, ok := jsonscan.Decode[P](raw); ok {
+		return p, nil
+	}
 	var p P
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &FieldError{Field: "payload", Err: ErrMalformed, Msg: err.Error()}

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/dittolab/ditto/events/internal/jsonscan"
+	"github.com/dittolab/ditto/events/internal/wire"
 )
 
 // decodeReference is Decode as it was before the fast path: encoding/json for the envelope
@@ -16,7 +19,7 @@ func decodeReference(b []byte) (Envelope, error) {
 	if len(b) > MaxEventSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
-	var w wire
+	var w wire.Envelope
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&w); err != nil {
 		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -25,9 +28,9 @@ func decodeReference(b []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
 	}
 	e := Envelope{
-		Schema: w.Schema, ID: w.ID, Type: w.Type, Time: w.Time, Study: w.Study, Run: w.Run,
-		Attempt: w.Attempt, Seq: w.Seq, Source: w.Source, TraceID: w.TraceID, SpanID: w.SpanID,
-		Ignorable: w.Ignorable,
+		Schema: w.Schema, ID: w.ID, Type: Type(w.Type), Time: w.Time, Study: w.Study, Run: w.Run,
+		Attempt: w.Attempt, Seq: w.Seq, Source: Source{Kind: SourceKind(w.Source.Kind), ID: w.Source.ID},
+		TraceID: w.TraceID, SpanID: w.SpanID, Ignorable: w.Ignorable,
 	}
 	if e.Type == "" {
 		return e, missing("type")
@@ -53,41 +56,50 @@ func decodePayloadReference(t Type, version int, raw json.RawMessage) (Payload, 
 	}
 	switch t {
 	case TypeStudyDefined:
-		return decodeAs[StudyDefined](raw)
+		return unmarshalAs[StudyDefined](raw)
 	case TypeRunStarted:
-		return decodeAs[RunStarted](raw)
+		return unmarshalAs[RunStarted](raw)
 	case TypeRunFinished:
-		return decodeAs[RunFinished](raw)
+		return unmarshalAs[RunFinished](raw)
 	case TypePlanProposed:
-		return decodeAs[PlanProposed](raw)
+		return unmarshalAs[PlanProposed](raw)
 	case TypePlanAccepted:
-		return decodeAs[PlanAccepted](raw)
+		return unmarshalAs[PlanAccepted](raw)
 	case TypePlanRejected:
-		return decodeAs[PlanRejected](raw)
+		return unmarshalAs[PlanRejected](raw)
 	case TypeStateEntered:
-		return decodeAs[StateEntered](raw)
+		return unmarshalAs[StateEntered](raw)
 	case TypeStateExited:
-		return decodeAs[StateExited](raw)
+		return unmarshalAs[StateExited](raw)
 	case TypeModelCalled:
-		return decodeAs[ModelCalled](raw)
+		return unmarshalAs[ModelCalled](raw)
 	case TypeToolCalled:
-		return decodeAs[ToolCalled](raw)
+		return unmarshalAs[ToolCalled](raw)
 	case TypeToolRejected:
-		return decodeAs[ToolRejected](raw)
+		return unmarshalAs[ToolRejected](raw)
 	case TypeToolReturned:
-		return decodeAs[ToolReturned](raw)
+		return unmarshalAs[ToolReturned](raw)
 	case TypeOutputValidated:
-		return decodeAs[OutputValidated](raw)
+		return unmarshalAs[OutputValidated](raw)
 	case TypeOutputInvalid:
-		return decodeAs[OutputInvalid](raw)
+		return unmarshalAs[OutputInvalid](raw)
 	case TypeRetryScheduled:
-		return decodeAs[RetryScheduled](raw)
+		return unmarshalAs[RetryScheduled](raw)
 	case TypeRunEscalated:
-		return decodeAs[RunEscalated](raw)
+		return unmarshalAs[RunEscalated](raw)
 	case TypeReportPublished:
-		return decodeAs[ReportPublished](raw)
+		return unmarshalAs[ReportPublished](raw)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
+}
+
+// unmarshalAs is decodeAs without the fast path.
+func unmarshalAs[P Payload](raw json.RawMessage) (Payload, error) {
+	var p P
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, &FieldError{Field: "payload", Err: ErrMalformed, Msg: err.Error()}
+	}
+	return p, nil
 }
 
 // checkSameDecode fails unless Decode and decodeReference return equal envelopes and errors
@@ -119,6 +131,13 @@ var fastPathSeeds = []string{
 	`{"schema":1,"id":"x","type":"tool.returned","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","ok":true,"output":[1, 2 ,{"a" : "\u00e9"}],"duration_ms":-0.0}}`,
 	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":"calm"}}`,
 	`{"schema":1,"id":"x","type":"study.defined","time":"2026-11-30T09:00:00Z","study":"s","run":"_study","attempt":1,"seq":0,"source":{"kind":"harness","id":"w"},"payload":{"name":"n","cells":[{"task":"t","model":"m","condition":"c","runs":2}],"expected_runs":2,"simulated":[],"spec":{"b":1}}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","components":null,"seed":7,"sampling":{"temperature":0.2,"top_p":1,"max_tokens":5},"graph":{"A":["B"],"B":null},"start":"A","simulated":true}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","sampling":null,"graph":null,"Task":"u"}}`,
+	`{"schema":1,"id":"x","type":"run.finished","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":2,"source":{"kind":"harness","id":"w"},"payload":{"status":"succeeded","success":true,"output":"ok","totals":{"prompt_tokens":10,"completion_tokens":2,"model_calls":1,"tool_calls":0,"retries":0,"plan_reprompts":0,"rejected_tool_calls":0,"latency_ms":12.5}}}`,
+	`{"schema":1,"id":"x","type":"plan.accepted","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":2,"source":{"kind":"harness","id":"w"},"payload":{"steps":[{"state":"A","tool":"a"},{"tool":"b","state":"B"}]}}`,
+	`{"schema":1,"id":"x","type":"plan.accepted","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":2,"source":{"kind":"harness","id":"w"},"payload":{"steps":null}}`,
+	`{"schema":1,"id":"x","type":"study.defined","time":"2026-11-30T09:00:00Z","study":"s","run":"_study","attempt":1,"seq":0,"source":{"kind":"harness","id":"w"},"payload":{"name":"n","cells":[],"expected_runs":0}}`,
+	`{"schema":1,"id":"x","type":"model.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":3,"source":{"kind":"harness","id":"w"},"payload":{"model":"m","prompt_tokens":-1,"seed":null,"latency_ms":1e2}}`,
 	"{\"schema\":1,\"id\":\"x\xff\",\"type\":\"state.entered\",\"time\":\"2026-11-30T09:00:00Z\",\"study\":\"s\",\"run\":\"r\",\"attempt\":1,\"seq\":1,\"source\":{\"kind\":\"harness\",\"id\":\"w\"},\"payload\":{\"state\":\"\xc3\xa9\"}}",
 }
 
@@ -132,13 +151,60 @@ func TestDecodeMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSameDecode(t, raw)
-		if _, ok := scanEnvelope(bytes.TrimSpace(raw)); !ok {
+		w, ok := wire.Scan(bytes.TrimSpace(raw))
+		if !ok {
 			t.Errorf("golden %s does not take the fast path", name)
+			continue
+		}
+		if !payloadTakesFastPath(Type(w.Type), w.Payload) {
+			t.Errorf("the payload of golden %s does not take the fast path", name)
 		}
 	}
 	for _, s := range fastPathSeeds {
 		checkSameDecode(t, []byte(s))
 	}
+}
+
+// payloadTakesFastPath reports whether jsonscan reads raw as a payload of type t.
+func payloadTakesFastPath(t Type, raw []byte) bool {
+	ok := false
+	switch t {
+	case TypeStudyDefined:
+		_, ok = jsonscan.Decode[StudyDefined](raw)
+	case TypeRunStarted:
+		_, ok = jsonscan.Decode[RunStarted](raw)
+	case TypeRunFinished:
+		_, ok = jsonscan.Decode[RunFinished](raw)
+	case TypePlanProposed:
+		_, ok = jsonscan.Decode[PlanProposed](raw)
+	case TypePlanAccepted:
+		_, ok = jsonscan.Decode[PlanAccepted](raw)
+	case TypePlanRejected:
+		_, ok = jsonscan.Decode[PlanRejected](raw)
+	case TypeStateEntered:
+		_, ok = jsonscan.Decode[StateEntered](raw)
+	case TypeStateExited:
+		_, ok = jsonscan.Decode[StateExited](raw)
+	case TypeModelCalled:
+		_, ok = jsonscan.Decode[ModelCalled](raw)
+	case TypeToolCalled:
+		_, ok = jsonscan.Decode[ToolCalled](raw)
+	case TypeToolRejected:
+		_, ok = jsonscan.Decode[ToolRejected](raw)
+	case TypeToolReturned:
+		_, ok = jsonscan.Decode[ToolReturned](raw)
+	case TypeOutputValidated:
+		_, ok = jsonscan.Decode[OutputValidated](raw)
+	case TypeOutputInvalid:
+		_, ok = jsonscan.Decode[OutputInvalid](raw)
+	case TypeRetryScheduled:
+		_, ok = jsonscan.Decode[RetryScheduled](raw)
+	case TypeRunEscalated:
+		_, ok = jsonscan.Decode[RunEscalated](raw)
+	case TypeReportPublished:
+		_, ok = jsonscan.Decode[ReportPublished](raw)
+	}
+	return ok
 }
 
 // FuzzDecodeFast is a differential fuzz test: Decode (fast path with encoding/json fallback)

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dittolab/ditto/events/internal/wire"
 )
 
-// encodeReference is Encode as it was before appendEnvelope: encoding/json for the envelope.
+// encodeReference is Encode without wire.Append: encoding/json for the envelope.
 func encodeReference(e *Envelope) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
@@ -23,10 +25,11 @@ func encodeReference(e *Envelope) ([]byte, error) {
 			return nil, fmt.Errorf("events: encode %s payload: %w", e.Type, err)
 		}
 	}
-	w := wire{
-		Schema: e.Schema, ID: e.ID, Type: e.Type, Time: e.Time.UTC(), Study: e.Study, Run: e.Run,
-		Attempt: e.Attempt, Seq: e.Seq, Source: e.Source, TraceID: e.TraceID, SpanID: e.SpanID,
-		Ignorable: e.Ignorable, Payload: payload,
+	w := wire.Envelope{
+		Schema: e.Schema, ID: e.ID, Type: string(e.Type), Time: e.Time.UTC(), Study: e.Study,
+		Run: e.Run, Attempt: e.Attempt, Seq: e.Seq,
+		Source:  wire.Source{Kind: string(e.Source.Kind), ID: e.Source.ID},
+		TraceID: e.TraceID, SpanID: e.SpanID, Ignorable: e.Ignorable, Payload: payload,
 	}
 	b, err := marshalNoHTMLEscape(w)
 	if err != nil {

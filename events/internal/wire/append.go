@@ -1,17 +1,17 @@
-package events
+package wire
 
 import (
 	"strconv"
 	"time"
 )
 
-// appendEnvelope appends w as encoding/json marshals it (HTML escaping off): the fields in
-// declaration order, empty optional ones left out. It returns ok false for anything it does
-// not write exactly as encoding/json would (a string needing an escape or holding non-ASCII
-// bytes, a year outside 0..9999, an empty payload), and Encode then marshals w with
-// encoding/json. w.Payload must be compact JSON, as a marshalled payload is: encoding/json
-// would compact it, this copies it.
-func appendEnvelope(dst []byte, w *wire) ([]byte, bool) {
+// Append appends w as encoding/json marshals it (HTML escaping off): the fields in declaration
+// order, empty optional ones left out. It returns ok false for anything it does not write
+// exactly as encoding/json would (a string needing an escape or holding non-ASCII bytes, a
+// year outside 0..9999, an empty payload), and the caller then marshals w with encoding/json.
+// w.Payload must be compact JSON, as a marshalled payload is: encoding/json would compact it,
+// this copies it.
+func Append(dst []byte, w *Envelope) ([]byte, bool) {
 	if y := w.Time.Year(); y < 0 || y > 9999 || len(w.Payload) == 0 {
 		return nil, false
 	}
@@ -32,7 +32,7 @@ func appendEnvelope(dst []byte, w *wire) ([]byte, bool) {
 	dst = append(dst, `,"id":`...)
 	str(w.ID)
 	dst = append(dst, `,"type":`...)
-	str(string(w.Type))
+	str(w.Type)
 	dst = append(dst, `,"time":"`...)
 	dst = w.Time.AppendFormat(dst, time.RFC3339Nano) // as Time.MarshalJSON, within years 0..9999
 	dst = append(dst, `","study":`...)
@@ -44,7 +44,7 @@ func appendEnvelope(dst []byte, w *wire) ([]byte, bool) {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, w.Seq, 10)
 	dst = append(dst, `,"source":{"kind":`...)
-	str(string(w.Source.Kind))
+	str(w.Source.Kind)
 	dst = append(dst, `,"id":`...)
 	str(w.Source.ID)
 	dst = append(dst, '}')

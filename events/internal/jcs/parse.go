@@ -1,4 +1,4 @@
-package events
+package jcs
 
 import (
 	"errors"
@@ -9,6 +9,27 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// Canonicalize returns the canonical form of one JSON value: no white space, object keys
+// sorted by their UTF-16 code units, numbers in ECMAScript's shortest round-trip form (see
+// FormatNumber), strings escaping only '"', '\\' and control characters. Invalid UTF-8,
+// duplicate object keys, numbers outside the range of an IEEE 754 double and trailing data are
+// errors.
+func Canonicalize(raw []byte) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, errors.New("input is not valid UTF-8")
+	}
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	c.skipSpace()
+	if err := c.value(0); err != nil {
+		return nil, err
+	}
+	c.skipSpace()
+	if c.pos != len(c.in) {
+		return nil, fmt.Errorf("trailing data after the JSON value at byte %d", c.pos)
+	}
+	return c.out, nil
+}
 
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxDepth = 512
@@ -55,7 +76,7 @@ func (c *canonicalizer) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		c.out = appendString(c.out, s)
+		c.out = AppendString(c.out, s)
 		return nil
 	case ch == '-' || ch >= '0' && ch <= '9':
 		return c.number()
@@ -111,7 +132,7 @@ func (c *canonicalizer) object(depth int) error {
 		c.pos++
 		c.skipSpace()
 		start := len(c.out)
-		c.out = appendString(c.out, key)
+		c.out = AppendString(c.out, key)
 		c.out = append(c.out, ':')
 		if err := c.value(depth + 1); err != nil {
 			return err
@@ -364,60 +385,4 @@ func (c *canonicalizer) number() error {
 	}
 	c.out = append(c.out, FormatNumber(f)...)
 	return nil
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts object keys.
-func compareUTF16(a, b []byte) int {
-	for len(a) > 0 && len(b) > 0 {
-		ra, na := utf8.DecodeRune(a)
-		rb, nb := utf8.DecodeRune(b)
-		if ra != rb {
-			ua, ub := utf16Units(ra), utf16Units(rb)
-			if ua[0] != ub[0] {
-				return int(ua[0]) - int(ub[0])
-			}
-			return int(ua[1]) - int(ub[1])
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Units returns r's UTF-16 code units (the second is 0 for a single unit).
-func utf16Units(r rune) [2]uint16 {
-	if r >= 0x10000 {
-		r1, r2 := utf16.EncodeRune(r)
-		return [2]uint16{uint16(r1), uint16(r2)}
-	}
-	return [2]uint16{uint16(r), 0}
-}
-
-// appendString writes s as a JCS string: only '"', '\\' and control characters are escaped.
-func appendString[S ~string | ~[]byte](out []byte, s S) []byte {
-	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case ch == '"':
-			out = append(out, '\\', '"')
-		case ch == '\\':
-			out = append(out, '\\', '\\')
-		case ch >= 0x20:
-			out = append(out, ch)
-		case ch == '\b':
-			out = append(out, '\\', 'b')
-		case ch == '\f':
-			out = append(out, '\\', 'f')
-		case ch == '\n':
-			out = append(out, '\\', 'n')
-		case ch == '\r':
-			out = append(out, '\\', 'r')
-		case ch == '\t':
-			out = append(out, '\\', 't')
-		default:
-			const hex = "0123456789abcdef"
-			out = append(out, '\\', 'u', '0', '0', hex[ch>>4], hex[ch&15])
-		}
-	}
-	return append(out, '"')
 }

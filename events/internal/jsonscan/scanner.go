@@ -1,4 +1,4 @@
-package events
+package jsonscan
 
 import (
 	"encoding/json"
@@ -6,28 +6,35 @@ import (
 	"unicode/utf8"
 )
 
-// maxScanDepth bounds the nesting the scanner follows; deeper values go to encoding/json,
-// which has its own limit and error.
-const maxScanDepth = 512
+// maxDepth bounds the nesting the scanner follows; deeper values make it fail, and
+// encoding/json, which has its own limit and error, decides.
+const maxDepth = 512
 
-// scanner reads JSON without reflection for Decode's fast path. It accepts only input that it
-// decodes exactly as encoding/json would: a syntax error, an escaped, unknown or repeated key,
-// a null where encoding/json would leave a field untouched, or a number that does not fit its
-// field makes it fail, and the caller then decodes the same bytes with encoding/json, which
-// gives the result or the error it always gave. Failing is sticky: once failed, every read
-// returns a zero value at once, so that callers check failed only at the end.
-type scanner struct {
+// Scanner reads JSON without reflection. It accepts only input that it reads exactly as
+// encoding/json would: a syntax error, an escaped, unknown or repeated key, or a number that
+// does not fit its field makes it fail, and the caller then reads the same bytes with
+// encoding/json, which gives the result or the error it always gave. Failing is sticky: once
+// failed, every read returns a zero value at once, so that callers check Failed only at the
+// end.
+type Scanner struct {
 	b      []byte
 	i      int
 	failed bool
 }
 
-func (s *scanner) fail() {
+// New returns a scanner reading b.
+func New(b []byte) Scanner { return Scanner{b: b} }
+
+// Failed reports whether the scanner has failed.
+func (s *Scanner) Failed() bool { return s.failed }
+
+// Fail makes the scanner fail: the input is not one it reads exactly as encoding/json would.
+func (s *Scanner) Fail() {
 	s.failed = true
 	s.i = len(s.b)
 }
 
-func (s *scanner) skipSpace() {
+func (s *Scanner) skipSpace() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -38,8 +45,8 @@ func (s *scanner) skipSpace() {
 	}
 }
 
-// peek returns the next byte after white space, or 0 at the end of the input.
-func (s *scanner) peek() byte {
+// Peek returns the next byte after white space, or 0 at the end of the input.
+func (s *Scanner) Peek() byte {
 	s.skipSpace()
 	if s.i < len(s.b) {
 		return s.b[s.i]
@@ -47,62 +54,62 @@ func (s *scanner) peek() byte {
 	return 0
 }
 
-// end fails unless only white space is left.
-func (s *scanner) end() {
-	if s.peek() != 0 || s.i != len(s.b) {
-		s.fail()
+// End fails unless only white space is left.
+func (s *Scanner) End() {
+	if s.Peek() != 0 || s.i != len(s.b) {
+		s.Fail()
 	}
 }
 
-func (s *scanner) expect(c byte) {
-	if s.peek() != c {
-		s.fail()
+func (s *Scanner) Expect(c byte) {
+	if s.Peek() != c {
+		s.Fail()
 		return
 	}
 	s.i++
 }
 
-// beginObject consumes the '{' of an object; read its members with nextKey.
-func (s *scanner) beginObject() { s.expect('{') }
+// BeginObject consumes the '{' of an object; read its members with NextKey.
+func (s *Scanner) BeginObject() { s.Expect('{') }
 
-// nextKey returns the key of the next member and consumes the ':' after it, or returns nil
+// NextKey returns the key of the next member and consumes the ':' after it, or returns nil
 // once it has consumed the closing '}' (or failed). n counts the members read so far and must
 // start at 0 for each object. Keys with escapes or non-ASCII bytes fail: encoding/json matches
 // struct fields case-insensitively, with Unicode folding, and only exact names are safe here.
-func (s *scanner) nextKey(n *int) []byte {
-	c := s.peek()
+func (s *Scanner) NextKey(n *int) []byte {
+	c := s.Peek()
 	if c == '}' {
 		s.i++
 		return nil
 	}
 	if *n > 0 {
 		if c != ',' {
-			s.fail()
+			s.Fail()
 			return nil
 		}
 		s.i++
-		c = s.peek()
+		c = s.Peek()
 	}
 	if c != '"' {
-		s.fail()
+		s.Fail()
 		return nil
 	}
 	start := s.i + 1
 	j := start
 	for j < len(s.b) && s.b[j] != '"' {
 		if c := s.b[j]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			s.fail()
+			s.Fail()
 			return nil
 		}
 		j++
 	}
 	if j >= len(s.b) {
-		s.fail()
+		s.Fail()
 		return nil
 	}
 	key := s.b[start:j]
 	s.i = j + 1
-	s.expect(':')
+	s.Expect(':')
 	if s.failed {
 		return nil
 	}
@@ -110,29 +117,29 @@ func (s *scanner) nextKey(n *int) []byte {
 	return key
 }
 
-// once fails if the field numbered bit was already read: encoding/json lets the last of
-// repeated keys win, merging objects, which the fast path does not copy.
-func (s *scanner) once(seen *uint32, bit uint) {
+// Once fails if the field numbered bit (0..63) was already read: encoding/json lets the last
+// of repeated keys win, merging objects, which the scanner does not copy.
+func (s *Scanner) Once(seen *uint64, bit uint) {
 	if *seen&(1<<bit) != 0 {
-		s.fail()
+		s.Fail()
 	}
 	*seen |= 1 << bit
 }
 
-// beginArray consumes the '[' of an array; read its elements while nextElem reports true.
-func (s *scanner) beginArray() { s.expect('[') }
+// BeginArray consumes the '[' of an array; read its elements while NextElem reports true.
+func (s *Scanner) BeginArray() { s.Expect('[') }
 
-// nextElem reports whether another element follows (consuming the ',' before it), or
+// NextElem reports whether another element follows (consuming the ',' before it), or
 // consumes the closing ']' and reports false. n counts the elements so far.
-func (s *scanner) nextElem(n *int) bool {
-	c := s.peek()
+func (s *Scanner) NextElem(n *int) bool {
+	c := s.Peek()
 	if c == ']' {
 		s.i++
 		return false
 	}
 	if *n > 0 {
 		if c != ',' {
-			s.fail()
+			s.Fail()
 			return false
 		}
 		s.i++
@@ -141,12 +148,12 @@ func (s *scanner) nextElem(n *int) bool {
 	return !s.failed
 }
 
-// strLit reads a string literal, quotes included, checking its syntax as encoding/json does.
+// StrLit reads a string literal, quotes included, checking its syntax as encoding/json does.
 // clean reports that it has no escapes and is valid UTF-8, so that the bytes between the
 // quotes are its value.
-func (s *scanner) strLit() (lit []byte, clean bool) {
-	if s.peek() != '"' {
-		s.fail()
+func (s *Scanner) StrLit() (lit []byte, clean bool) {
+	if s.Peek() != '"' {
+		s.Fail()
 		return nil, false
 	}
 	start := s.i
@@ -162,12 +169,12 @@ func (s *scanner) strLit() (lit []byte, clean bool) {
 			}
 			return lit, clean
 		case c < 0x20:
-			s.fail()
+			s.Fail()
 			return nil, false
 		case c == '\\':
 			clean = false
 			if j+1 >= len(s.b) {
-				s.fail()
+				s.Fail()
 				return nil, false
 			}
 			switch s.b[j+1] {
@@ -175,12 +182,12 @@ func (s *scanner) strLit() (lit []byte, clean bool) {
 				j += 2
 			case 'u':
 				if j+6 > len(s.b) || !isHexBytes(s.b[j+2:j+6]) {
-					s.fail()
+					s.Fail()
 					return nil, false
 				}
 				j += 6
 			default:
-				s.fail()
+				s.Fail()
 				return nil, false
 			}
 		default:
@@ -190,7 +197,7 @@ func (s *scanner) strLit() (lit []byte, clean bool) {
 			j++
 		}
 	}
-	s.fail()
+	s.Fail()
 	return nil, false
 }
 
@@ -203,10 +210,10 @@ func isHexBytes(b []byte) bool {
 	return true
 }
 
-// str reads a string value. Escapes and invalid UTF-8 (rare on the wire) are left to
+// Str reads a string value. Escapes and invalid UTF-8 (rare on the wire) are left to
 // encoding/json, whose unquoting rules (surrogates, replacement characters) are the contract.
-func (s *scanner) str() string {
-	lit, clean := s.strLit()
+func (s *Scanner) Str() string {
+	lit, clean := s.StrLit()
 	if s.failed {
 		return ""
 	}
@@ -215,24 +222,24 @@ func (s *scanner) str() string {
 	}
 	var v string
 	if err := json.Unmarshal(lit, &v); err != nil {
-		s.fail()
+		s.Fail()
 	}
 	return v
 }
 
-// strs reads an array of strings. An empty array is an empty, non-nil slice, as encoding/json
+// Strs reads an array of strings. An empty array is an empty, non-nil slice, as encoding/json
 // makes it.
-func (s *scanner) strs() []string {
+func (s *Scanner) Strs() []string {
 	out := []string{}
-	s.beginArray()
-	for n := 0; s.nextElem(&n); {
-		out = append(out, s.str())
+	s.BeginArray()
+	for n := 0; s.NextElem(&n); {
+		out = append(out, s.Str())
 	}
 	return out
 }
 
 // number reads a number literal, checking its syntax.
-func (s *scanner) number() []byte {
+func (s *Scanner) number() []byte {
 	s.skipSpace()
 	b, start, j := s.b, s.i, s.i
 	if j < len(b) && b[j] == '-' {
@@ -246,13 +253,13 @@ func (s *scanner) number() []byte {
 			j++
 		}
 	default:
-		s.fail()
+		s.Fail()
 		return nil
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
 		if j >= len(b) || b[j] < '0' || b[j] > '9' {
-			s.fail()
+			s.Fail()
 			return nil
 		}
 		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
@@ -265,7 +272,7 @@ func (s *scanner) number() []byte {
 			j++
 		}
 		if j >= len(b) || b[j] < '0' || b[j] > '9' {
-			s.fail()
+			s.Fail()
 			return nil
 		}
 		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
@@ -276,9 +283,9 @@ func (s *scanner) number() []byte {
 	return b[start:j]
 }
 
-// int64 reads an integer. Fractions, exponents and numbers of more than 18 digits fail (as
+// Int64 reads an integer. Fractions, exponents and numbers of more than 18 digits fail (as
 // encoding/json rejects the first two and may reject the last).
-func (s *scanner) int64() int64 {
+func (s *Scanner) Int64() int64 {
 	lit := s.number()
 	if s.failed {
 		return 0
@@ -288,13 +295,13 @@ func (s *scanner) int64() int64 {
 		lit = lit[1:]
 	}
 	if len(lit) > 18 {
-		s.fail()
+		s.Fail()
 		return 0
 	}
 	var v int64
 	for _, c := range lit {
 		if c < '0' || c > '9' {
-			s.fail()
+			s.Fail()
 			return 0
 		}
 		v = v*10 + int64(c-'0')
@@ -305,96 +312,96 @@ func (s *scanner) int64() int64 {
 	return v
 }
 
-func (s *scanner) int() int {
-	v := s.int64()
+func (s *Scanner) Int() int {
+	v := s.Int64()
 	if int64(int(v)) != v {
-		s.fail()
+		s.Fail()
 	}
 	return int(v)
 }
 
-func (s *scanner) float64() float64 {
+func (s *Scanner) Float64() float64 {
 	lit := s.number()
 	if s.failed {
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
-		s.fail()
+		s.Fail()
 	}
 	return f
 }
 
-func (s *scanner) bool() bool {
-	switch s.peek() {
+func (s *Scanner) Bool() bool {
+	switch s.Peek() {
 	case 't':
-		s.literal("true")
+		s.Literal("true")
 		return true
 	case 'f':
-		s.literal("false")
+		s.Literal("false")
 		return false
 	}
-	s.fail()
+	s.Fail()
 	return false
 }
 
-func (s *scanner) literal(lit string) {
+func (s *Scanner) Literal(lit string) {
 	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		s.fail()
+		s.Fail()
 		return
 	}
 	s.i += len(lit)
 }
 
-// skip reads one value of any kind, checking its syntax, and returns its bytes (which alias
+// Skip reads one value of any kind, checking its syntax, and returns its bytes (which alias
 // the input).
-func (s *scanner) skip(depth int) []byte {
-	if depth > maxScanDepth {
-		s.fail()
+func (s *Scanner) Skip(depth int) []byte {
+	if depth > maxDepth {
+		s.Fail()
 		return nil
 	}
-	c := s.peek()
+	c := s.Peek()
 	start := s.i
 	switch {
 	case c == '{':
 		s.i++
 		for n := 0; ; n++ {
-			c := s.peek()
+			c := s.Peek()
 			if c == '}' {
 				s.i++
 				break
 			}
 			if n > 0 {
 				if c != ',' {
-					s.fail()
+					s.Fail()
 					return nil
 				}
 				s.i++
 			}
-			s.strLit()
-			s.expect(':')
-			s.skip(depth + 1)
+			s.StrLit()
+			s.Expect(':')
+			s.Skip(depth + 1)
 			if s.failed {
 				return nil
 			}
 		}
 	case c == '[':
-		s.beginArray()
-		for n := 0; s.nextElem(&n); {
-			s.skip(depth + 1)
+		s.BeginArray()
+		for n := 0; s.NextElem(&n); {
+			s.Skip(depth + 1)
 		}
 	case c == '"':
-		s.strLit()
+		s.StrLit()
 	case c == '-' || c >= '0' && c <= '9':
 		s.number()
 	case c == 't':
-		s.literal("true")
+		s.Literal("true")
 	case c == 'f':
-		s.literal("false")
+		s.Literal("false")
 	case c == 'n':
-		s.literal("null")
+		s.Literal("null")
 	default:
-		s.fail()
+		s.Fail()
 	}
 	if s.failed {
 		return nil
@@ -402,9 +409,9 @@ func (s *scanner) skip(depth int) []byte {
 	return s.b[start:s.i]
 }
 
-// raw reads one value as a fresh copy of its bytes, as json.RawMessage holds it.
-func (s *scanner) raw() json.RawMessage {
-	v := s.skip(0)
+// Raw reads one value as a fresh copy of its bytes, as json.RawMessage holds it.
+func (s *Scanner) Raw() json.RawMessage {
+	v := s.Skip(0)
 	if s.failed {
 		return nil
 	}

@@ -1,0 +1,86 @@
+package wire
+
+import "github.com/dittolab/ditto/events/internal/jsonscan"
+
+// Scan reads an encoded envelope, or returns ok false for anything it does not read exactly
+// as a json.Decoder would (the caller then decodes b with one). Its payload aliases b.
+func Scan(b []byte) (w Envelope, ok bool) {
+	s := jsonscan.New(b)
+	var seen uint64
+	s.BeginObject()
+	for n, key := 0, []byte(nil); ; {
+		if key = s.NextKey(&n); key == nil {
+			break
+		}
+		switch string(key) {
+		case "schema":
+			s.Once(&seen, 0)
+			w.Schema = s.Int()
+		case "id":
+			s.Once(&seen, 1)
+			w.ID = s.Str()
+		case "type":
+			s.Once(&seen, 2)
+			w.Type = s.Str()
+		case "time":
+			s.Once(&seen, 3)
+			// encoding/json hands the literal to time.Time.UnmarshalJSON; so does this.
+			if lit, clean := s.StrLit(); !clean || w.Time.UnmarshalJSON(lit) != nil {
+				s.Fail()
+			}
+		case "study":
+			s.Once(&seen, 4)
+			w.Study = s.Str()
+		case "run":
+			s.Once(&seen, 5)
+			w.Run = s.Str()
+		case "attempt":
+			s.Once(&seen, 6)
+			w.Attempt = s.Int()
+		case "seq":
+			s.Once(&seen, 7)
+			w.Seq = s.Int64()
+		case "source":
+			s.Once(&seen, 8)
+			w.Source = scanSource(&s)
+		case "trace_id":
+			s.Once(&seen, 9)
+			w.TraceID = s.Str()
+		case "span_id":
+			s.Once(&seen, 10)
+			w.SpanID = s.Str()
+		case "ignorable":
+			s.Once(&seen, 11)
+			w.Ignorable = s.Bool()
+		case "payload":
+			s.Once(&seen, 12)
+			w.Payload = s.Skip(0)
+		default:
+			s.Fail()
+		}
+	}
+	// Anything but white space after the object is for json.Decoder to judge (it accepts some).
+	s.End()
+	return w, !s.Failed()
+}
+
+func scanSource(s *jsonscan.Scanner) (src Source) {
+	var seen uint64
+	s.BeginObject()
+	for n, key := 0, []byte(nil); ; {
+		if key = s.NextKey(&n); key == nil {
+			break
+		}
+		switch string(key) {
+		case "kind":
+			s.Once(&seen, 0)
+			src.Kind = s.Str()
+		case "id":
+			s.Once(&seen, 1)
+			src.ID = s.Str()
+		default:
+			s.Fail()
+		}
+	}
+	return src
+}
