@@ -289,7 +289,7 @@ func (m *mapper) cell() error {
 func (m *mapper) emit(t time.Time, s *Span, role string, p events.Payload) {
 	m.seq++
 	m.res.Events = append(m.res.Events, events.Envelope{
-		Schema: events.SchemaVersion, ID: EventID(t, m.res.TraceID, s.SpanID, role), Type: p.EventType(),
+		Schema: events.SchemaVersion, ID: events.DerivedID(t, m.res.TraceID, s.SpanID, role), Type: p.EventType(),
 		Time: t.UTC(), Study: m.res.Study, Run: m.res.Run, Attempt: 1, Seq: m.seq, Source: m.source,
 		TraceID: m.res.TraceID, SpanID: s.SpanID, Payload: p,
 	})
