@@ -180,6 +180,20 @@ func TestSubjects(t *testing.T) {
 	}
 }
 
+func TestRejectedJobSubject(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"study-1", "ditto.rejected.jobs.study-1"},
+		{"", "ditto.rejected.jobs._unknown"},
+		{"a.b", "ditto.rejected.jobs._unknown"},
+		{"a>", "ditto.rejected.jobs._unknown"},
+	}
+	for _, tt := range tests {
+		if got := RejectedJobSubject(tt.give); got != tt.want {
+			t.Errorf("RejectedJobSubject(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
+
 func TestNewIDSortable(t *testing.T) {
 	now := time.Now()
 	prev := NewID(now)

@@ -5,7 +5,9 @@ import (
 	"strings"
 )
 
-// Subject prefixes and stream names. Subjects are built only here.
+// Stream names, subject prefixes and durable consumer names: each is spelled only here, and
+// subjects are built only here. (The streams and consumers themselves are defined and created
+// by internal/bus.)
 const (
 	EventsStream  = "DITTO_EVENTS"
 	JobsStream    = "DITTO_JOBS"
@@ -13,7 +15,21 @@ const (
 	JobsPrefix    = "ditto.jobs"
 	EventsSubject = EventsPrefix + ".>" // every event
 	JobsSubject   = JobsPrefix + ".>"   // every job
-	maxTokenLen   = 128
+
+	// RejectedJobsStream keeps the jobs a worker could not run, outside ditto.jobs.> (which the
+	// work queue's consumer would deliver again) and outside ditto.events.> (they are not
+	// events).
+	RejectedJobsStream  = "DITTO_REJECTED_JOBS"
+	RejectedJobsPrefix  = "ditto.rejected.jobs"
+	RejectedJobsSubject = RejectedJobsPrefix + ".>" // every rejected job
+
+	// WorkersConsumer is the default durable pull consumer on DITTO_JOBS that every harness
+	// worker shares; AnalyzerConsumer the default durable consumer of the analyzer on
+	// DITTO_EVENTS (one per DuckDB file).
+	WorkersConsumer  = "ditto-workers"
+	AnalyzerConsumer = "ditto-analyzer"
+
+	maxTokenLen = 128
 )
 
 // ValidateToken checks that s can be one token of a NATS subject: 1 to 128 bytes of
@@ -68,6 +84,15 @@ func JobSubject(study string) (string, error) {
 		return "", err
 	}
 	return JobsPrefix + "." + study, nil
+}
+
+// RejectedJobSubject returns ditto.rejected.jobs.<study>, or ditto.rejected.jobs._unknown when
+// study is not a subject-safe token (a malformed job may name no usable study).
+func RejectedJobSubject(study string) string {
+	if ValidateToken("study", study) != nil {
+		return RejectedJobsPrefix + "._unknown"
+	}
+	return RejectedJobsPrefix + "." + study
 }
 
 // ParseSubject splits an event subject into study, run and type.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/cli"
@@ -68,7 +69,7 @@ func TestRunCompletesAStudy(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(rctx, cfg) }()
 	for {
-		pr, err := study.GetProgress(ctx, b.JetStream(), p)
+		pr, err := study.GetProgress(ctx, b, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,5 +90,59 @@ func TestRunCompletesAStudy(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("run did not stop")
+	}
+}
+
+// TestRunKeepsClusterStreamsR3: `harness-worker run --replicas 1` against a cluster whose
+// streams are R3 (the default replicas, a forgotten DITTO_REPLICAS=3) scales none of them
+// down, DITTO_REJECTED_JOBS included.
+func TestRunKeepsClusterStreamsR3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := bustest.StartCluster(t)
+	b := c.Connect(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := runConfig{
+		Bus:    bus.Config{URL: c.URL(), Replicas: 1},
+		Worker: worker.Config{ID: "r1", FetchWait: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(rctx, cfg) }()
+	// The worker is running once it waits on its consumer for jobs (it ensured the streams
+	// before it made the consumer).
+	jobs, err := b.Stream(ctx, events.JobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if info, err := jobs.ConsumerInfo(ctx, events.WorkersConsumer); err == nil && info.NumWaiting > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run stopped before its consumer existed: %v", err)
+		case <-ctx.Done():
+			t.Fatal("the worker never waited for jobs")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("run after SIGTERM = %v, want nil", err)
+	}
+	for _, name := range []string{events.EventsStream, events.JobsStream, events.RejectedJobsStream} {
+		s, err := b.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Replicas; got != 3 {
+			t.Errorf("%s replicas = %d after a worker started with --replicas 1, want 3", name, got)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/loadgen"
@@ -34,7 +35,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.Uint64Var(&lc.Seed, "seed", 1, "seed of the generated content")
 	fs.IntVar(&lc.OpenRuns, "open-runs", loadgen.DefaultOpenRuns, "runs in progress at once")
 	fs.IntVar(&lc.MaxInFlight, "max-in-flight", loadgen.DefaultMaxInFlight, "publishes awaiting acknowledgement")
-	fs.StringVar(&lc.Consumer, "consumer", loadgen.DefaultConsumer, "the analyzer's durable consumer (empty: measure publishing only)")
+	fs.StringVar(&lc.Consumer, "consumer", events.AnalyzerConsumer, "the analyzer's durable consumer (empty: measure publishing only)")
 	fs.DurationVar(&lc.Sample, "sample", loadgen.DefaultSample, "interval of lag and memory samples")
 	fs.DurationVar(&lc.DrainTimeout, "drain-timeout", loadgen.DefaultDrainTimeout, "how long to wait for the analyzer after publishing")
 	watch := fs.String("watch", "", "other processes to sample memory of, name=pid,name=pid (this one is always watched)")

@@ -14,8 +14,6 @@ import (
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/study"
-	"github.com/dittolab/ditto/internal/worker"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func init() {
@@ -149,7 +147,11 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	if !cfg.Wait {
 		return nil
 	}
-	if _, err := b.JetStream().Consumer(ctx, events.JobsStream, worker.DefaultConsumer); err != nil {
+	jobs, err := b.Stream(ctx, events.JobsStream)
+	if err == nil {
+		_, err = jobs.ConsumerInfo(ctx, events.WorkersConsumer)
+	}
+	if err != nil {
 		fmt.Println("no harness-worker has connected yet; start one, e.g.: harness-worker run --data-dir " + cfg.Bus.DataDir)
 	}
 	if cfg.Timeout > 0 {
@@ -157,7 +159,7 @@ func runStudySubmit(ctx context.Context, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
-	return waitForStudy(ctx, b.JetStream(), p, os.Stdout)
+	return waitForStudy(ctx, b, p, os.Stdout)
 }
 
 func runStudyStatus(ctx context.Context, args []string) error {
@@ -179,18 +181,18 @@ func runStudyStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	p, at, err := study.Submitted(ctx, b.JetStream(), fs.Arg(0))
+	p, at, err := study.Submitted(ctx, b, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	fmt.Printf("submitted at %s\n", at.Format(time.RFC3339))
 	printPlan(os.Stdout, p)
-	pr, err := study.GetProgress(ctx, b.JetStream(), p)
+	pr, err := study.GetProgress(ctx, b, p)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%d/%d runs finished, %d jobs queued or running\n", pr.Finished, pr.Expected, pr.Queued)
-	return printOutcomes(ctx, b.JetStream(), p, os.Stdout)
+	return printOutcomes(ctx, b, p, os.Stdout)
 }
 
 // printPlan shows the matrix of a plan.
@@ -222,13 +224,13 @@ func printPlan(w io.Writer, p *study.Plan) {
 
 // waitForStudy polls the streams until no job of the study is queued or in flight and
 // every run has a run.finished, printing progress, then prints the outcomes per cell.
-func waitForStudy(ctx context.Context, js jetstream.JetStream, p *study.Plan, w io.Writer) error {
+func waitForStudy(ctx context.Context, b *bus.Bus, p *study.Plan, w io.Writer) error {
 	start := time.Now()
 	last := -1
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		pr, err := study.GetProgress(ctx, js, p)
+		pr, err := study.GetProgress(ctx, b, p)
 		if err != nil {
 			return err
 		}
@@ -246,12 +248,12 @@ func waitForStudy(ctx context.Context, js jetstream.JetStream, p *study.Plan, w 
 		case <-tick.C:
 		}
 	}
-	return printOutcomes(ctx, js, p, w)
+	return printOutcomes(ctx, b, p, w)
 }
 
 // printOutcomes prints each cell's runs by status.
-func printOutcomes(ctx context.Context, js jetstream.JetStream, p *study.Plan, w io.Writer) error {
-	outcomes, err := study.Outcomes(ctx, js, p)
+func printOutcomes(ctx context.Context, b *bus.Bus, p *study.Plan, w io.Writer) error {
+	outcomes, err := study.Outcomes(ctx, b, p)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func TestStudySubmitWait(t *testing.T) {
 		t.Errorf("worker acked %d jobs, want 54", got)
 	}
 	lastSeq := func() uint64 {
-		s, err := b.JetStream().Stream(ctx, events.JobsStream)
+		s, err := b.Stream(ctx, events.JobsStream)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -173,11 +173,10 @@ func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*server.Server, erro
 	return srv, nil
 }
 
-// Conn returns the NATS connection (for packages that need core NATS, e.g. request/reply).
+// Conn returns the NATS connection, for its state (connected, closed) and core NATS. Streams,
+// consumers and publishing to JetStream go through the Bus, never through a JetStream context
+// made on this connection: that is what keeps their definitions in one place.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
-
-// JetStream returns the JetStream context.
-func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // URL returns the server URL the bus is connected to.
 func (b *Bus) URL() string { return b.nc.ConnectedUrl() }

@@ -31,15 +31,15 @@ func ctxT(t *testing.T) context.Context {
 
 func streamMsgs(t *testing.T, b *bus.Bus) uint64 {
 	t.Helper()
-	s, err := b.JetStream().Stream(ctxT(t), events.EventsStream)
+	s, err := b.Stream(ctxT(t), events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctxT(t))
+	n, err := s.Count(ctxT(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.State.Msgs
+	return n
 }
 
 func TestPublishedEventArrivesIntact(t *testing.T) {
@@ -57,8 +57,11 @@ func TestPublishedEventArrivesIntact(t *testing.T) {
 	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("Wait() = %v", err)
 	}
-	s, _ := b.JetStream().Stream(ctx, events.EventsStream)
-	msg, err := s.GetMsg(ctx, 1)
+	s, err := b.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.Msg(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +202,8 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// The streams get the configured duplicate window, and a second EnsureStreams with another
-// window updates them.
+// Every stream, DITTO_REJECTED_JOBS included, gets the configured duplicate window, and a
+// second EnsureStreams with another window updates them.
 func TestDuplicateWindow(t *testing.T) {
 	srv := bustest.NewServer(t)
 	ctx := ctxT(t)
@@ -212,8 +215,8 @@ func TestDuplicateWindow(t *testing.T) {
 		if err := b.EnsureStreams(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{events.EventsStream, events.JobsStream} {
-			s, err := b.JetStream().Stream(ctx, name)
+		for _, name := range []string{events.EventsStream, events.JobsStream, events.RejectedJobsStream} {
+			s, err := b.Stream(ctx, name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,22 @@
 // Package bus owns ditto's connection to NATS JetStream: connecting to a server (or hosting an
-// embedded one), creating the DITTO_JOBS and DITTO_EVENTS streams, and publishing events
-// asynchronously with a bounded number in flight and a step that waits for every
-// acknowledgement. Connection, server, stream definitions and publishing live only here. The
-// consumers (the worker's job consumer, the analyzer's ingestion, study progress and the stream
-// summary) use nats.go's jetstream consumer API on (*Bus).JetStream() directly: their ack, nak
-// and term decisions are the point of those packages, and a wrapper would only rename them.
+// embedded one), defining and creating the streams (DITTO_EVENTS, DITTO_JOBS,
+// DITTO_REJECTED_JOBS) and the consumers (the workers' shared consumer on DITTO_JOBS, the
+// analyzer's durable consumer on DITTO_EVENTS, ordered reads), and publishing with a bounded
+// number in flight and a step that waits for every acknowledgement. No other package makes a
+// JetStream context, creates a stream or consumer, or publishes to JetStream; a test in this
+// package fails if one does. The names of the streams, subjects and durable consumers are
+// spelled once, in package events.
+//
+// What the bus gives other packages:
+//
+//   - EnsureStreams (every process, at start) and the stream configs.
+//   - Publisher: every publish to JetStream, events or not (PublishEvent, Publish, PublishMsg),
+//     with Wait reporting each publish that failed and WithAckFunc each that was a duplicate.
+//   - EnsureJobsConsumer and EnsureIngestConsumer return a jetstream.Consumer to fetch from:
+//     the ack, nak and term decisions on its messages are the point of the packages that
+//     consume (worker, warehouse) and stay there. DeleteConsumer removes a durable one.
+//   - Stream: a read-only handle on a stream (state, subject counts, stored messages, a
+//     consumer's position, and Read, an ordered read of the messages on a subject filter).
 //
 // # Sharing one embedded server between processes
 //

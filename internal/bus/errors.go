@@ -13,6 +13,8 @@ var (
 	ErrNotAcked    = errors.New("bus: publishes not acknowledged")
 	ErrClosed      = errors.New("bus: publisher closed")
 	ErrNoJetStream = errors.New("bus: JetStream is not available")
+	// ErrShortRead says that a stream delivered fewer messages than it was asked to read.
+	ErrShortRead = errors.New("bus: fewer messages delivered than asked for")
 )
 
 // PublishError is one publish that was not acknowledged.

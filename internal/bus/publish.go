@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type Publisher struct {
 	js         jetstream.JetStream
 	ackTimeout time.Duration
 	sem        chan struct{}
+	onAck      func(Ack) // nil unless WithAckFunc
 
 	mu         sync.Mutex
 	failed     []PublishError
@@ -41,9 +43,28 @@ type Publisher struct {
 // pending is one asynchronous publish awaiting its acknowledgement.
 type pending struct {
 	subject, msgID string
+	header         nats.Header // nil for most messages
 	data           []byte
 	ack            jetstream.PubAckFuture
 	deadline       time.Time
+}
+
+// msg returns a new message for one attempt at publishing it: the library keeps the message
+// it is given (to retry it) and sets headers on it, so attempts share nothing mutable.
+func (it *pending) msg() *nats.Msg {
+	m := &nats.Msg{Subject: it.subject, Data: it.data}
+	if it.header != nil {
+		m.Header = maps.Clone(it.header)
+	}
+	return m
+}
+
+// Ack is the acknowledgement of one publish, as given to the function of WithAckFunc.
+type Ack struct {
+	Subject, MsgID string
+	// Duplicate says that the stream already held a message with this Nats-Msg-Id (published
+	// within the duplicate window) and stored nothing new.
+	Duplicate bool
 }
 
 // PublisherOption configures a Publisher.
@@ -67,6 +88,19 @@ func WithAckTimeout(d time.Duration) PublisherOption {
 			return fmt.Errorf("%w: ack timeout %v", ErrConfig, d)
 		}
 		p.ackTimeout = d
+		return nil
+	}
+}
+
+// WithAckFunc has the Publisher call f with every acknowledgement, before Wait can return for
+// it; a failed publish is reported by Wait, not to f. Calls may come from several goroutines at
+// once, in no particular order: f must be safe for concurrent use and should be quick.
+func WithAckFunc(f func(Ack)) PublisherOption {
+	return func(p *Publisher) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil ack func", ErrConfig)
+		}
+		p.onAck = f
 		return nil
 	}
 }
@@ -103,13 +137,29 @@ func (p *Publisher) PublishEvent(ctx context.Context, e *events.Envelope) error 
 // the bus) is full, it may wait up to 200ms more, not watching ctx, before falling back to a
 // synchronous publish.
 func (p *Publisher) Publish(ctx context.Context, subject, msgID string, data []byte) error {
+	return p.publish(ctx, &pending{subject: subject, msgID: msgID, data: data})
+}
+
+// PublishMsg is Publish for a message with headers: m's subject, data and headers, with its
+// Nats-Msg-Id header (if any) as the msg id. The Publisher keeps m.Data until the publish is
+// acknowledged or has failed; the caller must not change it.
+func (p *Publisher) PublishMsg(ctx context.Context, m *nats.Msg) error {
+	it := &pending{subject: m.Subject, data: m.Data}
+	if m.Header != nil {
+		it.header = maps.Clone(m.Header)
+		it.msgID = m.Header.Get(jetstream.MsgIDHeader)
+	}
+	return p.publish(ctx, it)
+}
+
+func (p *Publisher) publish(ctx context.Context, it *pending) error {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %s: %v", ErrPublish, subject, ctx.Err())
+		return fmt.Errorf("%w: %s: %v", ErrPublish, it.subject, ctx.Err())
 	}
 	p.wg.Add(1)
-	it := &pending{subject: subject, msgID: msgID, data: data, deadline: time.Now().Add(p.ackTimeout)}
+	it.deadline = time.Now().Add(p.ackTimeout)
 	ack, err := p.publishAsync(it)
 	if err != nil {
 		// The connection's window of asynchronous publishes, shared by every Publisher on
@@ -134,7 +184,7 @@ func (p *Publisher) Publish(ctx context.Context, subject, msgID string, data []b
 // publishAsync hands one message to the connection; JetStream's async publisher retries the
 // transient "no responders" of a stream leader election.
 func (p *Publisher) publishAsync(it *pending) (jetstream.PubAckFuture, error) {
-	return p.js.PublishAsync(it.subject, it.data, jetstream.WithMsgID(it.msgID),
+	return p.js.PublishMsgAsync(it.msg(), jetstream.WithMsgID(it.msgID),
 		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
 }
 
@@ -154,31 +204,32 @@ func (p *Publisher) collect() {
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
 		p.mu.Unlock()
-		p.done(it, p.await(it))
+		ack, err := p.await(it)
+		p.done(it, ack, err)
 	}
 }
 
-// await returns nil once it is acknowledged, or the error that makes it fail. A publish
+// await returns its acknowledgement, or the error that makes it fail. A publish
 // pending when the connection drops fails at once with ErrDisconnected; it is published
 // again (same msg id, so stored at most once) until its deadline: a brief outage costs a
 // delay, not a failure.
-func (p *Publisher) await(it *pending) error {
+func (p *Publisher) await(it *pending) (*jetstream.PubAck, error) {
 	timer := time.NewTimer(time.Until(it.deadline))
 	defer timer.Stop()
 	for {
 		select {
-		case <-it.ack.Ok():
-			return nil
+		case ack := <-it.ack.Ok():
+			return ack, nil
 		case err := <-it.ack.Err():
 			if !errors.Is(err, nats.ErrDisconnected) {
-				return err
+				return nil, err
 			}
 			for {
 				// Wait for the connection to be back, not a fixed pause per message: the
 				// collector comes to the publishes one by one, and after the reconnect
 				// every one behind this is republished at once.
 				if !p.waitConnected(it.deadline) {
-					return err
+					return nil, err
 				}
 				ack, perr := p.publishAsync(it)
 				if perr == nil {
@@ -191,11 +242,11 @@ func (p *Publisher) await(it *pending) error {
 		case <-timer.C:
 			// The collector may come to it after its deadline with the ack already in.
 			select {
-			case <-it.ack.Ok():
-				return nil
+			case ack := <-it.ack.Ok():
+				return ack, nil
 			default:
 			}
-			return fmt.Errorf("no acknowledgement within %v: %w", p.ackTimeout, context.DeadlineExceeded)
+			return nil, fmt.Errorf("no acknowledgement within %v: %w", p.ackTimeout, context.DeadlineExceeded)
 		}
 	}
 }
@@ -204,6 +255,7 @@ func (p *Publisher) await(it *pending) error {
 // to a connection as it breaks gets no reply and no error, so each attempt has a fifth of
 // the ack timeout; attempts repeat (same msg id, so stored at most once) until the deadline.
 func (p *Publisher) publishSync(it *pending) {
+	var ack *jetstream.PubAck
 	var err error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !p.waitConnected(it.deadline) {
@@ -214,17 +266,20 @@ func (p *Publisher) publishSync(it *pending) {
 			break
 		}
 		actx, cancel := context.WithTimeout(context.Background(), min(remaining, p.ackTimeout/5))
-		_, err = p.js.Publish(actx, it.subject, it.data, jetstream.WithMsgID(it.msgID),
+		ack, err = p.js.PublishMsg(actx, it.msg(), jetstream.WithMsgID(it.msgID),
 			jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
 		cancel()
 		if !retryable(err) {
 			break
 		}
 	}
+	if err == nil && ack == nil { // the deadline passed before the first attempt
+		err = context.DeadlineExceeded
+	}
 	if err != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no acknowledgement within %v: %w", p.ackTimeout, err)
 	}
-	p.done(it, err)
+	p.done(it, ack, err)
 }
 
 // retryable reports whether a synchronous publish may succeed if made again: it got no
@@ -245,12 +300,16 @@ func (p *Publisher) waitConnected(deadline time.Time) bool {
 	return time.Now().Before(deadline)
 }
 
-// done records the outcome of one publish and frees its room.
-func (p *Publisher) done(it *pending, err error) {
-	if err != nil {
+// done records the outcome of one publish (its acknowledgement, or the error that made it
+// fail) and frees its room.
+func (p *Publisher) done(it *pending, ack *jetstream.PubAck, err error) {
+	switch {
+	case err != nil:
 		p.mu.Lock()
 		p.failed = append(p.failed, PublishError{Subject: it.subject, MsgID: it.msgID, Err: err})
 		p.mu.Unlock()
+	case p.onAck != nil:
+		p.onAck(Ack{Subject: it.subject, MsgID: it.msgID, Duplicate: ack != nil && ack.Duplicate})
 	}
 	<-p.sem
 	p.wg.Done()

@@ -7,14 +7,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// EnsureStreams creates DITTO_EVENTS and DITTO_JOBS, or updates them to the current config.
-// It is idempotent and safe to call from every process at start. It never lowers the replica
-// count of an existing stream: a process started without --replicas 3 against a cluster whose
-// streams are R3 must not scale them down to R1 (it raises them when asked for more).
+// EnsureStreams creates DITTO_EVENTS, DITTO_JOBS and DITTO_REJECTED_JOBS, or updates them to
+// the current config (replicas, duplicate window). It is idempotent and safe to call from every
+// process at start. It never lowers the replica count of an existing stream: a process started
+// without --replicas 3 against a cluster whose streams are R3 must not scale them down to R1
+// (it raises them when asked for more).
 func (b *Bus) EnsureStreams(ctx context.Context) error {
 	for _, cfg := range []jetstream.StreamConfig{
 		EventsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 		JobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
+		RejectedJobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 	} {
 		if s, err := b.js.Stream(ctx, cfg.Name); err == nil {
 			if have := s.CachedInfo().Config.Replicas; have > cfg.Replicas {

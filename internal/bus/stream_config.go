@@ -45,3 +45,21 @@ func JobsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamCon
 		MaxMsgs:     -1,
 	}
 }
+
+// RejectedJobsStreamConfig is DITTO_REJECTED_JOBS: the jobs a worker could not run, kept raw
+// with the reason in a header, so that a malformed job is never silently dropped. Limits
+// retention with no limits; the duplicate window keeps one copy of a job however often it
+// was delivered.
+func RejectedJobsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.RejectedJobsStream,
+		Description: "ditto: jobs a worker could not run (raw job, reason in the Ditto-Reject-Reason header)",
+		Subjects:    []string{events.RejectedJobsSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  dupWindow,
+		MaxBytes:    -1,
+		MaxMsgs:     -1,
+	}
+}

@@ -18,11 +18,11 @@ import (
 func committedFloor(b *bus.Bus) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := b.JetStream().Consumer(ctx, events.EventsStream, loadgen.DefaultConsumer)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		return 0, err
 	}
-	info, err := c.Info(ctx)
+	info, err := s.ConsumerInfo(ctx, events.AnalyzerConsumer)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +61,7 @@ func TestAnalyzerKilledMidIngest(t *testing.T) {
 		analyzer.kill()
 		t.Logf("analyzer killed at committed floor %d", killedAt)
 		poll(t, 30*time.Second, "a backlog", func() (bool, error) {
-			s, err := obs.JetStream().Stream(context.Background(), events.EventsStream)
+			s, err := obs.Stream(context.Background(), events.EventsStream)
 			if err != nil {
 				return false, err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -39,7 +40,7 @@ func streamCount(t *testing.T, b *bus.Bus, study string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	s, err := bustest.JetStream(t, b).Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

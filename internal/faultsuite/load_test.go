@@ -278,7 +278,7 @@ func streamTotal(t *testing.T, b *bus.Bus) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

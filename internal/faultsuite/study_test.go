@@ -9,6 +9,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,10 +33,10 @@ func workerArgs(busArgs ...string) []string {
 
 // subjectCount counts the stream's messages on a subject filter (an ephemeral consumer's
 // pending count).
-func subjectCount(b *bus.Bus, stream, filter string) (int64, error) {
+func subjectCount(t *testing.T, b *bus.Bus, stream, filter string) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, stream)
+	s, err := bustest.JetStream(t, b).Stream(ctx, stream)
 	if err != nil {
 		return 0, err
 	}
@@ -58,24 +59,24 @@ func subjectCount(b *bus.Bus, stream, filter string) (int64, error) {
 func queuedJobs(b *bus.Bus) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, events.JobsStream)
+	s, err := b.Stream(ctx, events.JobsStream)
 	if err != nil {
 		return 0, err
 	}
 	subject := "ditto.jobs." + studyName
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	counts, err := s.SubjectCounts(ctx, subject)
 	if err != nil {
 		return 0, err
 	}
-	return int64(info.State.Subjects[subject]), nil
+	return int64(counts[subject]), nil
 }
 
 // progress is how many run attempts of the study have started and finished.
-func progress(b *bus.Bus) (started, finished int64, err error) {
-	if started, err = subjectCount(b, events.EventsStream, fmt.Sprintf("ditto.events.%s.*.%s", studyName, events.TypeRunStarted)); err != nil {
+func progress(t *testing.T, b *bus.Bus) (started, finished int64, err error) {
+	if started, err = subjectCount(t, b, events.EventsStream, fmt.Sprintf("ditto.events.%s.*.%s", studyName, events.TypeRunStarted)); err != nil {
 		return
 	}
-	finished, err = subjectCount(b, events.EventsStream, fmt.Sprintf("ditto.events.%s.*.%s", studyName, events.TypeRunFinished))
+	finished, err = subjectCount(t, b, events.EventsStream, fmt.Sprintf("ditto.events.%s.*.%s", studyName, events.TypeRunFinished))
 	return
 }
 
@@ -84,7 +85,7 @@ func waitInFlight(t *testing.T, b *bus.Bus, minFinished int64) (started, finishe
 	t.Helper()
 	poll(t, 3*time.Minute, fmt.Sprintf("%d finished runs and runs in flight", minFinished), func() (bool, error) {
 		var err error
-		started, finished, err = progress(b)
+		started, finished, err = progress(t, b)
 		return err == nil && finished >= minFinished && started > finished, err
 	})
 	return started, finished
@@ -97,7 +98,7 @@ func waitInFlight(t *testing.T, b *bus.Bus, minFinished int64) (started, finishe
 func waitStudyDone(t *testing.T, b *bus.Bus, timeout time.Duration) {
 	t.Helper()
 	poll(t, timeout, "every job of the study done", func() (bool, error) {
-		_, f, err := progress(b)
+		_, f, err := progress(t, b)
 		if err != nil {
 			return false, err
 		}
@@ -112,7 +113,7 @@ func waitCaughtUp(t *testing.T, b *bus.Bus) {
 	poll(t, 2*time.Minute, "the analyzer to commit the whole stream", func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s, err := b.JetStream().Stream(ctx, events.EventsStream)
+		s, err := b.Stream(ctx, events.EventsStream)
 		if err != nil {
 			return false, err
 		}
@@ -161,7 +162,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	// anything the dead worker had already handed to the server is counted.
 	var started, finished int64
 	poll(t, 30*time.Second, "the stream to settle after the kill", func() (bool, error) {
-		s1, f1, err := progress(obs)
+		s1, f1, err := progress(t, obs)
 		if err != nil {
 			return false, err
 		}
@@ -220,7 +221,7 @@ func TestNATSNodeKilledMidStudy(t *testing.T) {
 	t.Logf("killed %s, the leader of %s, after %d runs finished", c.nodes[victim].name, events.EventsStream, finished)
 	// The study goes on with two of three nodes.
 	poll(t, 2*time.Minute, "progress with a node down", func() (bool, error) {
-		_, f, err := progress(obs)
+		_, f, err := progress(t, obs)
 		return err == nil && f >= finished+5, err
 	})
 	c.restart(victim)
@@ -247,7 +248,7 @@ func (c *cluster) leaderOf(t *testing.T, b *bus.Bus, stream string) int {
 	poll(t, 30*time.Second, stream+" to have a leader", func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s, err := b.JetStream().Stream(ctx, stream)
+		s, err := b.Stream(ctx, stream)
 		if err != nil {
 			return false, err
 		}
@@ -273,7 +274,7 @@ func (c *cluster) checkReplicas(t *testing.T, b *bus.Bus) {
 		poll(t, time.Minute, name+" R3 with all replicas current", func() (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			s, err := b.JetStream().Stream(ctx, name)
+			s, err := b.Stream(ctx, name)
 			if err != nil {
 				return false, err
 			}
@@ -315,7 +316,7 @@ func TestEmbeddedKilledMidStudy(t *testing.T) {
 			return false, err
 		}
 		defer bb.Close()
-		_, err = bb.JetStream().Stream(ctx, events.JobsStream)
+		_, err = bb.Stream(ctx, events.JobsStream)
 		return err == nil, err
 	})
 	obs := connect(t, url)

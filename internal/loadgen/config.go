@@ -18,7 +18,8 @@ type Config struct {
 	OpenRuns    int
 	MaxInFlight int // publishes awaiting acknowledgement
 	// Stream and Consumer name the analyzer's durable consumer whose acknowledgement floor
-	// says how far DuckDB has committed ("" Consumer: measure publishing only).
+	// says how far DuckDB has committed (events.AnalyzerConsumer by default; "" Consumer:
+	// measure publishing only).
 	Stream   string
 	Consumer string
 	// Sample is the interval of the lag and memory samples.
@@ -33,7 +34,6 @@ type Config struct {
 const (
 	DefaultOpenRuns     = 64
 	DefaultMaxInFlight  = 1024
-	DefaultConsumer     = "ditto-analyzer" // warehouse.DefaultDurable (not imported: cgo)
 	DefaultSample       = time.Second
 	DefaultDrainTimeout = 2 * time.Minute
 )

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -28,14 +27,13 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	js := b.JetStream()
-	stream, err := js.Stream(ctx, cfg.Stream)
+	stream, err := b.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: stream %s: %w", cfg.Stream, err)
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	info, err := stream.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: stream %s: %w", cfg.Stream, err)
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	// This run's events are those after base in the stream: the analyzer has committed k of
 	// them when its acknowledgement floor is base+k (the consumer acknowledges in stream order).
@@ -43,14 +41,10 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	start := time.Now()
 	// Asynchronous publishing, as `nats bench js pub async` does, bounded by MaxInFlight: the
 	// generator must not be what limits the rate. Failures (including acknowledgement
-	// timeouts) are counted by the error handler.
-	var failed atomic.Int64
-	pub, err := jetstream.New(b.Conn(),
-		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight),
-		jetstream.WithPublishAsyncTimeout(30*time.Second),
-		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
+	// timeouts) are reported by Wait.
+	pub, err := b.NewPublisher(bus.WithMaxInFlight(cfg.MaxInFlight), bus.WithAckTimeout(30*time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: jetstream: %w", err)
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	m := &meter{cfg: cfg, stream: stream, base: base, start: start, peak: map[string]ProcMemory{}}
 	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Consumer: cfg.Consumer}
@@ -75,13 +69,12 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	rep.PublishRate = float64(rep.Published) / publishEnd.Sub(start).Seconds()
 	wctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
-	select {
-	case <-pub.PublishAsyncComplete():
-	case <-wctx.Done():
-		perr = errors.Join(perr, fmt.Errorf("loadgen: waiting for publish acknowledgements: %w", wctx.Err()))
-	}
-	if rep.Failed = int(failed.Load()); rep.Failed > 0 {
-		perr = errors.Join(perr, fmt.Errorf("loadgen: %d publishes not acknowledged", rep.Failed))
+	if err := pub.Wait(wctx); err != nil {
+		failed, ok := bus.IsAckError(err)
+		if rep.Failed = len(failed); ok {
+			err = fmt.Errorf("%d publishes not acknowledged", rep.Failed)
+		}
+		perr = errors.Join(perr, fmt.Errorf("loadgen: %w", err))
 	}
 	if perr != nil || cfg.Consumer == "" {
 		return rep, perr
@@ -116,7 +109,7 @@ const templateRuns = 256
 
 // publish paces the events: by time t since start, rate·t events have been handed over.
 // Several runs are open at once and their events interleave.
-func publish(ctx context.Context, pub jetstream.JetStream, gen *wireRuns, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
+func publish(ctx context.Context, pub *bus.Publisher, gen *wireRuns, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
 	var err error
 	pick := rand.New(rand.NewPCG(cfg.Seed, 0x91c))
 	open := make([][]wireEvent, cfg.OpenRuns)
@@ -145,21 +138,11 @@ func publish(ctx context.Context, pub jetstream.JetStream, gen *wireRuns, cfg Co
 					return err
 				}
 			}
-			subject, data := e.subject, e.data
-			for {
-				_, err := pub.PublishAsync(subject, data, jetstream.WithMsgID(e.id), jetstream.WithStallWait(time.Second))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-					return fmt.Errorf("loadgen: publish: %w", err)
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+			if err := pub.Publish(ctx, e.subject, e.id, e.data); err != nil {
+				return ctx.Err()
 			}
 			published.Add(1)
-			bytes.Add(int64(len(data)))
+			bytes.Add(int64(len(e.data)))
 		}
 		// Sleep until the next event is due, but wake often enough to keep bursts small.
 		next := time.Duration(float64(n+1) / cfg.Rate * float64(time.Second))
@@ -175,7 +158,7 @@ func publish(ctx context.Context, pub jetstream.JetStream, gen *wireRuns, cfg Co
 // meter samples the stream, the analyzer's consumer and the watched processes.
 type meter struct {
 	cfg       Config
-	stream    jetstream.Stream
+	stream    *bus.Stream
 	base      uint64
 	start     time.Time
 	published atomic.Int64
@@ -199,17 +182,13 @@ func (m *meter) observe(ctx context.Context) (Sample, error) {
 		return s, nil
 	}
 	var floor uint64
-	ci, err := m.stream.Consumer(ctx, m.cfg.Consumer)
+	cinfo, err := m.stream.ConsumerInfo(ctx, m.cfg.Consumer)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		// The analyzer has not started yet: nothing committed.
 	case err != nil:
 		return s, err
 	default:
-		cinfo, err := ci.Info(ctx)
-		if err != nil {
-			return s, err
-		}
 		floor = cinfo.AckFloor.Stream
 	}
 	if floor > m.base {

@@ -9,17 +9,16 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// committer stands in for the analyzer: a durable consumer with the analyzer's name and its
-// AckAll policy, acknowledging each fetched batch as the analyzer does after a DuckDB commit.
-func committer(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+// committer stands in for the analyzer: the analyzer's durable consumer, acknowledging each
+// fetched batch as the analyzer does after a DuckDB commit.
+func committer(ctx context.Context, t *testing.T, b *bus.Bus) {
 	t.Helper()
-	cons, err := js.CreateOrUpdateConsumer(ctx, events.EventsStream, jetstream.ConsumerConfig{
-		Durable: DefaultConsumer, AckPolicy: jetstream.AckAllPolicy, MaxAckPending: 30_000,
-	})
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{MaxAckPending: 30_000}, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +46,10 @@ func TestRunEndToEnd(t *testing.T) {
 	b := srv.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	committer(ctx, t, b.JetStream())
+	committer(ctx, t, b)
 
 	const rate, dur = 1500.0, 2 * time.Second
-	rep, err := Run(ctx, b, Config{Rate: rate, Duration: dur, Consumer: DefaultConsumer,
+	rep, err := Run(ctx, b, Config{Rate: rate, Duration: dur, Consumer: events.AnalyzerConsumer,
 		Sample: 200 * time.Millisecond, Watch: map[string]int{"test": os.Getpid()}})
 	if err != nil {
 		t.Fatalf("Run = %v", err)
@@ -69,16 +68,13 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("samples %d memory %+v: want samples and the test's peak memory", len(rep.Samples), rep.Memory)
 	}
 	// The stream holds exactly the study's events, once each.
-	info, err := b.JetStream().Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	si, err := info.Info(ctx, jetstream.WithSubjectFilter("ditto.events."+rep.Study+".>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if si.State.Msgs != uint64(rep.Published) {
-		t.Errorf("stream holds %d messages of %s, want %d", si.State.Msgs, rep.Study, rep.Published)
+	filter, _ := events.StudyEventsSubject(rep.Study)
+	if n, err := s.Count(ctx, filter); err != nil || n != uint64(rep.Published) {
+		t.Errorf("stream holds %d messages of %s (%v), want %d", n, rep.Study, err, rep.Published)
 	}
 }
 
@@ -87,7 +83,7 @@ func TestRunNotDrained(t *testing.T) {
 	b := srv.Connect(t)
 	ctx := context.Background()
 	// A consumer that never acknowledges: the analyzer is stuck.
-	if _, err := b.JetStream().CreateOrUpdateConsumer(ctx, events.EventsStream, jetstream.ConsumerConfig{
+	if _, err := bustest.JetStream(t, b).CreateOrUpdateConsumer(ctx, events.EventsStream, jetstream.ConsumerConfig{
 		Durable: "stuck", AckPolicy: jetstream.AckAllPolicy}); err != nil {
 		t.Fatal(err)
 	}

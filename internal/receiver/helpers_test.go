@@ -87,7 +87,7 @@ func (e *env) post(t testing.TB, path, token, contentType string, body []byte) (
 func stored(t testing.TB, b *bus.Bus) []events.Envelope {
 	t.Helper()
 	ctx := ctxT(t, 20*time.Second)
-	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func stored(t testing.TB, b *bus.Bus) []events.Envelope {
 	}
 	out := make([]events.Envelope, 0, info.State.Msgs)
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
+		m, err := s.Msg(ctx, seq)
 		if err != nil {
 			t.Fatalf("GetMsg(%d) = %v", seq, err)
 		}
@@ -113,7 +113,7 @@ func stored(t testing.TB, b *bus.Bus) []events.Envelope {
 func streamCount(t testing.TB, b *bus.Bus) uint64 {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
-	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

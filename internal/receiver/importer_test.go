@@ -54,7 +54,7 @@ func TestImportGoodAndBadLines(t *testing.T) {
 	if err != nil || res2.Published != len(lines) {
 		t.Fatalf("second Import() = %+v, %v", res2, err)
 	}
-	s, _ := b.JetStream().Stream(ctx, events.EventsStream)
+	s, _ := b.Stream(ctx, events.EventsStream)
 	info, _ := s.Info(ctx)
 	if info.State.Msgs != uint64(len(lines)) {
 		t.Errorf("stream holds %d messages after importing %d valid lines twice, want %d", info.State.Msgs, len(lines), len(lines))

@@ -2,10 +2,11 @@ package study
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -21,29 +22,26 @@ func (p Progress) Done() bool { return p.Queued == 0 && p.Finished >= p.Expected
 
 // GetProgress reads the study's progress from the streams' subject counts (cheap: no message
 // is read).
-func GetProgress(ctx context.Context, js jetstream.JetStream, p *Plan) (Progress, error) {
+func GetProgress(ctx context.Context, b *bus.Bus, p *Plan) (Progress, error) {
 	pr := Progress{Expected: len(p.Jobs)}
 	jobs, _ := events.JobSubject(p.Spec.Name)
-	s, err := js.Stream(ctx, events.JobsStream)
+	s, err := b.Stream(ctx, events.JobsStream)
 	if err != nil {
 		return pr, fmt.Errorf("study: %w", err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(jobs))
+	queued, err := s.Count(ctx, jobs)
 	if err != nil {
 		return pr, fmt.Errorf("study: %w", err)
 	}
-	for _, n := range info.State.Subjects {
-		pr.Queued += int(n)
+	pr.Queued = int(queued)
+	if s, err = b.Stream(ctx, events.EventsStream); err != nil {
+		return pr, fmt.Errorf("study: %w", err)
 	}
-	s, err = js.Stream(ctx, events.EventsStream)
+	finished, err := s.SubjectCounts(ctx, finishedFilter(p.Spec.Name))
 	if err != nil {
 		return pr, fmt.Errorf("study: %w", err)
 	}
-	info, err = s.Info(ctx, jetstream.WithSubjectFilter(finishedFilter(p.Spec.Name)))
-	if err != nil {
-		return pr, fmt.Errorf("study: %w", err)
-	}
-	pr.Finished = len(info.State.Subjects) // one subject per run
+	pr.Finished = len(finished) // one subject per run
 	return pr, nil
 }
 
@@ -60,59 +58,43 @@ type CellOutcome struct {
 // Outcomes reads every run.finished of the study and counts, per cell, the status of each
 // run's outcome: its latest finished attempt that was not aborted (an aborted attempt counts
 // only when it is all there is).
-func Outcomes(ctx context.Context, js jetstream.JetStream, p *Plan) ([]CellOutcome, error) {
+func Outcomes(ctx context.Context, b *bus.Bus, p *Plan) ([]CellOutcome, error) {
 	filter := finishedFilter(p.Spec.Name)
-	s, err := js.Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	want, err := s.Count(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
-	}
-	var want uint64
-	for _, n := range info.State.Subjects {
-		want += n
 	}
 	type outcome struct {
 		attempt int
 		status  string
 	}
 	best := map[string]outcome{}
-	if want > 0 {
-		cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	err = s.Read(ctx, filter, want, func(m jetstream.Msg) error {
+		e, err := events.Decode(m.Data())
 		if err != nil {
-			return nil, fmt.Errorf("study: %w", err)
+			return nil
 		}
-		for got := uint64(0); got < want; {
-			batch, err := cons.Fetch(int(min(want-got, 1000)), jetstream.FetchMaxWait(2*time.Second))
-			if err != nil {
-				return nil, fmt.Errorf("study: read outcomes: %w", err)
-			}
-			n := 0
-			for m := range batch.Messages() {
-				n++
-				e, err := events.Decode(m.Data())
-				if err != nil {
-					continue
-				}
-				f, ok := e.Payload.(events.RunFinished)
-				if !ok {
-					continue
-				}
-				cur, seen := best[e.Run]
-				better := !seen ||
-					(cur.status == events.StatusAborted) != (f.Status == events.StatusAborted) && f.Status != events.StatusAborted ||
-					(cur.status == events.StatusAborted) == (f.Status == events.StatusAborted) && e.Attempt > cur.attempt
-				if better {
-					best[e.Run] = outcome{e.Attempt, f.Status}
-				}
-			}
-			if n == 0 {
-				break
-			}
-			got += uint64(n)
+		f, ok := e.Payload.(events.RunFinished)
+		if !ok {
+			return nil
 		}
+		cur, seen := best[e.Run]
+		better := !seen ||
+			(cur.status == events.StatusAborted) != (f.Status == events.StatusAborted) && f.Status != events.StatusAborted ||
+			(cur.status == events.StatusAborted) == (f.Status == events.StatusAborted) && e.Attempt > cur.attempt
+		if better {
+			best[e.Run] = outcome{e.Attempt, f.Status}
+		}
+		return nil
+	})
+	// Outcomes are shown while a study runs: a read cut short (a fetch that came back empty, as
+	// during a leader election) shows what was delivered rather than nothing.
+	if err != nil && !errors.Is(err, bus.ErrShortRead) {
+		return nil, fmt.Errorf("study: read outcomes: %w", err)
 	}
 	index := map[cellKey]int{}
 	out := make([]CellOutcome, len(p.Cells))

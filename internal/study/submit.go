@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/dittolab/ditto/events"
@@ -36,16 +37,16 @@ func DefinedSubject(study string) (string, error) {
 
 // Defined returns the study.defined event of a study from DITTO_EVENTS, or ok=false when the
 // study was never submitted.
-func Defined(ctx context.Context, js jetstream.JetStream, study string) (e events.Envelope, ok bool, err error) {
+func Defined(ctx context.Context, b *bus.Bus, study string) (e events.Envelope, ok bool, err error) {
 	subject, err := DefinedSubject(study)
 	if err != nil {
 		return e, false, err
 	}
-	s, err := js.Stream(ctx, events.EventsStream)
+	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
-		return e, false, fmt.Errorf("study: stream %s: %w", events.EventsStream, err)
+		return e, false, fmt.Errorf("study: %w", err)
 	}
-	msg, err := s.GetLastMsgForSubject(ctx, subject)
+	msg, err := s.LastMsg(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return e, false, nil
 	}
@@ -66,8 +67,7 @@ func Defined(ctx context.Context, js jetstream.JetStream, study string) (e event
 // submitter in the event (e.g. "producer"). The streams must exist (bus.EnsureStreams).
 func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResult, error) {
 	res := SubmitResult{Study: p.Spec.Name, Jobs: len(p.Jobs)}
-	js := b.JetStream()
-	prev, found, err := Defined(ctx, js, p.Spec.Name)
+	prev, found, err := Defined(ctx, b, p.Spec.Name)
 	if err != nil {
 		return res, err
 	}
@@ -81,12 +81,12 @@ func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResu
 		res.AlreadyDefined = true
 		return res, nil
 	}
-	jr, err := submitJobs(ctx, js, p)
+	jr, err := submitJobs(ctx, b, p)
 	res.Published, res.Duplicates = jr.Published, jr.Duplicates
 	if err != nil {
 		return res, err
 	}
-	if err := publishDefined(ctx, js, p, source); err != nil {
+	if err := publishDefined(ctx, b, p, source); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -95,7 +95,7 @@ func Submit(ctx context.Context, b *bus.Bus, p *Plan, source string) (SubmitResu
 // publishDefined publishes study.defined after every job is stored, so that its presence
 // means the whole study was submitted. Its Nats-Msg-Id is derived from the study name rather
 // than the event id, so that two concurrent submissions store it once.
-func publishDefined(ctx context.Context, js jetstream.JetStream, p *Plan, source string) error {
+func publishDefined(ctx context.Context, b *bus.Bus, p *Plan, source string) error {
 	if source == "" {
 		source = "producer"
 	}
@@ -110,49 +110,53 @@ func publishDefined(ctx context.Context, js jetstream.JetStream, p *Plan, source
 	if err != nil {
 		return err
 	}
-	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(p.Spec.Name+"/"+events.StudyRun+"/"+string(events.TypeStudyDefined)),
-		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
+	pub, err := b.NewPublisher(bus.WithMaxInFlight(1))
+	if err != nil {
+		return err
+	}
+	if err := pub.Publish(ctx, subject, p.Spec.Name+"/"+events.StudyRun+"/"+string(events.TypeStudyDefined), data); err != nil {
+		return fmt.Errorf("study: publish study.defined: %w", err)
+	}
+	if err := pub.Wait(ctx); err != nil {
 		return fmt.Errorf("study: publish study.defined: %w", err)
 	}
 	return nil
 }
 
-// submitJobs publishes every job of p and waits for each acknowledgement.
-func submitJobs(ctx context.Context, js jetstream.JetStream, p *Plan) (SubmitResult, error) {
+// submitJobs publishes every job of p and waits for each acknowledgement, counting the jobs
+// JetStream already held (a submission cut short and made again).
+func submitJobs(ctx context.Context, b *bus.Bus, p *Plan) (SubmitResult, error) {
 	var res SubmitResult
 	subject, err := events.JobSubject(p.Spec.Name)
 	if err != nil {
 		return res, err
 	}
-	for start := 0; start < len(p.Jobs); start += submitWindow {
-		end := min(start+submitWindow, len(p.Jobs))
-		futures := make([]jetstream.PubAckFuture, 0, end-start)
-		for i := start; i < end; i++ {
-			j := &p.Jobs[i]
-			data, err := j.Encode()
-			if err != nil {
-				return res, err
-			}
-			f, err := js.PublishAsync(subject, data, jetstream.WithMsgID(j.MsgID()))
-			if err != nil {
-				return res, fmt.Errorf("study: publish job %s: %w", j.MsgID(), err)
-			}
-			futures = append(futures, f)
+	var published, duplicates atomic.Int64
+	pub, err := b.NewPublisher(bus.WithMaxInFlight(submitWindow), bus.WithAckFunc(func(a bus.Ack) {
+		if a.Duplicate {
+			duplicates.Add(1)
+		} else {
+			published.Add(1)
 		}
-		for k, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				if ack.Duplicate {
-					res.Duplicates++
-				} else {
-					res.Published++
-				}
-			case err := <-f.Err():
-				return res, fmt.Errorf("study: job %s not acknowledged: %w", p.Jobs[start+k].MsgID(), err)
-			case <-ctx.Done():
-				return res, fmt.Errorf("study: waiting for job acks: %w", ctx.Err())
-			}
+	}))
+	if err != nil {
+		return res, err
+	}
+	for i := range p.Jobs {
+		j := &p.Jobs[i]
+		data, err := j.Encode()
+		if err == nil {
+			err = pub.Publish(ctx, subject, j.MsgID(), data)
 		}
+		if err != nil {
+			res.Published, res.Duplicates = int(published.Load()), int(duplicates.Load())
+			return res, fmt.Errorf("study: publish job %s: %w", j.MsgID(), err)
+		}
+	}
+	err = pub.Wait(ctx)
+	res.Published, res.Duplicates = int(published.Load()), int(duplicates.Load())
+	if err != nil {
+		return res, fmt.Errorf("study: jobs not acknowledged: %w", err)
 	}
 	return res, nil
 }
@@ -160,8 +164,8 @@ func submitJobs(ctx context.Context, js jetstream.JetStream, p *Plan) (SubmitRes
 // Submitted rebuilds the plan of a submitted study from its study.defined event (which holds
 // the normalized spec), and returns when it was submitted. Errors wrap ErrNotSubmitted when
 // the study was never submitted.
-func Submitted(ctx context.Context, js jetstream.JetStream, name string) (*Plan, time.Time, error) {
-	e, ok, err := Defined(ctx, js, name)
+func Submitted(ctx context.Context, b *bus.Bus, name string) (*Plan, time.Time, error) {
+	e, ok, err := Defined(ctx, b, name)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

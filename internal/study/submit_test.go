@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 )
 
@@ -24,15 +25,15 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := func() uint64 {
-		st, err := b.JetStream().Stream(ctx, events.JobsStream)
+		st, err := b.Stream(ctx, events.JobsStream)
 		if err != nil {
 			t.Fatal(err)
 		}
-		info, err := st.Info(ctx)
+		n, err := st.Count(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return info.State.Msgs
+		return n
 	}
 
 	r1, err := Submit(ctx, b, p, "test")
@@ -45,7 +46,7 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 	if n := jobs(); n != uint64(len(p.Jobs)) {
 		t.Fatalf("jobs stream holds %d, want %d", n, len(p.Jobs))
 	}
-	def, ok, err := Defined(ctx, b.JetStream(), s.Name)
+	def, ok, err := Defined(ctx, b, s.Name)
 	if err != nil || !ok {
 		t.Fatalf("Defined = %v, %v", ok, err)
 	}
@@ -53,14 +54,14 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 		t.Errorf("study.defined = %+v", got)
 	}
 
-	rebuilt, _, err := Submitted(ctx, b.JetStream(), s.Name)
+	rebuilt, _, err := Submitted(ctx, b, s.Name)
 	if err != nil {
 		t.Fatalf("Submitted = %v", err)
 	}
 	if !reflect.DeepEqual(rebuilt.Jobs, p.Jobs) {
 		t.Error("the plan rebuilt from study.defined differs from the submitted one")
 	}
-	if _, _, err := Submitted(ctx, b.JetStream(), "never"); !errors.Is(err, ErrNotSubmitted) {
+	if _, _, err := Submitted(ctx, b, "never"); !errors.Is(err, ErrNotSubmitted) {
 		t.Errorf("Submitted(never) = %v, want ErrNotSubmitted", err)
 	}
 
@@ -77,7 +78,7 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 
 	// Even without the study.defined check, the duplicate window stores no job twice:
 	// republish the jobs as a submission interrupted before study.defined would.
-	r3, err := submitJobs(ctx, b.JetStream(), p)
+	r3, err := submitJobs(ctx, b, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +99,63 @@ func TestSubmitTwiceCreatesNoExtraJobs(t *testing.T) {
 	}
 	if n := jobs(); n != uint64(len(p.Jobs)) {
 		t.Errorf("after a refused submit the jobs stream holds %d, want %d", n, len(p.Jobs))
+	}
+}
+
+// Jobs whose acknowledgements are lost when the connection breaks are published again once it
+// is back (same msg ids, so each is stored once) instead of failing the submission.
+func TestSubmitJobsAcrossReconnect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := bustest.NewServer(t)
+	direct := srv.Connect(t)
+	proxy := bustest.NewProxy(t, srv.ClientURL())
+	b, err := bus.Open(ctx, bus.Config{URL: proxy.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := parseMap(t, base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Expand(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := direct.Stream(ctx, events.JobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Hold()
+	type result struct {
+		res SubmitResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := submitJobs(ctx, b, p)
+		done <- result{res, err}
+	}()
+	// Every job is stored, none of the acknowledgements has arrived: the connection breaks.
+	for n := uint64(0); n < uint64(len(p.Jobs)); {
+		select {
+		case r := <-done:
+			t.Fatalf("submitJobs returned with its acknowledgements held: %+v, %v", r.res, r.err)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d jobs stored", n, len(p.Jobs))
+		case <-time.After(10 * time.Millisecond):
+		}
+		if n, err = jobs.Count(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.Cut()
+	r := <-done
+	if r.err != nil || r.res.Published+r.res.Duplicates != len(p.Jobs) {
+		t.Fatalf("submitJobs across a reconnect = %+v, %v; want all %d jobs acknowledged", r.res, r.err, len(p.Jobs))
+	}
+	if n, err := jobs.Count(ctx, ""); err != nil || n != uint64(len(p.Jobs)) {
+		t.Errorf("jobs stream holds %d (%v), want %d", n, err, len(p.Jobs))
 	}
 }

@@ -113,16 +113,11 @@ func vmHWM() uint64 { return warehouse.ProcStatus("VmHWM:") }
 // only fetches the messages and acknowledges each batch (cumulatively, as the analyzer does).
 func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch int) time.Duration {
 	ctx := warehousetest.Context(tb, 10*time.Minute)
-	s, err := b.JetStream().Stream(ctx, events.EventsStream)
+	c, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: durable, AckWait: time.Minute, MaxAckPending: 5 * batch}, 0, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckAllPolicy,
-		MaxAckPending: 5 * batch, AckWait: time.Minute, MaxDeliver: -1, FilterSubject: events.EventsSubject})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.DeleteConsumer(context.Background(), durable)
+	defer b.DeleteConsumer(context.Background(), events.EventsStream, durable)
 	start := time.Now()
 	it, err := c.Messages(jetstream.PullMaxMessages(batch))
 	if err != nil {

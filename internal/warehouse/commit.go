@@ -133,11 +133,11 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 
 // goneFromStream reports whether the stream no longer holds the message at seq.
 func (ing *ingester) goneFromStream(ctx context.Context, seq uint64) bool {
-	s, err := ing.js.Stream(ctx, ing.cfg.Stream)
+	s, err := ing.bus.Stream(ctx, ing.cfg.Stream)
 	if err != nil {
 		return false
 	}
-	_, err = s.GetMsg(ctx, seq)
+	_, err = s.Msg(ctx, seq)
 	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 )
 
 // Config says which DuckDB database to open.
@@ -39,8 +40,8 @@ func (c Config) Validate() error {
 type IngestConfig struct {
 	// Stream is the stream to ingest (default events.EventsStream).
 	Stream string
-	// Durable names the JetStream durable consumer (default DefaultDurable). One database file,
-	// one durable name: two analyzers with different files must not share a name.
+	// Durable names the JetStream durable consumer (default events.AnalyzerConsumer). One
+	// database file, one durable name: two analyzers with different files must not share a name.
 	Durable string
 	// BatchSize bounds the events in one DuckDB transaction (default 10,000).
 	BatchSize int
@@ -72,7 +73,6 @@ type IngestConfig struct {
 
 // Defaults.
 const (
-	DefaultDurable       = "ditto-analyzer"
 	DefaultBatchSize     = 10_000
 	DefaultBatchWait     = 500 * time.Millisecond
 	DefaultMaxBatchBytes = 32 << 20
@@ -86,7 +86,7 @@ func (c IngestConfig) withDefaults() IngestConfig {
 		c.Stream = events.EventsStream
 	}
 	if c.Durable == "" {
-		c.Durable = DefaultDurable
+		c.Durable = events.AnalyzerConsumer
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
@@ -114,6 +114,11 @@ func (c IngestConfig) withDefaults() IngestConfig {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// consumer describes the durable consumer of c (defaults applied).
+func (c IngestConfig) consumer() bus.IngestConsumer {
+	return bus.IngestConsumer{Stream: c.Stream, Durable: c.Durable, AckWait: c.AckWait, MaxAckPending: c.MaxAckPending}
 }
 
 // Validate reports the first invalid setting.

@@ -3,6 +3,8 @@ package warehouse
 import (
 	"flag"
 	"path/filepath"
+
+	"github.com/dittolab/ditto/events"
 )
 
 // DefaultFile is the database file's name inside the data directory.
@@ -39,7 +41,7 @@ func (c *Config) ResolvePath(dataDir string) {
 
 // RegisterFlags binds the ingestion settings to fs.
 func (c *IngestConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Durable, "durable", DefaultDurable, "JetStream durable consumer name (one per database file)")
+	fs.StringVar(&c.Durable, "durable", events.AnalyzerConsumer, "JetStream durable consumer name (one per database file)")
 	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "events per DuckDB transaction (at most)")
 	fs.DurationVar(&c.BatchWait, "batch-wait", DefaultBatchWait, "longest a batch fills before it is committed")
 	fs.IntVar(&c.MaxAckPending, "max-ack-pending", 0, "messages delivered and not acknowledged (default 5 x batch size)")

@@ -64,7 +64,7 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	if err != nil {
 		return fmt.Errorf("warehouse: connection: %w", err)
 	}
-	ing := &ingester{w: w, js: b.JetStream(), cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
+	ing := &ingester{w: w, bus: b, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
 		untilCaughtUp: untilCaughtUp}
 	defer func() { _ = ing.conn.Close() }()
 	backoff := 100 * time.Millisecond
@@ -128,7 +128,7 @@ const maxCommitFailures = 5
 // ingester is the state of one Ingest call.
 type ingester struct {
 	w             *Warehouse
-	js            jetstream.JetStream
+	bus           *bus.Bus
 	cfg           IngestConfig
 	conn          *sql.Conn
 	tracker       *tracker
@@ -162,9 +162,9 @@ func (ing *ingester) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCommit, err)
 	}
-	s, err := ing.js.Stream(ctx, ing.cfg.Stream)
+	s, err := ing.bus.Stream(ctx, ing.cfg.Stream)
 	if err != nil {
-		return fmt.Errorf("warehouse: stream %s: %w", ing.cfg.Stream, err)
+		return fmt.Errorf("warehouse: %w", err)
 	}
 	state := s.CachedInfo().State
 	wm := pos.Watermark
@@ -178,9 +178,9 @@ func (ing *ingester) session(ctx context.Context) error {
 	if ing.untilCaughtUp && state.LastSeq <= wm {
 		return errCaughtUp
 	}
-	cons, err := ensureConsumer(ctx, s, ing.cfg, wm, ing.forceReset)
+	cons, err := ing.bus.EnsureIngestConsumer(ctx, ing.cfg.consumer(), wm, ing.forceReset)
 	if err != nil {
-		return err
+		return fmt.Errorf("warehouse: %w", err)
 	}
 	ing.forceReset = false
 	sctx, cancel := context.WithCancel(ctx)
@@ -288,7 +288,7 @@ func (ing *ingester) checkEvery() time.Duration {
 // nothing was delivered for idle, longer than the stall timeout, while the stream holds
 // messages beyond wm. Each reset without a delivery since doubles the timeout, up to 32×, so a
 // stream whose last messages cannot be delivered (deleted one by one) is not reset in a loop.
-func (ing *ingester) checkStall(ctx context.Context, s jetstream.Stream, wm uint64, idle time.Duration) error {
+func (ing *ingester) checkStall(ctx context.Context, s *bus.Stream, wm uint64, idle time.Duration) error {
 	timeout := ing.cfg.StallTimeout << min(ing.stalls, 5)
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	info, err := s.Info(ictx)
@@ -319,7 +319,7 @@ func deliverableLast(state jetstream.StreamState) uint64 {
 	return state.LastSeq
 }
 
-func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
+func lastSeq(ctx context.Context, s *bus.Stream) (uint64, error) {
 	info, err := s.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("warehouse: stream info: %w", err)

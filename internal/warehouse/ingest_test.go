@@ -14,7 +14,6 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // small makes batches small so that tests cross many batch boundaries.
@@ -270,19 +269,17 @@ func TestPoisonMessages(t *testing.T) {
 		t.Errorf("rejected_events has %d rows, want %d", i, len(poison))
 	}
 	// Nothing is left for redelivery: the poison messages were terminated, the rest acked.
-	s, _ := b.JetStream().Stream(warehousetest.Context(t, 5*time.Second), events.EventsStream)
-	c, err := s.Consumer(warehousetest.Context(t, 5*time.Second), warehouse.DefaultDurable)
+	s, err := b.Stream(warehousetest.Context(t, 5*time.Second), events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := c.Info(warehousetest.Context(t, 5*time.Second))
+	info, err := s.ConsumerInfo(warehousetest.Context(t, 5*time.Second), events.AnalyzerConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.NumAckPending != 0 || info.AckFloor.Stream != uint64(len(all)) {
 		t.Errorf("consumer ack floor %d, pending %d; want %d and 0", info.AckFloor.Stream, info.NumAckPending, len(all))
 	}
-	_ = jetstream.AckAllPolicy
 }
 
 func TestRebuildYieldsIdenticalTables(t *testing.T) {

@@ -50,7 +50,7 @@ func TestHoleInStream(t *testing.T) {
 	// DITTO_EVENTS as an operator might have made it, allowing deletes (ditto's denies them).
 	cfg := bus.EventsStreamConfig(1, time.Minute)
 	cfg.DenyDelete = false
-	s, err := b.JetStream().CreateStream(ctx, cfg)
+	s, err := bustest.JetStream(t, b).CreateStream(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,18 +24,14 @@ func Rebuild(ctx context.Context, b *bus.Bus, path string, cfg IngestConfig) (er
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("warehouse: rebuild: %w", err)
 	}
-	if cfg.Durable == "" || cfg.Durable == DefaultDurable {
+	if cfg.Durable == "" || cfg.Durable == events.AnalyzerConsumer {
 		cfg.Durable = fmt.Sprintf("ditto-rebuild-%d", os.Getpid())
 	}
 	stream := cfg.Stream
 	if stream == "" {
 		stream = events.EventsStream
 	}
-	defer func() {
-		if s, serr := b.JetStream().Stream(context.WithoutCancel(ctx), stream); serr == nil {
-			_ = s.DeleteConsumer(context.WithoutCancel(ctx), cfg.Durable)
-		}
-	}()
+	defer func() { _ = b.DeleteConsumer(context.WithoutCancel(ctx), stream, cfg.Durable) }()
 	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -46,17 +45,17 @@ func TestStalledConsumerIsReset(t *testing.T) {
 	}{
 		{"paused", func(ctx context.Context, t *testing.T, b *bus.Bus) {
 			// A paused consumer answers pull requests with nothing and reports nothing pending.
-			if _, err := b.JetStream().PauseConsumer(ctx, events.EventsStream, warehouse.DefaultDurable, time.Now().Add(time.Hour)); err != nil {
+			if _, err := bustest.JetStream(t, b).PauseConsumer(ctx, events.EventsStream, events.AnalyzerConsumer, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
 		{"filter moved away", func(ctx context.Context, t *testing.T, b *bus.Bus) {
 			// The consumer goes on answering, with nothing: it no longer selects the events.
-			s, err := b.JetStream().Stream(ctx, events.EventsStream)
+			s, err := bustest.JetStream(t, b).Stream(ctx, events.EventsStream)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := s.Consumer(ctx, warehouse.DefaultDurable)
+			c, err := s.Consumer(ctx, events.AnalyzerConsumer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +67,7 @@ func TestStalledConsumerIsReset(t *testing.T) {
 		}, true},
 		{"deleted", func(ctx context.Context, t *testing.T, b *bus.Bus) {
 			// The client may see the deletion (an error, a plain restart) or not (the watchdog).
-			if err := b.JetStream().DeleteConsumer(ctx, events.EventsStream, warehouse.DefaultDurable); err != nil {
+			if err := bustest.JetStream(t, b).DeleteConsumer(ctx, events.EventsStream, events.AnalyzerConsumer); err != nil {
 				t.Fatal(err)
 			}
 		}, false},

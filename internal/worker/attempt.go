@@ -182,11 +182,7 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckTimeout)
 	defer cancel()
 
-	token := "_unknown"
-	if events.ValidateToken("study", job.Study) == nil {
-		token = job.Study
-	}
-	out := nats.NewMsg(RejectedPrefix + "." + token)
+	out := nats.NewMsg(events.RejectedJobSubject(job.Study))
 	out.Data = msg.Data()
 	out.Header.Set(HeaderReason, reason)
 	out.Header.Set(HeaderWorker, w.cfg.ID)
@@ -195,7 +191,7 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 		out.Header.Set(HeaderJobSeq, seq)
 		out.Header.Set(jetstream.MsgIDHeader, "rejected/"+seq) // one copy per job, however often delivered
 	}
-	if _, err := w.bus.JetStream().PublishMsg(ctx, out); err != nil {
+	if err := w.keep(ctx, out); err != nil {
 		w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not keep a rejected job", err)
 		return
 	}
@@ -230,4 +226,16 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 	}
 	w.stats.Rejected.Add(1)
 	log.Warn("malformed job rejected", "reason", reason)
+}
+
+// keep stores a rejected job on DITTO_REJECTED_JOBS and waits for its acknowledgement.
+func (w *Worker) keep(ctx context.Context, m *nats.Msg) error {
+	p, err := w.bus.NewPublisher(bus.WithMaxInFlight(1), bus.WithAckTimeout(w.cfg.AckTimeout))
+	if err != nil {
+		return err
+	}
+	if err := p.PublishMsg(ctx, m); err != nil {
+		return err
+	}
+	return p.Wait(ctx)
 }

@@ -65,7 +65,7 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	if err := a.wait(2 * time.Second); err != nil {
 		t.Fatalf("wait across a server restart = %v, want every event acknowledged", err)
 	}
-	st, err := b.JetStream().Stream(ctx, events.EventsStream)
+	st, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

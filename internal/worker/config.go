@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +15,6 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultConsumer      = "ditto-workers"
 	DefaultConcurrency   = 4
 	DefaultAckWait       = 60 * time.Second
 	DefaultMaxAttempts   = 4
@@ -36,7 +36,7 @@ type ModelFactory func(ep study.JobEndpoint, simBaseURL string) (llm.Model, erro
 type Config struct {
 	ID          string // worker id, recorded as the events' source id; default <hostname>-<pid>
 	Concurrency int    // runs in flight
-	Consumer    string // durable consumer name shared by all workers
+	Consumer    string // durable consumer name shared by all workers; default events.WorkersConsumer
 	// AckWait is how long JetStream waits for an acknowledgement before redelivering a job.
 	// The worker sends in-progress acks every AckWait/3 while a run goes on, so a long run is
 	// not redelivered; a crashed worker's job is redelivered after AckWait.
@@ -70,7 +70,7 @@ func (c Config) withDefaults() Config {
 		c.Concurrency = DefaultConcurrency
 	}
 	if c.Consumer == "" {
-		c.Consumer = DefaultConsumer
+		c.Consumer = events.WorkersConsumer
 	}
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
@@ -29,7 +30,7 @@ func oneJob(t *testing.T, e *env, ctx context.Context, name string) study.Job {
 func TestMalformedJobsAreRejectedAndKept(t *testing.T) {
 	e := newEnv(t, 0)
 	ctx := testCtx(t, 30*time.Second)
-	js := e.bus.JetStream()
+	js := bustest.JetStream(t, e.bus)
 	if _, err := js.Publish(ctx, "ditto.jobs.junk", []byte("{not a job")); err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +44,21 @@ func TestMalformedJobsAreRejectedAndKept(t *testing.T) {
 	}
 	w := e.startWorker(worker.Config{ID: "w", Concurrency: 2})
 	waitFor(t, ctx, "both jobs to be rejected", func() bool { return w.Stats().Rejected.Load() == 2 })
-	if n := e.streamCount(ctx, worker.RejectedStream, ""); n != 2 {
-		t.Fatalf("%s holds %d jobs, want 2", worker.RejectedStream, n)
+	if n := e.streamCount(ctx, events.RejectedJobsStream, ""); n != 2 {
+		t.Fatalf("%s holds %d jobs, want 2", events.RejectedJobsStream, n)
 	}
-	s, _ := js.Stream(ctx, worker.RejectedStream)
-	msg, err := s.GetLastMsgForSubject(ctx, worker.RejectedPrefix+".badtask")
+	s, err := e.bus.Stream(ctx, events.RejectedJobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.LastMsg(ctx, events.RejectedJobSubject("badtask"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(msg.Header.Get(worker.HeaderReason), "unknown task") || string(msg.Data) != string(raw) {
 		t.Errorf("kept job: reason %q, data %s", msg.Header.Get(worker.HeaderReason), msg.Data)
 	}
-	if _, err := s.GetLastMsgForSubject(ctx, worker.RejectedPrefix+"._unknown"); err != nil {
+	if _, err := s.LastMsg(ctx, events.RejectedJobSubject("")); err != nil {
 		t.Errorf("the undecodable job is not kept: %v", err)
 	}
 	// The job that named its run is recorded as a failed run of its study.
@@ -164,9 +168,9 @@ func TestInProgressAcksKeepALongRun(t *testing.T) {
 }
 
 func TestConsumerLeavesDeliveriesToRecordExhaustion(t *testing.T) {
-	c := worker.ConsumerConfig("x", time.Minute, 4)
-	if c.MaxDeliver <= 4 || c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != events.JobsSubject {
-		t.Errorf("ConsumerConfig = %+v", c)
+	c := worker.JobsConsumer(worker.Config{Consumer: "x", AckWait: time.Minute, MaxAttempts: 4})
+	if c.Name != "x" || c.AckWait != time.Minute || c.MaxDeliver <= 4 {
+		t.Errorf("JobsConsumer() = %+v, want name x, ack wait 1m and more than 4 deliveries", c)
 	}
 }
 
@@ -174,8 +178,7 @@ func TestConsumerLeavesDeliveriesToRecordExhaustion(t *testing.T) {
 // never acknowledge it: the job comes back after ackWait.
 func takeJob(t *testing.T, e *env, ctx context.Context, ackWait time.Duration, job study.Job) study.Job {
 	t.Helper()
-	js := e.bus.JetStream()
-	cons, err := js.CreateOrUpdateConsumer(ctx, events.JobsStream, worker.ConsumerConfig(worker.DefaultConsumer, ackWait, worker.DefaultMaxAttempts))
+	cons, err := e.bus.EnsureJobsConsumer(ctx, worker.JobsConsumer(worker.Config{AckWait: ackWait}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,24 +125,13 @@ func (e *env) submit(ctx context.Context, p *study.Plan) {
 // streamCount returns the messages of a stream matching filter ("" for all).
 func (e *env) streamCount(ctx context.Context, stream, filter string) uint64 {
 	e.t.Helper()
-	s, err := e.bus.JetStream().Stream(ctx, stream)
+	s, err := e.bus.Stream(ctx, stream)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if filter == "" {
-		info, err := s.Info(ctx)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return info.State.Msgs
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	n, err := s.Count(ctx, filter)
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	var n uint64
-	for _, c := range info.State.Subjects {
-		n += c
 	}
 	return n
 }
@@ -168,29 +157,25 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 func (e *env) readStudy(ctx context.Context, studyName string) []events.Envelope {
 	e.t.Helper()
 	filter, _ := events.StudyEventsSubject(studyName)
-	want := e.streamCount(ctx, events.EventsStream, filter)
-	cons, err := e.bus.JetStream().OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	s, err := e.bus.Stream(ctx, events.EventsStream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want, err := s.Count(ctx, filter)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	var out []events.Envelope
-	for uint64(len(out)) < want {
-		batch, err := cons.Fetch(int(min(want-uint64(len(out)), 1000)), jetstream.FetchMaxWait(2*time.Second))
+	err = s.Read(ctx, filter, want, func(m jetstream.Msg) error {
+		ev, err := events.Decode(m.Data())
 		if err != nil {
-			e.t.Fatal(err)
+			return fmt.Errorf("stored event on %s does not decode: %w\n%s", m.Subject(), err, m.Data())
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			ev, err := events.Decode(m.Data())
-			if err != nil {
-				e.t.Fatalf("stored event on %s does not decode: %v\n%s", m.Subject(), err, m.Data())
-			}
-			out = append(out, ev)
-		}
-		if n == 0 {
-			e.t.Fatalf("read %d of %d events, then nothing", len(out), want)
-		}
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,14 +16,14 @@ import (
 // delivery reads the last run.started of its run from it.
 type eventsStream struct {
 	mu sync.Mutex
-	s  jetstream.Stream
+	s  *bus.Stream
 }
 
-func (w *Worker) eventsStream(ctx context.Context) (jetstream.Stream, error) {
+func (w *Worker) eventsStream(ctx context.Context) (*bus.Stream, error) {
 	w.events.mu.Lock()
 	defer w.events.mu.Unlock()
 	if w.events.s == nil {
-		s, err := w.bus.JetStream().Stream(ctx, events.EventsStream)
+		s, err := w.bus.Stream(ctx, events.EventsStream)
 		if err != nil {
 			return nil, err
 		}
@@ -48,9 +49,9 @@ func (w *Worker) lastAttempt(ctx context.Context, study, run string) (int, error
 	defer cancel()
 	s, err := w.eventsStream(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
+		return 0, fmt.Errorf("worker: %w", err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, subject)
+	m, err := s.LastMsg(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

@@ -52,50 +52,32 @@ func (w *Worker) history(ctx context.Context, study, run string) (runHistory, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	js := w.bus.JetStream()
-	s, err := js.Stream(ctx, events.EventsStream)
+	s, err := w.eventsStream(ctx)
 	if err != nil {
-		return h, fmt.Errorf("worker: stream %s: %w", events.EventsStream, err)
+		return h, fmt.Errorf("worker: %w", err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	want, err := s.Count(ctx, filter)
 	if err != nil {
 		return h, fmt.Errorf("worker: events of run %s/%s: %w", study, run, err)
-	}
-	var want uint64
-	for _, n := range info.State.Subjects {
-		want += n
 	}
 	if want == 0 || want > maxLookupEvents {
 		return h, nil
 	}
-	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	if err != nil {
-		return h, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
-	}
 	byAttempt := map[int][]events.Envelope{}
 	lastAt := map[int]time.Time{}
-	var got uint64
-	for got < want {
-		batch, err := cons.Fetch(int(want-got), jetstream.FetchMaxWait(2*time.Second))
+	err = s.Read(ctx, filter, want, func(m jetstream.Msg) error {
+		e, err := events.Decode(m.Data())
 		if err != nil {
-			return h, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
+			return nil
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			e, err := events.Decode(m.Data())
-			if err != nil {
-				continue
-			}
-			byAttempt[e.Attempt] = append(byAttempt[e.Attempt], e)
-			if meta, err := m.Metadata(); err == nil && meta.Timestamp.After(lastAt[e.Attempt]) {
-				lastAt[e.Attempt] = meta.Timestamp
-			}
+		byAttempt[e.Attempt] = append(byAttempt[e.Attempt], e)
+		if meta, err := m.Metadata(); err == nil && meta.Timestamp.After(lastAt[e.Attempt]) {
+			lastAt[e.Attempt] = meta.Timestamp
 		}
-		if n == 0 {
-			return h, fmt.Errorf("worker: read run %s/%s: %d of its %d events delivered", study, run, got, want)
-		}
-		got += uint64(n)
+		return nil
+	})
+	if err != nil {
+		return h, fmt.Errorf("worker: read run %s/%s: %w", study, run, err)
 	}
 	for a, evs := range byAttempt {
 		sort.Slice(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })

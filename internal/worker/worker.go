@@ -70,9 +70,10 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // aborted and Nak'ed. It returns nil after a clean shutdown, or the error that stopped it
 // (the connection closed for good, the consumer could not be created).
 func (w *Worker) Run(ctx context.Context) error {
-	cons, err := ensure(ctx, w.bus.JetStream(), w.cfg, w.bus.Config().Replicas)
+	// The streams, DITTO_REJECTED_JOBS among them, were ensured when the bus was opened.
+	cons, err := w.bus.EnsureJobsConsumer(ctx, JobsConsumer(w.cfg))
 	if err != nil {
-		return err
+		return fmt.Errorf("worker: %w", err)
 	}
 	// Runs get their own context: shutdown (ctx) stops fetching at once but cancels the runs
 	// only when the grace period is over.

@@ -72,7 +72,7 @@ func TestEndToEnd(t *testing.T) {
 	if defined := e.streamCount(ctx, events.EventsStream, "ditto.events.e2e._study.study.defined"); defined != 1 {
 		t.Errorf("%d study.defined events, want 1", defined)
 	}
-	outcomes, err := study.Outcomes(ctx, e.bus.JetStream(), p)
+	outcomes, err := study.Outcomes(ctx, e.bus, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("Outcomes: cell %s/%s/%s has %d outcomes, want %d", o.Task, o.Model, o.Condition, n, o.Runs)
 		}
 	}
-	if pr, err := study.GetProgress(ctx, e.bus.JetStream(), p); err != nil || !pr.Done() {
+	if pr, err := study.GetProgress(ctx, e.bus, p); err != nil || !pr.Done() {
 		t.Errorf("GetProgress = %+v, %v; want done", pr, err)
 	}
 	t.Logf("%d runs, %d events, statuses %v", len(finishedRuns), len(evs), statuses)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server is an embedded nats-server with JetStream on a random loopback port and a file store
@@ -86,4 +87,16 @@ func (s *Server) Connect(t testing.TB) *bus.Bus {
 		t.Fatalf("bustest: streams: %v", err)
 	}
 	return b
+}
+
+// JetStream returns a JetStream context on b's connection, for tests that inspect streams or
+// make states ditto never makes itself (a stream that allows deletes, a consumer that never
+// acknowledges). Code outside tests goes through the bus's own API.
+func JetStream(t testing.TB, b *bus.Bus) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(b.Conn())
+	if err != nil {
+		t.Fatalf("bustest: jetstream: %v", err)
+	}
+	return js
 }
