@@ -34,7 +34,7 @@ func committedFloor(b *bus.Bus) (uint64, error) {
 func TestAnalyzerKilledMidIngest(t *testing.T) {
 	requireEnv(t, "DITTO_FAULT_TESTS")
 	b := build(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	_, url := single(t, b, dir)
 	obs := connect(t, url)
 	db := filepath.Join(dir, "ditto.duckdb")

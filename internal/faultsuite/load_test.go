@@ -147,7 +147,7 @@ func envOr(name, def string) string {
 }
 
 func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duration) loadRow {
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "ditto.duckdb")
 	row := loadRow{mode: mode, rate: rate}
 	var url string

@@ -208,6 +208,26 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, e
 
 var errSkip = errors.New("skip")
 
+// testDir is the test's working directory (process logs, stores, the DuckDB file): a temporary
+// one removed at the end, or, when DITTO_FAULT_KEEP names a directory, a fresh directory under
+// it named after the test and kept, to read every process's whole log after a run.
+func testDir(t *testing.T) string {
+	t.Helper()
+	keep := os.Getenv("DITTO_FAULT_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(keep, t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("working directory kept: %s", dir)
+	return dir
+}
+
 // requireEnv skips the test unless the environment variable is set (make test-faults, make load).
 func requireEnv(t *testing.T, name string) {
 	t.Helper()

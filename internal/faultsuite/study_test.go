@@ -145,7 +145,7 @@ func checkStudy(t *testing.T, obs *bus.Bus, db string) counts {
 func TestWorkerKilledMidRun(t *testing.T) {
 	requireEnv(t, "DITTO_FAULT_TESTS")
 	b := build(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	_, url := single(t, b, dir)
 	obs := connect(t, url)
 	db := filepath.Join(dir, "ditto.duckdb")
@@ -197,7 +197,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 func TestNATSNodeKilledMidStudy(t *testing.T) {
 	requireEnv(t, "DITTO_FAULT_TESTS")
 	b := build(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	c := startCluster(t, b, dir, "always")
 	defer c.stop()
 	url := c.URLs()
@@ -302,7 +302,7 @@ func (c *cluster) checkReplicas(t *testing.T, b *bus.Bus) {
 func TestEmbeddedKilledMidStudy(t *testing.T) {
 	requireEnv(t, "DITTO_FAULT_TESTS")
 	b := build(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	data := filepath.Join(dir, "data")
 	port := freePort(t)
 	hostArgs := workerArgs("--data-dir", data, "--nats-port", fmt.Sprint(port), "--worker-id", "embedded")

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -33,6 +34,11 @@ type attempt struct {
 	sent   map[string]sentEvent // by event id, kept to re-publish what JetStream did not acknowledge
 	// republished counts the events published again by wait.
 	republished int
+	// expect is the stream sequence of the run's latest stored event when the worker decided
+	// to run this attempt (0: none): the run.started claims the run only if it still is.
+	expect uint64
+	// startedSeq is the stream sequence of this attempt's stored run.started (0 until claimed).
+	startedSeq uint64
 }
 
 type sentEvent struct {
@@ -42,12 +48,14 @@ type sentEvent struct {
 
 var _ harness.Emitter = (*attempt)(nil)
 
-func (w *Worker) newAttempt(job *study.Job, n int) (*attempt, error) {
+// newAttempt returns attempt n of job's run, to be claimed over a run whose latest stored event
+// has stream sequence expect (0: none).
+func (w *Worker) newAttempt(job *study.Job, n int, expect uint64) (*attempt, error) {
 	pub, err := w.bus.NewPublisher()
 	if err != nil {
 		return nil, err
 	}
-	return &attempt{w: w, pub: pub, study: job.Study, run: job.Run, n: n,
+	return &attempt{w: w, pub: pub, study: job.Study, run: job.Run, n: n, expect: expect,
 		source: events.Source{Kind: events.SourceHarness, ID: w.cfg.ID}, sent: map[string]sentEvent{}}, nil
 }
 
@@ -72,10 +80,19 @@ func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	}
 	// The run's context ends at shutdown, but what the run did must still be recorded (its
 	// run.finished above all); the publisher's own ack timeout bounds the wait for room.
-	if err := a.pub.Publish(context.WithoutCancel(ctx), subject, e.ID, data); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	switch f, final := p.(events.RunFinished); {
+	case e.Type == events.TypeRunStarted:
+		err = a.claim(ctx, subject, e.ID, data)
+	case final && f.Status != events.StatusAborted:
+		err = a.finish(ctx, subject, e.ID, data)
+	default:
+		err = a.pub.Publish(ctx, subject, e.ID, data)
+		a.sent[e.ID] = sentEvent{subject, data}
+	}
+	if err != nil {
 		return err
 	}
-	a.sent[e.ID] = sentEvent{subject, data}
 	a.seq = e.Seq
 	m := a.w.m
 	m.emitLatency.Observe(time.Since(t0).Seconds())
@@ -87,9 +104,103 @@ func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	return nil
 }
 
-// abort closes an unfinished attempt with run.finished aborted, if the fold allows it.
+// claim stores the attempt's run.started only if the run's latest stored event is still the one
+// the worker saw when it decided to run this attempt (a.expect): two deliveries of one job
+// that race, or a delivery that would run beside a live attempt whose events it could not yet
+// see, cannot both claim the run. The loser gets ErrSuperseded and runs nothing.
+func (a *attempt) claim(ctx context.Context, subject, id string, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, a.w.cfg.AckTimeout)
+	defer cancel()
+	seq, err := a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), a.expect)
+	if errors.Is(err, bus.ErrConflict) {
+		// Stored by an earlier try whose acknowledgement was lost, or claimed by another.
+		var mine bool
+		if seq, mine, err = a.storedAs(ctx, subject, id); err == nil && !mine {
+			return fmt.Errorf("%w: run.started of attempt %d: %v", ErrSuperseded, a.n, bus.ErrConflict)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	a.startedSeq = seq
+	return nil
+}
+
+// finishTries bounds the conditional publishes of one run.finished that meet a changed run
+// while the attempt still holds its claim (a late event of an older attempt landing).
+const finishTries = 5
+
+// finish stores the attempt's outcome only if the attempt still holds the run: its run.started
+// is the run's latest, and nothing was stored on the run since the worker read it. Every event
+// of the attempt is acknowledged first, so that the run's latest event is the attempt's own. An
+// attempt that another claimed meanwhile (its job was redelivered and the new delivery took
+// the run over) gets ErrSuperseded: its outcome is not recorded, and the run is recorded once,
+// by the attempt that claimed it.
+func (a *attempt) finish(ctx context.Context, subject, id string, data []byte) error {
+	startedSubject, err := events.Subject(a.study, a.run, events.TypeRunStarted)
+	if err != nil {
+		return err
+	}
+	for try := 1; ; try++ {
+		if err := a.wait(a.w.cfg.AckTimeout); err != nil {
+			return err
+		}
+		err := func() error {
+			ctx, cancel := context.WithTimeout(ctx, a.w.cfg.AckTimeout)
+			defer cancel()
+			last, _, err := a.w.lastEvent(ctx, a.runFilter())
+			if err != nil {
+				return err
+			}
+			started, _, err := a.w.lastEvent(ctx, startedSubject)
+			if err != nil {
+				return err
+			}
+			if started != a.startedSeq {
+				return fmt.Errorf("%w: attempt %d's run.started (sequence %d) is no longer the run's latest (%d)",
+					ErrSuperseded, a.n, a.startedSeq, started)
+			}
+			_, err = a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), last)
+			if errors.Is(err, bus.ErrConflict) {
+				if _, mine, serr := a.storedAs(ctx, subject, id); serr == nil && mine {
+					return nil
+				}
+			}
+			return err
+		}()
+		if err == nil || !errors.Is(err, bus.ErrConflict) || try == finishTries {
+			return err
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
+}
+
+// storedAs reports whether the last event stored on subject is the event id, and its sequence.
+func (a *attempt) storedAs(ctx context.Context, subject, id string) (uint64, bool, error) {
+	seq, e, err := a.w.lastEvent(ctx, subject)
+	if err != nil || e == nil || e.ID != id {
+		return 0, false, err
+	}
+	return seq, true, nil
+}
+
+// runFilter is the subject filter of every event of the attempt's run.
+func (a *attempt) runFilter() string {
+	f, _ := events.Subject(a.study, a.run, ">")
+	return f
+}
+
+// runFilter is the subject filter of every event of job's run ("" if the job names no valid
+// run, which DecodeJob refuses).
+func (w *Worker) runFilter(job *study.Job) string {
+	f, _ := events.Subject(job.Study, job.Run, ">")
+	return f
+}
+
+// abort closes an unfinished attempt with run.finished aborted, if the fold allows it and the
+// attempt claimed the run (a run.started that was refused leaves nothing to close).
 func (a *attempt) abort(reason string) error {
-	if a.fold.Started == nil || a.fold.Done() {
+	if a.fold.Started == nil || a.fold.Done() || a.startedSeq == 0 {
 		return nil
 	}
 	return a.Emit(context.Background(), events.RunFinished{Status: events.StatusAborted, Error: reason})
@@ -153,17 +264,21 @@ func startedOf(job *study.Job) events.RunStarted {
 
 // exhaust records a job delivered more than MaxAttempts times as a failed final attempt and
 // terminates it. If the record cannot be stored, the job is Nak'ed: the consumer keeps
-// deliveries beyond MaxAttempts for exactly this.
-func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, log *slog.Logger) {
+// deliveries beyond MaxAttempts for exactly this. It returns false without settling the job
+// when another attempt claimed the run first (see attempt.claim).
+func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, expect uint64, log *slog.Logger) (settled bool) {
 	w.m.errors.WithLabelValues(errExhausted).Inc()
 	reason := fmt.Sprintf("deliveries exhausted: the job was delivered %d times and no attempt finished (max attempts %d)", n, w.cfg.MaxAttempts)
-	a, err := w.newAttempt(job, n)
+	a, err := w.newAttempt(job, n, expect)
 	if err == nil {
 		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusFailed, Error: reason}, w.cfg.AckTimeout)
 	}
+	if errors.Is(err, ErrSuperseded) {
+		return false
+	}
 	if err != nil {
 		w.requeue(msg, w.nakDelay(n), errInfra, log, "could not record an exhausted job", err)
-		return
+		return true
 	}
 	w.m.runs.WithLabelValues(events.StatusFailed).Inc()
 	if err := msg.TermWithReason(reason); err != nil {
@@ -171,6 +286,7 @@ func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, log *slog.Log
 	}
 	w.stats.Exhausted.Add(1)
 	log.Warn("job exhausted its deliveries; recorded as failed", "attempts", n)
+	return true
 }
 
 // reject keeps a malformed job on DITTO_REJECTED_JOBS with its reason, records it as a failed
@@ -205,18 +321,26 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 		job.Run != events.StudyRun && started.Validate() == nil {
 		last, err := w.lastAttempt(ctx, job.Study, job.Run)
 		attemptN = max(attemptN, last+1) // above any stored attempt, as in handle
+		var expect uint64
+		if err == nil {
+			expect, _, err = w.lastEvent(ctx, w.runFilter(job))
+		}
 		var a *attempt
 		if err == nil {
-			a, err = w.newAttempt(job, attemptN)
+			a, err = w.newAttempt(job, attemptN, expect)
 		}
 		if err == nil {
 			err = a.record(started, events.RunFinished{Status: events.StatusFailed, Error: "malformed job: " + reason}, w.cfg.AckTimeout)
 		}
-		if err != nil {
+		if errors.Is(err, ErrSuperseded) {
+			// Another delivery of the same job recorded it, or is recording it, first.
+			log.Info("the rejected job's run was recorded by another delivery")
+		} else if err != nil {
 			w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not record a rejected job", err)
 			return
+		} else {
+			w.m.runs.WithLabelValues(events.StatusFailed).Inc()
 		}
-		w.m.runs.WithLabelValues(events.StatusFailed).Inc()
 	}
 	if len(reason) > 512 {
 		reason = reason[:512]

@@ -34,6 +34,7 @@ func connectWorker(t *testing.T, ctx context.Context, srv *bustest.Server) (*bus
 
 // TestWaitRepublishesUnacknowledgedEvents: events published while the server is down are not
 // acknowledged; once it is back, wait publishes them again and every event is stored once.
+// (run.started is stored before the server goes: a claim is a synchronous publish.)
 func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	port, dir := bustest.FreePort(t), t.TempDir()
 	srv := bustest.StartOnPort(t, port, dir)
@@ -42,20 +43,20 @@ func TestWaitRepublishesUnacknowledgedEvents(t *testing.T) {
 	b, w := connectWorker(t, ctx, srv)
 	job := study.Job{Study: "flaky", Run: "r1", Task: "credit_ecl", Model: "sim-steady", Condition: "baseline",
 		Components: []string{}, Endpoint: study.JobEndpoint{Name: "sim", Sim: true}}
-	a, err := w.newAttempt(&job, 1)
+	a, err := w.newAttempt(&job, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.pub, err = b.NewPublisher(bus.WithAckTimeout(300 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-
-	srv.Shutdown()
-	srv.WaitForShutdown()
 	if err := a.Emit(ctx, startedOf(&job)); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Emit(ctx, events.RunFinished{Status: events.StatusFailed, Error: "test"}); err != nil {
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	if err := a.Emit(ctx, events.RunFinished{Status: events.StatusAborted, Error: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	restarted := make(chan *bustest.Server, 1)

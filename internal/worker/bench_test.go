@@ -119,7 +119,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		a, err := w.newAttempt(&job, 1)
+		a, err := w.newAttempt(&job, 1, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func BenchmarkLastAttempt(b *testing.B) {
 		b.Fatal(err)
 	}
 	job := benchPlan(b, "benchlast", 1).Jobs[0]
-	a, err := w.newAttempt(&job, 3)
+	a, err := w.newAttempt(&job, 3, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,4 +12,8 @@ var (
 	ErrIllFormed = errors.New("worker: the harness emitted an ill-formed history")
 	// ErrPanic reports a run whose harness or model panicked; the worker survives it.
 	ErrPanic = errors.New("worker: the run panicked")
+	// ErrSuperseded reports an attempt that lost its claim on the run: another attempt's
+	// run.started, or a finished attempt, was stored first (see the package doc's "One
+	// recorded attempt per run"). The attempt stops without recording an outcome.
+	ErrSuperseded = errors.New("worker: another attempt claimed the run")
 )

@@ -47,20 +47,30 @@ func (w *Worker) lastAttempt(ctx context.Context, study, run string) (int, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	_, e, err := w.lastEvent(ctx, subject)
+	if err != nil || e == nil {
+		return 0, err
+	}
+	return e.Attempt, nil
+}
+
+// lastEvent returns the last stored event on subject (wildcards allowed) and its stream
+// sequence, or 0 and nil when there is none.
+func (w *Worker) lastEvent(ctx context.Context, subject string) (uint64, *events.Envelope, error) {
 	s, err := w.eventsStream(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("worker: %w", err)
+		return 0, nil, fmt.Errorf("worker: %w", err)
 	}
 	m, err := s.LastMsg(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("worker: last run.started of run %s/%s: %w", study, run, err)
+		return 0, nil, fmt.Errorf("worker: %w", err)
 	}
 	e, err := events.Decode(m.Data)
 	if err != nil {
-		return 0, fmt.Errorf("worker: last run.started of run %s/%s: %w", study, run, err)
+		return 0, nil, fmt.Errorf("worker: last event on %s: %w", subject, err)
 	}
-	return e.Attempt, nil
+	return m.Sequence, &e, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // maxLookupEvents bounds the events read to decide whether a redelivered job's run is already
-// recorded; a run with more is simply re-run.
+// recorded; for a run with more, only its latest run.finished is read (see history).
 const maxLookupEvents = 5000
 
 // runHistory is what the stream holds of a run, as a redelivered job needs it.
@@ -25,16 +25,14 @@ type runHistory struct {
 	newest     int
 	newestDone bool
 	newestAt   time.Time
+	// lastSeq is the stream sequence of the run's latest stored event (0: none): what a claim
+	// on the run expects to be still the latest (see attempt.claim).
+	lastSeq uint64
 }
 
-// inProgress reports whether the newest attempt looks alive at now: unfinished, with an event
-// stored within aliveFor. A worker publishes an event at every step and sends in-progress acks
-// every AckWait/3, so a job redelivered while its attempt still writes events was redelivered
-// by the broker (a consumer leader change that lost in-progress acks), not because its worker
-// died.
-func (h runHistory) inProgress(now time.Time, aliveFor time.Duration) bool {
-	return h.newest > 0 && !h.newestDone && now.Sub(h.newestAt) < aliveFor
-}
+// unfinished reports whether the run's newest attempt has not finished: its worker may still
+// be running it.
+func (h runHistory) unfinished() bool { return h.newest > 0 && !h.newestDone }
 
 // history reads the run's stored events from DITTO_EVENTS. A worker that crashed after its
 // events were acknowledged but before it acknowledged the job, or whose job ack was lost,
@@ -42,8 +40,8 @@ func (h runHistory) inProgress(now time.Time, aliveFor time.Duration) bool {
 // every delivery of a run with a stored run.started (whatever the delivery count, which a
 // restarted single server may have forgotten). It returns an error when it could not read the
 // history (a stream leader being elected, say): the caller must not re-run the job then, since
-// the run may well be recorded. A run with more than maxLookupEvents events is not read (zero
-// history, no error).
+// the run may well be recorded. A run with more than maxLookupEvents events is read from three
+// of its messages (longHistory).
 func (w *Worker) history(ctx context.Context, study, run string) (runHistory, error) {
 	var h runHistory
 	filter, err := events.Subject(study, run, ">")
@@ -60,8 +58,11 @@ func (w *Worker) history(ctx context.Context, study, run string) (runHistory, er
 	if err != nil {
 		return h, fmt.Errorf("worker: events of run %s/%s: %w", study, run, err)
 	}
-	if want == 0 || want > maxLookupEvents {
+	if want == 0 {
 		return h, nil
+	}
+	if want > maxLookupEvents {
+		return w.longHistory(ctx, study, run, filter)
 	}
 	byAttempt := map[int][]events.Envelope{}
 	lastAt := map[int]time.Time{}
@@ -71,8 +72,11 @@ func (w *Worker) history(ctx context.Context, study, run string) (runHistory, er
 			return nil
 		}
 		byAttempt[e.Attempt] = append(byAttempt[e.Attempt], e)
-		if meta, err := m.Metadata(); err == nil && meta.Timestamp.After(lastAt[e.Attempt]) {
-			lastAt[e.Attempt] = meta.Timestamp
+		if meta, err := m.Metadata(); err == nil {
+			if meta.Timestamp.After(lastAt[e.Attempt]) {
+				lastAt[e.Attempt] = meta.Timestamp
+			}
+			h.lastSeq = max(h.lastSeq, meta.Sequence.Stream)
 		}
 		return nil
 	})
@@ -92,6 +96,39 @@ func (w *Worker) history(ctx context.Context, study, run string) (runHistory, er
 		}
 		if a > h.recorded {
 			h.recorded, h.status = a, r.Finished.Status
+		}
+	}
+	return h, nil
+}
+
+// longHistory is the history of a run with more than maxLookupEvents events, from three
+// messages instead of all: its latest event, its latest run.started (the newest attempt) and its
+// latest run.finished. A newest attempt that finished with a status other than aborted counts
+// as recorded, without the check that its history is gapless.
+func (w *Worker) longHistory(ctx context.Context, study, run, filter string) (runHistory, error) {
+	var h runHistory
+	seq, last, err := w.lastEvent(ctx, filter)
+	if err != nil || last == nil {
+		return h, err
+	}
+	h.lastSeq = seq
+	startedSubject, _ := events.Subject(study, run, events.TypeRunStarted)
+	finishedSubject, _ := events.Subject(study, run, events.TypeRunFinished)
+	_, started, err := w.lastEvent(ctx, startedSubject)
+	if err != nil {
+		return h, err
+	}
+	_, finished, err := w.lastEvent(ctx, finishedSubject)
+	if err != nil {
+		return h, err
+	}
+	if started != nil {
+		h.newest, h.newestAt = started.Attempt, last.Time
+	}
+	if finished != nil && finished.Attempt == h.newest {
+		h.newestDone = true
+		if f, ok := finished.Payload.(events.RunFinished); ok && f.Status != events.StatusAborted {
+			h.recorded, h.status = finished.Attempt, f.Status
 		}
 	}
 	return h, nil

@@ -40,6 +40,10 @@ type Stats struct {
 	// of their run is stored complete (a lost ack, a crash after the events, a delivery count
 	// the server forgot).
 	AlreadyRecorded atomic.Int64
+	// Superseded counts attempts that lost their claim on the run to another attempt (a
+	// concurrent delivery of the same job): refused at run.started, nothing was run; refused
+	// at run.finished, the outcome was not recorded.
+	Superseded atomic.Int64
 }
 
 // New returns a worker on b. The streams must exist (bus.EnsureStreams).
@@ -199,59 +203,108 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.reject(msg, meta, &job, err)
 		return
 	}
-	// The attempt is numbered above every attempt of the run already stored, not by the
-	// delivery count alone: a single server that was killed can forget delivery counts and
-	// deliver the job as its first delivery again (see lastAttempt).
-	last, err := w.lastAttempt(ctx, job.Study, job.Run)
-	if err != nil {
-		log := w.log.With("study", job.Study, "run", job.Run, "delivery", delivered)
-		w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored attempts", err)
-		return
-	}
 	log := w.log.With("study", job.Study, "run", job.Run, "delivery", delivered)
-	if last > 0 {
-		h, settled := w.awaitHistory(ctx, msg, &job, delivered, log)
+	for contested := false; ; contested = true {
+		c, settled := w.decide(ctx, msg, &job, delivered, contested, log)
 		if settled {
 			return
 		}
-		last = max(last, h.newest)
+		attempt := max(delivered, c.newest+1)
+		alog := w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
+		if attempt > w.cfg.MaxAttempts {
+			settled = w.exhaust(msg, &job, attempt, c.lastSeq, alog)
+		} else {
+			settled = w.run(ctx, msg, &job, attempt, c.lastSeq, alog)
+		}
+		if settled {
+			return
+		}
+		// Another attempt claimed the run first: read it again, which waits for that attempt
+		// while it lives and acknowledges the job once the run is recorded.
+		w.stats.Superseded.Add(1)
+		alog.Info("another attempt claimed the run first: reading the run again")
+		if !sleep(ctx, 100*time.Millisecond) {
+			w.requeue(msg, 0, "", log, "shutting down after losing a claim", nil)
+			return
+		}
 	}
-	attempt := max(delivered, last+1)
-	log = w.log.With("study", job.Study, "run", job.Run, "attempt", attempt)
-	if attempt > w.cfg.MaxAttempts {
-		w.exhaust(msg, &job, attempt, log)
-		return
+}
+
+// claimBase is what a delivery decided from the run's stored events: the newest attempt to
+// number above, and the run's latest stored event, which the new attempt's claim expects.
+type claimBase struct {
+	newest  int
+	lastSeq uint64
+}
+
+// decide reads what the stream holds of the job's run and settles the job when it need not
+// run (recorded, or the run cannot be read); otherwise it returns the base of a new attempt.
+// The attempt is numbered above every attempt of the run already stored, not by the delivery
+// count alone: a single server that was killed can forget delivery counts and deliver the job
+// as its first delivery again (see lastAttempt). contested says an attempt of this delivery
+// already lost a claim: the whole history is read then, whatever lastAttempt says.
+func (w *Worker) decide(ctx context.Context, msg jetstream.Msg, job *study.Job, delivered int, contested bool, log *slog.Logger) (claimBase, bool) {
+	last, err := w.lastAttempt(ctx, job.Study, job.Run)
+	if err != nil {
+		w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored attempts", err)
+		return claimBase{}, true
 	}
+	if last == 0 && !contested {
+		// No attempt stored: the claim expects the run to have no event at all.
+		return claimBase{}, false
+	}
+	h, settled := w.awaitHistory(ctx, msg, job, delivered, log)
+	if settled {
+		return claimBase{}, true
+	}
+	return claimBase{newest: max(last, h.newest), lastSeq: h.lastSeq}, false
+}
+
+// run runs attempt n of the job on its model. It returns false, leaving the job to the caller,
+// when the attempt lost its claim on the run.
+func (w *Worker) run(ctx context.Context, msg jetstream.Msg, job *study.Job, n int, expect uint64, log *slog.Logger) bool {
 	var model llm.Model
+	var err error
 	if w.cfg.Models != nil {
 		model, err = w.cfg.Models(job.Endpoint, w.cfg.SimBaseURL)
 	} else {
 		model, err = w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
 	}
 	if err != nil {
-		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "cannot reach the job's model", err)
-		return
+		w.requeue(msg, w.nakDelay(n), errInfra, log, "cannot reach the job's model", err)
+		return true
 	}
-	w.execute(ctx, msg, &job, attempt, model, log)
+	return w.execute(ctx, msg, job, n, expect, model, log)
 }
 
-// execute runs the harness for one attempt and settles the job.
-func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job, attempt int, model llm.Model, log *slog.Logger) {
+// execute runs the harness for one attempt and settles the job, unless the attempt lost its
+// claim on the run (it returns false then, and the job is the caller's).
+func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job, attempt int, expect uint64, model llm.Model, log *slog.Logger) bool {
 	spec, err := RunSpec(job)
 	if err != nil { // DecodeJob validated the condition; unreachable unless the build changed
 		w.reject(msg, nil, job, err)
-		return
+		return true
 	}
-	a, err := w.newAttempt(job, attempt)
+	a, err := w.newAttempt(job, attempt, expect)
 	if err != nil {
 		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "publisher", err)
-		return
+		return true
 	}
 	w.m.inFlight.Inc()
 	start := time.Now()
 	res, runErr := runSafely(ctx, spec, model, a)
 	w.m.inFlight.Dec()
 	w.m.runDuration.Observe(time.Since(start).Seconds())
+	if errors.Is(runErr, ErrSuperseded) {
+		// Nothing of this attempt counts: its run.started was refused (nothing stored), or its
+		// run.finished was (the attempt's events stay, unfinished, and read as aborted beside
+		// the attempt that claimed the run). Its other events are let go.
+		if err := a.wait(w.cfg.AckTimeout); err != nil {
+			log.Debug("events of a superseded attempt not acknowledged", "err", err)
+		}
+		log.Info("attempt superseded", "reason", runErr)
+		return false
+	}
 	if runErr != nil {
 		switch {
 		case errors.Is(runErr, ErrIllFormed):
@@ -282,15 +335,16 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 	default:
 		w.m.runs.WithLabelValues(res.Status).Inc()
 		if err := doubleAck(msg); err != nil {
-			// The events are stored; if the job comes back, the run is simply re-run as a new
-			// attempt, which the analyzer resolves (the last finished attempt counts).
+			// The run is recorded; if the job comes back, the delivery reads it and
+			// acknowledges the job without running it.
 			w.m.errors.WithLabelValues(errAck).Inc()
 			log.Warn("job ack not confirmed", "err", err)
-			return
+			return true
 		}
 		w.stats.Acked.Add(1)
 		log.Debug("run recorded", "status", res.Status, "events", a.seq)
 	}
+	return true
 }
 
 // runSafely runs the harness, turning a panic into an error: one run's bug must not take the
@@ -316,13 +370,20 @@ func (w *Worker) settleRecorded(msg jetstream.Msg, log *slog.Logger, prev int, s
 }
 
 // awaitHistory reads the run's history for a redelivered job and settles the job when it need
-// not run: the run is recorded (ack), or the history cannot be read (requeue). While another
-// worker's attempt of the run is still writing events (inProgress within AckWait), it waits,
-// holding the job with in-progress acks, and reads again: the broker redelivers in-flight jobs
-// when a consumer leader change loses their in-progress acks, and running the job then would
-// record the run twice. An attempt whose worker died stops writing and is given up after
-// AckWait, as the broker itself would.
+// not run: the run is recorded (ack), or the history cannot be read (requeue). While the run's
+// newest attempt is unfinished it waits, holding the job with in-progress acks, and reads
+// again, until the run is recorded or nothing new was stored on the run for a whole AckWait
+// while it watched: the broker redelivers in-flight jobs when a consumer leader change loses
+// their in-progress acks, and the live attempt's latest events can be held up (a stream leader
+// being elected) for longer than an ack wait, so the age of the run's last stored event alone
+// cannot tell a live attempt from a dead one. An attempt whose worker died stops writing and
+// is given up after one AckWait of silence, as the broker itself gives up the worker's job.
+// What it decides is a matter of cost only: the claim of the next attempt fails if anything
+// was stored on the run since this read, and a live attempt that was given up cannot record
+// its outcome (attempt.finish).
 func (w *Worker) awaitHistory(ctx context.Context, msg jetstream.Msg, job *study.Job, delivered int, log *slog.Logger) (runHistory, bool) {
+	var seen uint64
+	var quietSince time.Time
 	for {
 		h, err := w.history(ctx, job.Study, job.Run)
 		if err != nil {
@@ -333,18 +394,27 @@ func (w *Worker) awaitHistory(ctx context.Context, msg jetstream.Msg, job *study
 			w.settleRecorded(msg, log, h.recorded, h.status)
 			return h, true
 		}
-		now := time.Now()
-		if !h.inProgress(now, w.cfg.AckWait) {
+		if !h.unfinished() {
 			return h, false
 		}
-		age := now.Sub(h.newestAt)
-		log.Info("the run's latest attempt is still writing events elsewhere: waiting for it", "attempt", h.newest,
-			"last_event_age", age.Round(time.Millisecond))
+		now := time.Now()
+		if quietSince.IsZero() || h.lastSeq != seen {
+			if quietSince.IsZero() {
+				log.Info("the run's newest attempt is unfinished: waiting for it while it writes events", "attempt", h.newest,
+					"last_event_age", now.Sub(h.newestAt).Round(time.Millisecond))
+			}
+			seen, quietSince = h.lastSeq, now
+		}
+		quiet := now.Sub(quietSince)
+		if quiet >= w.cfg.AckWait {
+			log.Info("the run's newest attempt stored nothing for an ack wait: running the next", "attempt", h.newest)
+			return h, false
+		}
 		select {
 		case <-ctx.Done():
 			w.requeue(msg, 0, "", log, "shutting down while waiting for another attempt", nil)
 			return h, true
-		case <-time.After(min(w.cfg.AckWait-age, time.Second)):
+		case <-time.After(min(w.cfg.AckWait-quiet, time.Second)):
 		}
 	}
 }
