@@ -22,9 +22,37 @@
 // reads the run's stored events: if an earlier attempt is complete (gapless from seq 1,
 // folding, finished with a status other than aborted), the job is acknowledged without running
 // again. That covers a worker that crashed after JetStream acknowledged all its events but
-// before it acknowledged the job, and a lost job ack: the run is recorded once. An analyzer
-// should still count at most one finished, non-aborted attempt per run (the latest), for runs
-// recorded by other means.
+// before it acknowledged the job, and a lost job ack: the run is recorded once. If the newest
+// attempt is unfinished, the worker holds the job (in-progress acks) and reads again until the
+// run is recorded, or until nothing was stored on the run for one AckWait while it watched
+// (the attempt's worker is gone), and only then runs the next attempt.
+//
+// # One recorded attempt per run
+//
+// A job can be delivered while an earlier delivery of it is still being run: the broker
+// redelivers a job whose in-progress acks were lost (a consumer leader change in a cluster),
+// and the live attempt's events can be held up (a stream leader being elected) so that the
+// new delivery cannot see them. Reading the run first cannot exclude that; the stream itself
+// does, with two conditional publishes (bus.PublishIfLast, JetStream's
+// expected-last-subject-sequence on ditto.events.<study>.<run>.>, checked and stored as one
+// step by the stream's leader):
+//
+//   - An attempt claims the run with its run.started, which is stored only if the run's latest
+//     stored event is still the one the worker read when it decided to run the attempt. Of
+//     two deliveries that read the same run, one claims it; an attempt cannot start beside a
+//     live one whose events were stored since the read, nor after a finished one.
+//   - An attempt records its outcome with a run.finished (other than aborted) stored only
+//     while its own run.started is the run's latest and nothing was stored on the run since
+//     the worker looked, after every other event of the attempt was acknowledged. An attempt
+//     that another claimed meanwhile (it was taken for dead) cannot record its outcome.
+//
+// An attempt that loses either (ErrSuperseded, counted in Stats.Superseded) runs nothing more
+// and records nothing; its unfinished events read as aborted beside the attempt that claimed
+// the run. Its worker reads the run again like a redelivery: it waits for the claimant and
+// acknowledges the job once the run is recorded, or claims the run itself if the claimant
+// dies. So at most one attempt of a run records an outcome, whatever the timing; the waiting
+// above only saves the cost of running attempts that cannot count. An aborted run.finished
+// (shutdown, a panic) is published without condition: it records no outcome.
 //
 // # Failure classes
 //
