@@ -14,7 +14,7 @@ type Call struct {
 
 // Run is the fold of one run attempt's events: Apply moves it forward one event at a time and
 // refuses histories that are not well-formed. It holds the run as the analysis sees it
-// (spec/metrics.md): plan, states, tools, calls, output, success, tokens, latency.
+// (docs/metrics.md): plan, states, tools, calls, output, success, tokens, latency.
 //
 // Apply reads no clock, starts no goroutine and iterates no map, so replaying the same
 // history always yields the same Run.

@@ -12,7 +12,7 @@ const (
 	DefaultMaxSubsetWork    = 1 << 25
 )
 
-// DefaultPassK are the k of pass^k the spec reports (those ≤ N).
+// DefaultPassK are the k of pass^k reported (those ≤ N).
 var DefaultPassK = []int{1, 2, 4, 8}
 
 // Options tune ComputeCell. The zero value gives the defaults.
@@ -69,7 +69,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// CellMetrics are the per-cell metrics of the spec. Undefined values are
+// CellMetrics are the per-cell metrics of docs/metrics.md. Undefined values are
 // null in JSON, never NaN.
 type CellMetrics struct {
 	N int `json:"n"`
@@ -136,7 +136,7 @@ type Activity struct {
 	RejectedToolCallsPerRun Value `json:"rejected_tool_calls_per_run"`
 }
 
-// ComputeCell computes every per-cell metric of the spec over runs, all
+// ComputeCell computes every per-cell metric of docs/metrics.md over runs, all
 // failed, escalated and aborted runs included. It does not modify runs.
 // Nothing loops over run pairs: agreements and their jackknife SEs are
 // O(N) over signature groups, TSS and AC are exact over distinct sequences

@@ -113,7 +113,7 @@ type Comparison struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Compare produces the spec's comparisons of cell b against cell a:
+// Compare produces the comparisons of cell b against cell a:
 // success (Fisher's exact test; also the exact McNemar test when every run
 // of both cells has a PairKey), RR, DI, TSS and AC (permutation tests over
 // runs, sharing one seeded sequence of B permutations), tokens and latency

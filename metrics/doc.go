@@ -1,8 +1,11 @@
 // Package metrics computes ditto's determinism metrics and statistical
 // tests: pure computation over runs (standard library and gonum only; no
-// I/O, no SQL, no cgo). The definitions are those of the spec
-// (shared/spec/metrics.md); the reference values of shared/testdata/stats/
-// golden.json are reproduced by the tests to 1e-9.
+// I/O, no SQL, no cgo). The definitions, with a worked example of each
+// metric and test, how to read it and the smallest N at which it means
+// something, are in docs/metrics.md at the root of the repository; the
+// tests check that document's examples against this package
+// (doc_examples_test.go) and reproduce the SciPy and statsmodels reference
+// values of testdata/golden.json to 1e-9 (see testdata/README.md).
 //
 // # Cells
 //
@@ -85,7 +88,7 @@
 //
 // # Comparing cells
 //
-// Compare(a, b, cfg) returns the spec's comparisons of cell b against the
+// Compare(a, b, cfg) returns the comparisons of cell b against the
 // reference cell a (success: Fisher, and McNemar when every run has a
 // PairKey; RR, DI, TSS, AC: permutation tests sharing one seeded sequence
 // of permutations; tokens and latency: Mann–Whitney U with Cliff's δ).

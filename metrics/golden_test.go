@@ -81,7 +81,7 @@ func loadGolden(t *testing.T) golden {
 	return g
 }
 
-// within reports whether got matches want within the spec's tolerance:
+// within reports whether got matches want within the reference tolerance:
 // absolute 1e-9, or relative 1e-9 for values below 1e-6.
 func within(got, want float64) bool {
 	if math.IsNaN(got) || math.IsInf(got, 0) {

@@ -160,7 +160,7 @@ func TestSampledIsReproducible(t *testing.T) {
 	}
 }
 
-// naivePairSE is the wrong standard error the spec warns about: the SD of
+// naivePairSE is the wrong standard error docs/metrics.md warns about: the SD of
 // the pair values divided by the square root of their number, as if the
 // N(N−1)/2 pairs (for AC, the aligned (k, pair) values) were independent.
 // Order: RR, DI, TSS, AC.

@@ -7,7 +7,7 @@ import (
 
 // Argument leaves. A leaf is (JSON path, canonical scalar): every string,
 // number, true, false and null in the arguments, with the path of object
-// keys and array indices leading to it. Two refinements the spec leaves
+// keys and array indices leading to it. Two refinements the definition leaves
 // open, fixed here:
 //   - an empty object or array below the root is a leaf with the scalar
 //     "{}" or "[]" (so {"a":{}} and {"a":[]} differ); an empty root object

@@ -12,7 +12,7 @@ const (
 	MethodAsymptotic = "asymptotic"
 )
 
-// exactMaxSmaller is the spec's bound: the exact null distribution is used
+// exactMaxSmaller is the documented bound: the exact null distribution is used
 // when there are no ties and the smaller sample has at most 8 values.
 const exactMaxSmaller = 8
 
@@ -35,10 +35,10 @@ type MWResult struct {
 	Method string `json:"method"`
 }
 
-// MannWhitneyU runs the test choosing the method as the spec says: the
+// MannWhitneyU runs the test choosing the method as docs/metrics.md says: the
 // exact null distribution when there are no ties and n1 ≤ 8 or n2 ≤ 8,
 // otherwise the normal approximation with tie and continuity correction.
-// (One guard beyond the spec: exact needs n1·n2 ≤ 10⁸.)
+// (One guard beyond that rule: exact needs n1·n2 ≤ 10⁸.)
 func MannWhitneyU(x, y []float64) (MWResult, error) {
 	rk, err := rankSamples(x, y)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// DefaultPermutations is the spec's default number of permutations B.
+// DefaultPermutations is the default number of permutations B.
 const DefaultPermutations = 10000
 
 // permTolerance: a permuted |Δ*| counts as at least as extreme as the

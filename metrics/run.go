@@ -14,9 +14,9 @@ type Call struct {
 	Args string `json:"args"`
 }
 
-// Run is one run as the analysis sees it (spec: "The run, as the analysis
-// sees it"). String fields hold canonical JSON where the spec says so; the
-// package compares them byte for byte.
+// Run is one run as the analysis sees it (docs/metrics.md, "A run, reduced
+// to what the metrics compare"). String fields hold canonical JSON where
+// that says so; the package compares them byte for byte.
 type Run struct {
 	ID string `json:"id"`
 	// Plan is the canonical JSON of the accepted plan (Structured Planning

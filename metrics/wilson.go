@@ -13,7 +13,7 @@ import (
 const z975 = 1.959963984540054
 
 // Wilson returns the Wilson score interval for successes out of n at the
-// given confidence level (0.95 for the spec's 95% interval):
+// given confidence level (0.95 for the reported 95% interval):
 // (p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n).
 func Wilson(successes, n int, conf float64) (lo, hi float64, err error) {
 	if n <= 0 || successes < 0 || successes > n {

@@ -1,7 +1,7 @@
 // Package analysis turns a study's runs in the DuckDB projection into its metrics report:
-// every cell (study, task, model, condition) with every metric of the spec
-// (shared/spec/metrics.md) and every comparison between conditions, Benjamini–Hochberg
-// adjusted across the report. It is what `analyzer metrics` runs and what reports consume.
+// every cell (study, task, model, condition) with every metric of docs/metrics.md and every
+// comparison between conditions, Benjamini–Hochberg adjusted across the report. It is what
+// `analyzer metrics` runs and what reports consume.
 //
 // # Division of labour
 //

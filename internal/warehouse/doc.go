@@ -52,7 +52,7 @@
 //
 // # Runs
 //
-// The runs of the analysis (spec/metrics.md) are folds of their events (events.Fold). When a
+// The runs of the analysis (docs/metrics.md) are folds of their events (events.Fold). When a
 // run attempt's run.finished is stored, the ingester folds the attempt's events (held in memory
 // while the run is open, read back from DuckDB otherwise) and writes one row of run_folds with
 // the plan, states, tools, calls, output, their signatures (package metrics) and any fold error;
