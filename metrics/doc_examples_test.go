@@ -180,11 +180,13 @@ func docSuccess(w io.Writer) error {
 	for _, pk := range m.PassK {
 		fmt.Fprintf(w, "pass^%d %.3f\n", pk.K, pk.Value)
 	}
-	lo, hi, err := metrics.Wilson(2, 2, 0.95)
-	if err != nil {
-		return err
+	for _, c := range [][2]int{{2, 2}, {10, 20}} {
+		lo, hi, err := metrics.Wilson(c[0], c[1], 0.95)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%d/%d: Wilson [%.3f, %.3f]\n", c[0], c[1], lo, hi)
 	}
-	fmt.Fprintf(w, "2/2: Wilson [%.3f, %.3f]\n", lo, hi)
 	tasks := []metrics.TaskTrials{{Trials: 10, Successes: 8}, {Trials: 4, Successes: 2}}
 	var each []string
 	for _, task := range tasks {
