@@ -312,7 +312,23 @@ func docMannWhitney(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "A %v  B %v\n", a, b)
 	fmt.Fprintf(w, "U of A %.0f of %d pairs, method %s, p %.4f\n", r.U1, len(a)*len(b), r.Method, r.P)
-	fmt.Fprintf(w, "Cliff's δ(A, B) %.3f, reported δ(B, A) %.3f\n", r.CliffsDelta, -r.CliffsDelta)
+	// What a report shows: Compare's effect size for the same tokens.
+	var ra, rb []metrics.Run
+	for _, v := range a {
+		ra = append(ra, metrics.Run{Tokens: int64(v)})
+	}
+	for _, v := range b {
+		rb = append(rb, metrics.Run{Tokens: int64(v)})
+	}
+	cs, err := metrics.Compare(ra, rb, metrics.CompareConfig{Permutations: 1})
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Quantity == metrics.QuantityTokens {
+			fmt.Fprintf(w, "Cliff's δ(A, B) %.3f, reported δ(B, A) %s\n", r.CliffsDelta, f3(c.EffectSize))
+		}
+	}
 	a2 := []float64{900, 900, 950, 1000, 1000, 1100, 1200, 1200, 1300, 1400}
 	b2 := []float64{800, 800, 900, 900, 950, 1000, 1000, 1000, 1100, 1150}
 	r2, err := metrics.MannWhitneyU(a2, b2)
