@@ -11,7 +11,9 @@
 //
 //   - EnsureStreams (every process, at start) and the stream configs.
 //   - Publisher: every publish to JetStream, events or not (PublishEvent, Publish, PublishMsg),
-//     with Wait reporting each publish that failed and WithAckFunc each that was a duplicate.
+//     with Wait reporting each publish that failed and WithAckFunc each that was a duplicate;
+//     and PublishIfLast, the one synchronous publish, stored only if the stream's last message
+//     on a filter is the one the caller expects (a compare-and-set).
 //   - EnsureJobsConsumer and EnsureIngestConsumer return a jetstream.Consumer to fetch from:
 //     the ack, nak and term decisions on its messages are the point of the packages that
 //     consume (worker, warehouse) and stay there. DeleteConsumer removes a durable one.
