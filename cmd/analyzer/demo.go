@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,20 +12,11 @@ import (
 	"golang.org/x/term"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "demo",
-		Summary: "run the research study end to end in this process (embedded NATS, simulated models, workers, analyzer) and write its report",
-		Run:     runDemo,
-	})
-}
-
-func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+func runDemo(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg demo.Config
 	scale := demo.DefaultLatencyScale
-	fs.StringVar(&cfg.DataDir, "data-dir", demo.DefaultDataDir, "data directory of the demo (emptied first unless --keep)")
-	keep := fs.Bool("keep", false, "keep what the data directory holds instead of starting fresh")
+	fs.StringVar(&cfg.DataDir, "data-dir", demo.DefaultDataDir, "data directory of the demo: new, empty, or made by an earlier demo (which it empties first unless --keep); never another")
+	keep := fs.Bool("keep", false, "keep what an earlier demo left in the data directory instead of starting fresh")
 	fs.StringVar(&cfg.Spec, "spec", demo.DefaultSpec, "shipped study spec to run (research or small)")
 	fs.IntVar(&cfg.N, "n", 0, "runs per cell (0: the spec's, 100 for research)")
 	fs.Float64Var(&scale, "latency-scale", demo.DefaultLatencyScale, "scale of the simulated models' latency (0 answers at once; latency figures are scaled by it)")
@@ -45,5 +37,8 @@ func runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	_, err := demo.Run(ctx, cfg)
+	if errors.Is(err, demo.ErrNotDemoDir) {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
 	return err
 }

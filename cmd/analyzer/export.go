@@ -14,22 +14,13 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "export",
-		Summary: "write the projection's tables as Parquet partitioned by study: analyzer export --parquet DIR",
-		Run:     runExport,
-	})
-}
-
 type exportConfig struct {
 	target    target
 	dir       string
 	overwrite bool
 }
 
-func runExport(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+func runExport(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg exportConfig
 	cfg.target.registerFlags(fs)
 	fs.StringVar(&cfg.dir, "parquet", "", "directory to write the Parquet files to (empty or new)")
@@ -41,7 +32,7 @@ func runExport(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	if cfg.dir == "" {
-		return fmt.Errorf("%w: analyzer export --parquet DIR", cli.ErrUsage)
+		return fmt.Errorf("%w: --parquet DIR is required", cli.ErrUsage)
 	}
 	cfg.target.resolve()
 	return export(ctx, cfg, os.Stdout)

@@ -13,14 +13,6 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "ingest",
-		Summary: "store DITTO_EVENTS in the DuckDB database until interrupted (--once: until caught up)",
-		Run:     runIngest,
-	})
-}
-
 type ingestConfig struct {
 	bus       bus.Config
 	db        warehouse.Config
@@ -29,8 +21,7 @@ type ingestConfig struct {
 	statEvery time.Duration
 }
 
-func runIngest(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+func runIngest(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg ingestConfig
 	cfg.bus.RegisterFlags(fs)
 	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)

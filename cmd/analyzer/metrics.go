@@ -18,14 +18,6 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "metrics",
-		Summary: "every cell and comparison of a study, stored in tables metrics and comparisons: analyzer metrics --study S [--json]",
-		Run:     runMetrics,
-	})
-}
-
 // DefaultMetricsSeed seeds the permutation tests unless --seed says otherwise, so that two
 // runs over the same events print the same p-values.
 const DefaultMetricsSeed = 1
@@ -42,14 +34,9 @@ type metricsConfig struct {
 	opts         analysis.Options
 }
 
-func runMetrics(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
+func runMetrics(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg metricsConfig
 	cfg.registerFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: analyzer metrics --study S [--json] [--out FILE] [--permutations B] [--seed X] [--db PATH]\n")
-		fs.PrintDefaults()
-	}
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -76,7 +63,7 @@ func (c *metricsConfig) validate(fs *flag.FlagSet) error {
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	case c.study == "":
-		return fmt.Errorf("%w: analyzer metrics --study S (see analyzer status for the studies)", cli.ErrUsage)
+		return fmt.Errorf("%w: --study is required (analyzer status lists the studies)", cli.ErrUsage)
 	case c.permutations < 1:
 		return fmt.Errorf("%w: --permutations %d, want at least 1", cli.ErrUsage, c.permutations)
 	}

@@ -151,7 +151,7 @@ func TestMetricsUsage(t *testing.T) {
 		{"--study", "s", "--pairs", "baseline"},
 		{"--study", "s", "--pairs", "*:x"},
 	} {
-		if err := runMetrics(context.Background(), args); !errors.Is(err, cli.ErrUsage) {
+		if err := runMetrics(context.Background(), flagSetFor(t), args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("metrics %q = %v, want ErrUsage", args, err)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"testing"
 
 	"github.com/dittolab/ditto/internal/cli"
@@ -11,7 +12,7 @@ import (
 func TestQueryCommandUsage(t *testing.T) {
 	tests := []struct {
 		name string
-		run  func(context.Context, []string) error
+		run  func(context.Context, *flag.FlagSet, []string) error
 		args []string
 	}{
 		{"sql without a query", runSQLCommand, nil},
@@ -27,7 +28,7 @@ func TestQueryCommandUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.run(context.Background(), tt.args); !errors.Is(err, cli.ErrUsage) {
+			if err := tt.run(context.Background(), flag.NewFlagSet(tt.name, flag.ContinueOnError), tt.args); !errors.Is(err, cli.ErrUsage) {
 				t.Errorf("%v = %v, want ErrUsage", tt.args, err)
 			}
 		})

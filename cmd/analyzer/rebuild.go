@@ -14,14 +14,6 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "rebuild",
-		Summary: "replay DITTO_EVENTS from the first message into a fresh DuckDB file",
-		Run:     runRebuild,
-	})
-}
-
 type rebuildConfig struct {
 	bus     bus.Config
 	db      warehouse.Config
@@ -30,8 +22,7 @@ type rebuildConfig struct {
 	replace bool
 }
 
-func runRebuild(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+func runRebuild(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg rebuildConfig
 	cfg.bus.RegisterFlags(fs)
 	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)

@@ -14,21 +14,12 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "report",
-		Summary: "write a study's variance report (report.md, self-contained report.html, report.json): analyzer report --study S [--out DIR]",
-		Run:     runReport,
-	})
-}
-
 type reportConfig struct {
 	metrics metricsConfig // target, study, permutations, seed, pairs
 	out     string
 }
 
-func runReport(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+func runReport(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg reportConfig
 	m := &cfg.metrics
 	m.target.registerFlags(fs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,7 +47,7 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout.String(), "wrote report.md, report.html and report.json") {
 		t.Errorf("output = %q", stdout.String())
 	}
-	if err := runReport(ctx, []string{"--data-dir", dataDir}); !errors.Is(err, cli.ErrUsage) {
+	if err := runReport(ctx, flag.NewFlagSet("report", flag.ContinueOnError), []string{"--data-dir", dataDir}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("report without --study = %v, want a usage error", err)
 	}
 }

@@ -19,14 +19,6 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "serve",
-		Summary: "ingest DITTO_EVENTS and serve the HTTP API (read-only SQL, studies, export, metrics)",
-		Run:     runServe,
-	})
-}
-
 // DefaultListen is serve's default address: loopback only.
 const DefaultListen = "127.0.0.1:8470"
 
@@ -49,12 +41,8 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	c.bus.RegisterFlags(fs)
 	c.db.RegisterFlags(fs)
 	c.ingest.RegisterFlags(fs)
-	listen := os.Getenv("DITTO_ANALYZER_LISTEN")
-	if listen == "" {
-		listen = DefaultListen
-	}
-	fs.StringVar(&c.listen, "listen", listen, "HTTP address of the API (env DITTO_ANALYZER_LISTEN); port 0 picks a free one")
-	fs.StringVar(&c.token, "token", os.Getenv("DITTO_ANALYZER_TOKEN"), "bearer token required on every endpoint but /healthz (prefer env DITTO_ANALYZER_TOKEN)")
+	cli.String(fs, &c.listen, "listen", "DITTO_ANALYZER_LISTEN", DefaultListen, "HTTP address of the API; port 0 picks a free one")
+	cli.Secret(fs, &c.token, "token", "DITTO_ANALYZER_TOKEN", "bearer token required on every endpoint but /healthz")
 	fs.DurationVar(&c.limits.Timeout, "query-timeout", sqlguard.DefaultTimeout, "default timeout of a query")
 	fs.DurationVar(&c.limits.MaxTimeout, "max-query-timeout", sqlguard.DefaultMaxTimeout, "the longest timeout a client may ask for")
 	fs.IntVar(&c.limits.MaxRows, "max-rows", sqlguard.DefaultMaxRows, "default row limit of a query")
@@ -84,8 +72,7 @@ func (c *serveConfig) validate() error {
 	return nil
 }
 
-func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func runServe(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg serveConfig
 	cfg.registerFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/schedule"
 )
@@ -32,7 +33,8 @@ type reportsConfig struct {
 func (c *reportsConfig) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.schedule, "report-schedule", "", `regenerate the reports of active studies and production drift on this cron schedule ("0 6 * * *", "@hourly", six fields for seconds); empty: no scheduled reports`)
 	fs.StringVar(&c.dir, "reports-dir", "", "reports directory, served under "+ReportsPrefix+" (default <data-dir>/reports)")
-	fs.StringVar(&c.webhook, "webhook", "", "POST an alert (JSON) here when a drift or release comparison turns significant in the bad direction")
+	// A webhook URL is often a credential itself (Slack's, for one): a secret.
+	cli.Secret(fs, &c.webhook, "webhook", "DITTO_WEBHOOK", "POST an alert (JSON) to this URL when a drift or release comparison turns significant in the bad direction")
 	fs.DurationVar(&c.driftWindow, "drift-window", schedule.DefaultDriftWindow, "production drift reports compare the last window of this length with the one before")
 }
 
@@ -53,6 +55,10 @@ func (c *reportsConfig) validate() error {
 			return fmt.Errorf("--webhook needs --report-schedule")
 		}
 		return nil
+	}
+	// Checked here so that the error does not quote the URL, which may be a credential.
+	if c.webhook != "" && !strings.HasPrefix(c.webhook, "http://") && !strings.HasPrefix(c.webhook, "https://") {
+		return fmt.Errorf("--webhook is not an http(s) URL (the value is not shown)")
 	}
 	return c.scheduleConfig(nil).Validate()
 }

@@ -14,14 +14,6 @@ import (
 	"github.com/dittolab/ditto/internal/sqlguard"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "sql",
-		Summary: `run one read-only query: analyzer sql "SELECT …" (through a serving analyzer, else the file)`,
-		Run:     runSQLCommand,
-	})
-}
-
 type sqlCommandConfig struct {
 	target  target
 	format  string // table, csv or json
@@ -30,39 +22,24 @@ type sqlCommandConfig struct {
 	query   string
 }
 
-func runSQLCommand(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+func runSQLCommand(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg sqlCommandConfig
 	cfg.target.registerFlags(fs)
 	fs.StringVar(&cfg.format, "format", "table", "output: table (aligned), csv or json")
 	fs.IntVar(&cfg.limit, "limit", 0, "row limit (default: the server's, 10,000 for a local file)")
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "query timeout (default: the server's, 30s for a local file)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: analyzer sql [flags] \"SELECT …\"   (or - to read the query from stdin)\n")
-		fs.PrintDefaults()
-	}
-	// Flags may come after the query too (analyzer sql "SELECT 1" --format csv): parse
-	// again after each positional argument.
-	var positional []string
-	for rest := args; ; {
-		if err := cli.Parse(fs, rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
 	switch {
-	case len(positional) != 1:
-		return fmt.Errorf("%w: analyzer sql [flags] \"SELECT …\" (one query argument; - reads stdin)", cli.ErrUsage)
+	case fs.NArg() != 1:
+		return fmt.Errorf("%w: give one query argument (quoted; - reads stdin)", cli.ErrUsage)
 	case cfg.format != "table" && cfg.format != "csv" && cfg.format != "json":
 		return fmt.Errorf("%w: --format %q, want table, csv or json", cli.ErrUsage, cfg.format)
 	case cfg.limit < 0 || cfg.timeout < 0:
 		return fmt.Errorf("%w: negative --limit or --timeout", cli.ErrUsage)
 	}
-	cfg.query = positional[0]
+	cfg.query = fs.Arg(0)
 	if cfg.query == "-" {
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {

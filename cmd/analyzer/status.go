@@ -16,14 +16,6 @@ import (
 	"github.com/dittolab/ditto/internal/queryapi"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "status",
-		Summary: "per study, finished vs expected runs (progress bars on a terminal; --watch to follow)",
-		Run:     runStatus,
-	})
-}
-
 type statusConfig struct {
 	target   target
 	watch    bool
@@ -31,8 +23,7 @@ type statusConfig struct {
 	bars     bool // draw progress bars (a terminal)
 }
 
-func runStatus(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+func runStatus(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg statusConfig
 	cfg.target.registerFlags(fs)
 	fs.BoolVar(&cfg.watch, "watch", false, "redraw until interrupted or every study is done")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/internal/warehouse"
@@ -28,14 +29,10 @@ type target struct {
 }
 
 func (t *target) registerFlags(fs *flag.FlagSet) {
-	dataDir := os.Getenv("DITTO_DATA_DIR")
-	if dataDir == "" {
-		dataDir = bus.DefaultDataDir
-	}
-	fs.StringVar(&t.dataDir, "data-dir", dataDir, "data directory (finds <data-dir>/analyzer.url and the database)")
+	cli.String(fs, &t.dataDir, "data-dir", "DITTO_DATA_DIR", bus.DefaultDataDir, "data directory (finds <data-dir>/analyzer.url and the database)")
 	fs.StringVar(&t.dbPath, "db", "", "DuckDB database file (default <data-dir>/"+warehouse.DefaultFile+")")
-	fs.StringVar(&t.url, "url", os.Getenv("DITTO_ANALYZER_URL"), "a serving analyzer's base URL (default: the one in <data-dir>/analyzer.url)")
-	fs.StringVar(&t.token, "token", os.Getenv("DITTO_ANALYZER_TOKEN"), "bearer token of the analyzer's API (prefer env DITTO_ANALYZER_TOKEN)")
+	cli.URL(fs, &t.url, "url", "DITTO_ANALYZER_URL", "", "a serving analyzer's base URL (default: the one in <data-dir>/analyzer.url)")
+	cli.Secret(fs, &t.token, "token", "DITTO_ANALYZER_TOKEN", "bearer token of the analyzer's API")
 	fs.BoolVar(&t.local, "local", false, "open the database file read-only even if an analyzer serves it")
 }
 

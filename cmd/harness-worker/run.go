@@ -20,14 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "run",
-		Summary: "pull run jobs from DITTO_JOBS and run them under the harness until SIGTERM",
-		Run:     runWorker,
-	})
-}
-
 // runConfig is the configuration of `harness-worker run`.
 type runConfig struct {
 	Bus             bus.Config
@@ -38,6 +30,7 @@ type runConfig struct {
 	LogLevel        string
 }
 
+// Validate reports the first invalid setting.
 func (c *runConfig) Validate() error {
 	if err := c.Bus.Validate(); err != nil {
 		return err
@@ -46,22 +39,21 @@ func (c *runConfig) Validate() error {
 		return err
 	}
 	if c.SimLatencyScale < 0 {
-		return fmt.Errorf("%w: --sim-latency-scale must be >= 0", cli.ErrUsage)
+		return errors.New("--sim-latency-scale must be >= 0")
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			return fmt.Errorf("%w: --metrics-addr %q: %v", cli.ErrUsage, c.MetricsAddr, err)
+			return fmt.Errorf("--metrics-addr %q: %v", c.MetricsAddr, err)
 		}
 	}
 	return nil
 }
 
-func runWorker(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+func runWorker(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg runConfig
 	cfg.Bus.RegisterFlags(fs)
 	fs.IntVar(&cfg.Worker.Concurrency, "concurrency", worker.DefaultConcurrency, "runs in flight")
-	fs.StringVar(&cfg.Worker.ID, "worker-id", os.Getenv("DITTO_WORKER_ID"), "worker id recorded in events (default <hostname>-<pid>)")
+	cli.String(fs, &cfg.Worker.ID, "worker-id", "DITTO_WORKER_ID", "", "worker id recorded in events (default <hostname>-<pid>)")
 	fs.DurationVar(&cfg.Worker.AckWait, "ack-wait", worker.DefaultAckWait, "redeliver a job whose worker went silent for this long")
 	fs.IntVar(&cfg.Worker.MaxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per run before it is recorded as failed")
 	fs.DurationVar(&cfg.Worker.ShutdownGrace, "shutdown-grace", worker.DefaultShutdownGrace, "on SIGTERM, how long runs in flight may finish before they are abandoned")
@@ -77,7 +69,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %v", cli.ErrUsage, fs.Args())
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"testing"
@@ -30,11 +31,12 @@ func TestRunFlags(t *testing.T) {
 		{"unknown flag", []string{"--turbo"}, cli.ErrUsage},
 	}
 	for _, tt := range tests {
-		if err := runWorker(context.Background(), tt.args); !errors.Is(err, tt.want) {
-			t.Errorf("%s: run %q = %v, want %v", tt.name, tt.args, err, tt.want)
+		err := runWorker(context.Background(), flag.NewFlagSet("run", flag.ContinueOnError), tt.args)
+		if !errors.Is(err, tt.want) || !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%s: run %q = %v, want %v and a usage error", tt.name, tt.args, err, tt.want)
 		}
 	}
-	if err := runSimServe(context.Background(), []string{"--latency-scale", "-2"}); !errors.Is(err, cli.ErrUsage) {
+	if err := runSimServe(context.Background(), flag.NewFlagSet("sim-serve", flag.ContinueOnError), []string{"--latency-scale", "-2"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("sim-serve --latency-scale -2 = %v, want ErrUsage", err)
 	}
 }

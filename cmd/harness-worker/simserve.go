@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,14 +11,6 @@ import (
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/simllm"
 )
-
-func init() {
-	commands.Register(cli.Command{
-		Name:    "sim-serve",
-		Summary: "serve the simulated models as an OpenAI-compatible API on a loopback address",
-		Run:     runSimServe,
-	})
-}
 
 // simServeConfig is the configuration of `harness-worker sim-serve`.
 type simServeConfig struct {
@@ -28,13 +21,12 @@ type simServeConfig struct {
 
 func (c simServeConfig) Validate() error {
 	if c.LatencyScale < 0 {
-		return fmt.Errorf("%w: --latency-scale must be >= 0", cli.ErrUsage)
+		return errors.New("--latency-scale must be >= 0")
 	}
 	return nil
 }
 
-func runSimServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sim-serve", flag.ContinueOnError)
+func runSimServe(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg simServeConfig
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "loopback address to listen on (port 0: any free port)")
 	fs.Float64Var(&cfg.LatencyScale, "latency-scale", 1, "scale of the modelled latency (0: answer at once)")
@@ -42,8 +34,11 @@ func runSimServe(ctx context.Context, args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
+	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	sc := simllm.Config{LatencyScale: cfg.LatencyScale}
 	if cfg.Personas != "" {

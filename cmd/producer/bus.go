@@ -3,19 +3,24 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/cli"
 )
 
-// parseBusFlags parses the arguments of a subcommand whose only flags are the bus's and returns
-// the flag set (for its positional arguments) and the bus configuration.
-func parseBusFlags(name string, args []string) (*flag.FlagSet, bus.Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// parseBusFlags parses the arguments of a subcommand whose only flags are the bus's into fs
+// (its positional arguments stay in fs.Args()) and returns the bus configuration, valid.
+func parseBusFlags(fs *flag.FlagSet, args []string) (bus.Config, error) {
 	var cfg bus.Config
 	cfg.RegisterFlags(fs)
-	err := cli.Parse(fs, args)
-	return fs, cfg, err
+	if err := cli.Parse(fs, args); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	return cfg, nil
 }
 
 // openBus connects to the bus cfg names and makes sure its streams exist.

@@ -2,23 +2,19 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/dittolab/ditto/internal/cli"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "host",
-		Summary: "host the embedded NATS server for --data-dir until interrupted (for other processes and the nats CLI)",
-		Run:     runHost,
-	})
-}
-
-func runHost(ctx context.Context, args []string) error {
-	_, cfg, err := parseBusFlags("host", args)
+func runHost(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	cfg, err := parseBusFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	if cfg.URL != "" {
 		return fmt.Errorf("%w: host runs the embedded server; drop --nats-url", cli.ErrUsage)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 
@@ -9,21 +10,13 @@ import (
 	"github.com/dittolab/ditto/internal/receiver"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "import",
-		Summary: "publish events from JSON-lines files (- for stdin); report each invalid line",
-		Run:     runImport,
-	})
-}
-
-func runImport(ctx context.Context, args []string) error {
-	fs, cfg, err := parseBusFlags("import", args)
+func runImport(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	cfg, err := parseBusFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: producer import FILE... (JSON lines, - for stdin)", cli.ErrUsage)
+		return fmt.Errorf("%w: name at least one FILE (JSON lines; - reads stdin)", cli.ErrUsage)
 	}
 	b, err := openBus(ctx, cfg)
 	if err != nil {

@@ -16,16 +16,7 @@ import (
 	"github.com/dittolab/ditto/internal/loadgen"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "load",
-		Summary: "publish realistic run events at --rate for --duration and measure the analyzer's end-to-end rate, lag and memory",
-		Run:     runLoad,
-	})
-}
-
-func runLoad(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+func runLoad(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg bus.Config
 	cfg.RegisterFlags(fs)
 	var lc loadgen.Config
@@ -42,6 +33,12 @@ func runLoad(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	var err error
 	if lc.Watch, err = parseWatch(*watch); err != nil {

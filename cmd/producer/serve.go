@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
@@ -15,16 +14,7 @@ import (
 	"github.com/dittolab/ditto/internal/receiver"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "serve",
-		Summary: "ingestion server for production agents: POST /v1/events, OTLP/HTTP /v1/traces, /metrics",
-		Run:     runServe,
-	})
-}
-
-func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func runServe(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
 		bcfg  bus.Config
 		icfg  receiver.Config
@@ -36,17 +26,13 @@ func runServe(ctx context.Context, args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if env := os.Getenv("DITTO_INGEST_TOKENS"); env != "" {
-		for _, f := range strings.Fields(env) {
-			t, err := receiver.ParseToken(f)
-			if err != nil {
-				return fmt.Errorf("%w: DITTO_INGEST_TOKENS: %v", cli.ErrUsage, err)
-			}
-			icfg.Tokens = append(icfg.Tokens, t)
-		}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
-	if err := icfg.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	for _, err := range []error{bcfg.Validate(), icfg.Validate()} {
+		if err != nil {
+			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+		}
 	}
 	level := slog.LevelInfo
 	if debug {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,40 +16,6 @@ import (
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/study"
 )
-
-func init() {
-	commands.Register(cli.Command{
-		Name:    "study",
-		Summary: "study submit SPEC | study validate SPEC: run a study spec (tasks × models × conditions × N)",
-		Run:     runStudy,
-	})
-}
-
-const studyUsage = `usage:
-  producer study validate SPEC     check a spec and show the runs it expands to
-  producer study submit [flags] SPEC
-                                   publish its jobs and study.defined (idempotent)
-  producer study status [flags] NAME
-                                   progress and outcomes of a submitted study
-SPEC is a JSON file, or builtin:NAME for a shipped spec (%s).`
-
-func runStudy(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", cli.ErrUsage, fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
-	}
-	switch args[0] {
-	case "validate":
-		return runStudyValidate(args[1:])
-	case "submit":
-		return runStudySubmit(ctx, args[1:])
-	case "status":
-		return runStudyStatus(ctx, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprintf(os.Stderr, studyUsage+"\n", strings.Join(study.ShippedSpecs(), ", "))
-		return nil
-	}
-	return fmt.Errorf("%w: unknown study command %q\n%s", cli.ErrUsage, args[0], fmt.Sprintf(studyUsage, strings.Join(study.ShippedSpecs(), ", ")))
-}
 
 // loadSpec reads a spec file or a shipped spec (builtin:NAME) and expands it.
 func loadSpec(arg string) (*study.Plan, error) {
@@ -70,13 +37,12 @@ func loadSpec(arg string) (*study.Plan, error) {
 	return study.Expand(s)
 }
 
-func runStudyValidate(args []string) error {
-	fs := flag.NewFlagSet("study validate", flag.ContinueOnError)
+func runStudyValidate(_ context.Context, fs *flag.FlagSet, args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study validate SPEC", cli.ErrUsage)
+		return fmt.Errorf("%w: name one SPEC (a JSON file, or builtin:NAME for a shipped spec: %s)", cli.ErrUsage, strings.Join(study.ShippedSpecs(), ", "))
 	}
 	p, err := loadSpec(fs.Arg(0))
 	if err != nil {
@@ -94,15 +60,15 @@ type submitConfig struct {
 	Timeout time.Duration // bound on Wait; 0: none
 }
 
+// Validate reports the first invalid setting.
 func (c submitConfig) Validate() error {
 	if c.Timeout < 0 {
-		return fmt.Errorf("%w: --timeout must be >= 0", cli.ErrUsage)
+		return errors.New("--timeout must be >= 0")
 	}
 	return c.Bus.Validate()
 }
 
-func runStudySubmit(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("study submit", flag.ContinueOnError)
+func runStudySubmit(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg submitConfig
 	cfg.Bus.RegisterFlags(fs)
 	fs.BoolVar(&cfg.Wait, "wait", false, "wait until every run of the study has finished, showing progress")
@@ -111,10 +77,10 @@ func runStudySubmit(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study submit [flags] SPEC", cli.ErrUsage)
+		return fmt.Errorf("%w: name one SPEC (a JSON file, or builtin:NAME for a shipped spec: %s)", cli.ErrUsage, strings.Join(study.ShippedSpecs(), ", "))
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	p, err := loadSpec(fs.Arg(0))
 	if err != nil {
@@ -162,16 +128,13 @@ func runStudySubmit(ctx context.Context, args []string) error {
 	return waitForStudy(ctx, b, p, os.Stdout)
 }
 
-func runStudyStatus(ctx context.Context, args []string) error {
-	fs, cfg, err := parseBusFlags("study status", args)
+func runStudyStatus(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	cfg, err := parseBusFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: producer study status [flags] NAME", cli.ErrUsage)
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: name one study", cli.ErrUsage)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "ditto-producer"

@@ -2,23 +2,20 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
 
 	"github.com/dittolab/ditto/internal/cli"
 )
 
-func init() {
-	commands.Register(cli.Command{
-		Name:    "summary",
-		Summary: "summarise what the events stream holds, by study and event type",
-		Run:     runSummary,
-	})
-}
-
-func runSummary(ctx context.Context, args []string) error {
-	_, cfg, err := parseBusFlags("summary", args)
+func runSummary(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	cfg, err := parseBusFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	}
 	b, err := openBus(ctx, cfg)
 	if err != nil {

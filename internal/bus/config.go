@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/dittolab/ditto/internal/cli"
 )
 
 // Config says how to reach NATS. With URL empty the bus hosts (or joins) an embedded server
@@ -76,7 +78,8 @@ func (c Config) Validate() error {
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil || u.Host == "" {
-			return fmt.Errorf("%w: url %q is not nats://host:port", ErrConfig, c.URL)
+			// The URL may carry a password or a token: it is shown without them.
+			return fmt.Errorf("%w: url %q is not nats://host:port", ErrConfig, cli.RedactURLs(c.URL))
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

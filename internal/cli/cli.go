@@ -1,6 +1,22 @@
-// Package cli is the small subcommand dispatcher shared by ditto's three binaries. Each
-// subcommand lives in its own file of its cmd/ package and registers itself in init, so that
-// the mains stay thin and subcommands can be added without editing a central switch.
+// Package cli is the small subcommand dispatcher shared by ditto's three binaries, and the
+// conventions they keep on the command line.
+//
+// Each binary's main.go names its subcommands in one list (a Program); a subcommand is a
+// function given a flag set named after it ("analyzer metrics") to register its flags on and
+// parse with Parse. The dispatcher owns what every binary prints the same way:
+//
+//   - help: "<binary> --help" lists the subcommands, "<binary> <command> --help" (or
+//     "<binary> help <command>") shows the command's usage line, its flags with their
+//     defaults and environment variables, and the exit statuses;
+//   - "--version" (ReadBuildInfo's module version and VCS stamp, or the version the build set
+//     with -ldflags "-X github.com/dittolab/ditto/internal/cli.version=…");
+//   - usage errors: "<binary> <command>: what is wrong", then the command's own usage line;
+//   - exit statuses: 0 done, 1 failed, 2 usage error (an ExitError picks another).
+//
+// Flags may come before or after positional arguments ("--" ends them). A flag defined with
+// String, Int, Duration, URL, Secret or SecretList takes its value from an environment
+// variable when the command line does not give it; help names the variable, and never shows a
+// secret: a Secret's help says whether its variable is set, a URL's hides its password.
 package cli
 
 import (
@@ -11,107 +27,155 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
+	"strings"
 	"syscall"
 )
 
+// Program is one binary: its name, what it is for, and its subcommands in the order its help
+// lists them.
+type Program struct {
+	Name     string
+	Summary  string
+	Commands []Command
+}
+
 // Command is one subcommand.
 type Command struct {
-	Name    string
+	// Name is one word, or two for a command of a group ("study submit": "producer study"
+	// alone lists the group).
+	Name string
+	// Usage is the synopsis after the name, e.g. `--study S [flags]` or `[flags] SPEC`;
+	// empty means "[flags]".
+	Usage   string
 	Summary string
-	// Run parses args (the words after the subcommand's name) and runs. It returns an error
-	// for failure; wrap ErrUsage for bad arguments (exit status 2).
-	Run func(ctx context.Context, args []string) error
+	// Run registers its flags on fs (named "<binary> <command>"), parses args with Parse and
+	// runs. It returns nil for success, an error wrapping ErrUsage for a bad command line
+	// (exit status 2), an ExitError for a chosen status, or any other error (exit status 1).
+	Run func(ctx context.Context, fs *flag.FlagSet, args []string) error
 }
 
-// ErrUsage marks an error in the command line (exit status 2).
-var ErrUsage = errors.New("usage")
-
-// ExitError carries a specific exit status (e.g. 1 for "some lines were rejected").
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// Set is the subcommands of one binary.
-type Set struct {
-	Binary   string
-	commands map[string]Command
-}
-
-// NewSet returns an empty set for the named binary.
-func NewSet(binary string) *Set { return &Set{Binary: binary, commands: map[string]Command{}} }
-
-// Register adds a subcommand; registering a name twice panics (a programming error).
-func (s *Set) Register(c Command) {
-	if _, dup := s.commands[c.Name]; dup {
-		panic("command: duplicate subcommand " + c.Name)
-	}
-	s.commands[c.Name] = c
-}
-
-// Main runs the subcommand named by os.Args[1] with a context cancelled on SIGINT or SIGTERM,
-// and exits with 0, 1 (failure), 2 (usage) or the ExitError's code.
-func (s *Set) Main() {
+// Main runs the program on os.Args with a context cancelled on SIGINT or SIGTERM, and exits
+// with the status Run returns.
+func (p Program) Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := s.run(ctx, os.Args[1:], os.Stderr)
+	code := p.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func (s *Set) run(ctx context.Context, args []string, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		s.usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	c, ok := s.commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown command %q\n", s.Binary, args[0])
-		s.usage(stderr)
+// Run dispatches args (the words after the binary's name) and returns the exit status. Help
+// and the version go to stdout when asked for, usage errors and failures to stderr; what a
+// command prints itself goes where the command writes it.
+func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		p.writeHelp(stderr)
 		return 2
 	}
-	err := c.Run(ctx, args[1:])
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	switch args[0] {
+	case "-h", "-help", "--help":
+		p.writeHelp(stdout)
 		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "%s %s\n", p.Name, Version())
+		return 0
+	case "help":
+		return p.help(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "%s %s: %v\n", s.Binary, c.Name, err)
+	c, rest, group := p.find(args)
+	switch {
+	case c == nil && group == "":
+		fmt.Fprintf(stderr, "%s: unknown command %q\n", p.Name, args[0])
+		p.writeHelp(stderr)
+		return 2
+	case c == nil && len(rest) == 0:
+		fmt.Fprintf(stderr, "%s %s: name one of its commands\n", p.Name, group)
+		p.writeGroupHelp(stderr, group)
+		return 2
+	case c == nil && isHelp(rest[0]):
+		p.writeGroupHelp(stdout, group)
+		return 0
+	case c == nil:
+		fmt.Fprintf(stderr, "%s: unknown command %q\n", p.Name, group+" "+rest[0])
+		p.writeGroupHelp(stderr, group)
+		return 2
+	}
+	fs := p.flagSet(c)
+	err := c.Run(ctx, fs, rest)
 	var ee *ExitError
 	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		p.writeCommandHelp(stdout, c, fs)
+		return 0
 	case errors.As(err, &ee):
+		fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
 		return ee.Code
 	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "%s %s: %s\n", p.Name, c.Name, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
+		fmt.Fprintf(stderr, "usage: %s\nRun '%s %s --help' for its flags.\n", p.usageLine(c), p.Name, c.Name)
 		return 2
 	}
+	fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
 	return 1
 }
 
-func (s *Set) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", s.Binary)
-	names := make([]string, 0, len(s.commands))
-	for n := range s.commands {
-		names = append(names, n)
+// help answers "help [command]".
+func (p Program) help(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		p.writeHelp(stdout)
+		return 0
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, s.commands[n].Summary)
+	c, rest, group := p.find(args)
+	switch {
+	case c != nil && len(rest) == 0:
+		// The command's flags are known once it has registered them: run it as far as
+		// its help.
+		fs := p.flagSet(c)
+		if err := c.Run(context.Background(), fs, []string{"--help"}); errors.Is(err, flag.ErrHelp) {
+			p.writeCommandHelp(stdout, c, fs)
+			return 0
+		}
+	case c == nil && group != "" && len(rest) == 0:
+		p.writeGroupHelp(stdout, group)
+		return 0
 	}
-	fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's flags.\n", s.Binary)
+	fmt.Fprintf(stderr, "%s help: unknown command %q\n", p.Name, strings.Join(args, " "))
+	p.writeHelp(stderr)
+	return 2
 }
 
-// Parse parses args into fs, turning flag errors into ErrUsage.
-func Parse(fs *flag.FlagSet, args []string) error {
-	fs.SetOutput(os.Stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+// find returns the command args name and the arguments after its name. When none matches but
+// args[0] names a group, group is that word.
+func (p Program) find(args []string) (c *Command, rest []string, group string) {
+	for i := range p.Commands {
+		words := strings.Fields(p.Commands[i].Name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return &p.Commands[i], args[len(words):], ""
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		if len(words) > 1 && words[0] == args[0] {
+			group = words[0]
+		}
 	}
-	return nil
+	return nil, args[1:], group
 }
+
+func (p Program) flagSet(c *Command) *flag.FlagSet {
+	fs := flag.NewFlagSet(p.Name+" "+c.Name, flag.ContinueOnError)
+	// The dispatcher prints errors and help itself (help without secrets): the flag package
+	// prints nothing.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+func (p Program) usageLine(c *Command) string {
+	u := c.Usage
+	if u == "" {
+		u = "[flags]"
+	}
+	return p.Name + " " + c.Name + " " + u
+}
+
+func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }

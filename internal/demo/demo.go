@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -43,9 +42,11 @@ const (
 
 // Config configures Run. Zero fields take the defaults above.
 type Config struct {
-	// DataDir holds the embedded NATS store, the DuckDB file and the reports.
+	// DataDir holds the embedded NATS store, the DuckDB file and the reports. It must be new,
+	// empty, or made by an earlier demo (it holds MarkerFile); any other is refused with
+	// ErrNotDemoDir.
 	DataDir string
-	// Fresh removes DataDir first (the demo always starts from nothing by default).
+	// Fresh empties a DataDir an earlier demo made (the demo starts from nothing by default).
 	Fresh bool
 	// Spec is the shipped study spec to run (study.ShippedSpecs).
 	Spec string
@@ -129,13 +130,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cfg = cfg.withDefaults()
 	start := time.Now()
-	if cfg.Fresh {
-		if err := os.RemoveAll(cfg.DataDir); err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
-		}
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
+	if err := prepareDataDir(cfg.DataDir, cfg.Fresh); err != nil {
+		return nil, err
 	}
 	raw, err := study.ShippedSpec(cfg.Spec)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/otlpmap"
 )
 
@@ -115,12 +116,13 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// RegisterFlags binds the settings to fs. Tokens also come from DITTO_INGEST_TOKENS (entries
-// separated by white space), which keeps secrets out of the process list.
+// RegisterFlags binds the settings to fs. Without --token, the tokens come from
+// DITTO_INGEST_TOKENS (entries separated by white space), which keeps secrets out of the
+// process list; the auth file's path from DITTO_INGEST_AUTH_FILE (cli.Parse applies both).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", DefaultAddr, "listen address (host:port)")
-	fs.StringVar(&c.AuthFile, "auth-file", os.Getenv("DITTO_INGEST_AUTH_FILE"), "JSON file of bearer tokens and the studies each may write")
-	fs.Func("token", "bearer token as SECRET=study1,study2 (* for every study); repeatable; prefer DITTO_INGEST_TOKENS", func(s string) error {
+	cli.String(fs, &c.AuthFile, "auth-file", "DITTO_INGEST_AUTH_FILE", "", "JSON file of bearer tokens and the studies each may write")
+	cli.SecretList(fs, "token", "DITTO_INGEST_TOKENS", "bearer token as SECRET=study1,study2 (* for every study); repeatable", func(s string) error {
 		t, err := ParseToken(s)
 		if err == nil {
 			c.Tokens = append(c.Tokens, t)
