@@ -11,6 +11,10 @@ NATSCLI    := $(TOOLS)/nats
 NATSCLI_VERSION := v0.5.0
 NATS_SERVER_VERSION := v2.15.2
 TEST_TIMEOUT ?= 30m
+# VERSION is what the binaries' --version prints; empty leaves the module version and commit Go
+# stamps into every build (see internal/cli/version.go).
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS    := -X github.com/dittolab/ditto/internal/cli.version=$(VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -21,9 +25,9 @@ help: ## list the targets
 .PHONY: build
 build: ## build the three binaries into bin/ (producer and worker without cgo)
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/producer ./cmd/producer
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/harness-worker ./cmd/harness-worker
-	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/analyzer ./cmd/analyzer
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/producer ./cmd/producer
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harness-worker ./cmd/harness-worker
+	$(GO) build -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/analyzer ./cmd/analyzer
 
 .PHONY: tools
 tools: $(NATSCLI) ## install the nats CLI (natscli v0.5.0) into .bin/ for the interoperability test
@@ -52,7 +56,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s); their seed corpor
 .PHONY: demo
 demo: ## the research study end to end in one process (embedded NATS, simulated models, workers, analyzer) and its report; DEMO_FLAGS="--n 20 --latency-scale 0" for a quicker run
 	@mkdir -p $(BIN)
-	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/analyzer ./cmd/analyzer
+	$(GO) build -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/analyzer ./cmd/analyzer
 	$(BIN)/analyzer demo --data-dir $(DATA_DIR)/demo $(DEMO_FLAGS)
 
 .PHONY: bench

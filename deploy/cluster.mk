@@ -21,7 +21,7 @@ nats-server: $(NATS_SERVER) ## build nats-server from the pinned module into .bi
 .PHONY: producer-bin
 producer-bin:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/producer ./cmd/producer
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/producer ./cmd/producer
 
 .PHONY: cluster-up
 cluster-up: $(NATS_SERVER) $(NATSCLI) producer-bin ## start a 3-node JetStream cluster on loopback (14221-3) with ditto's streams R3 (SYNC=always|default)

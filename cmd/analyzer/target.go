@@ -51,7 +51,7 @@ func (t *target) client(ctx context.Context) (*queryapi.Client, error) {
 	if t.url != "" {
 		c := queryapi.NewClient(t.url, t.token)
 		if err := c.Health(ctx); err != nil {
-			return nil, fmt.Errorf("analyzer at %s: %w", t.url, err)
+			return nil, fmt.Errorf("analyzer at %s: %w", cli.RedactURLs(t.url), err)
 		}
 		return c, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +43,7 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 	nc, err := nats.Connect(url, b.connectOptions()...)
 	if err != nil {
 		b.shutdownServer()
-		return nil, fmt.Errorf("bus: connect to %s: %w", url, err)
+		return nil, fmt.Errorf("bus: connect to %s: %w", cli.RedactURLs(url), err)
 	}
 	b.nc = nc
 	js, err := jetstream.New(nc)

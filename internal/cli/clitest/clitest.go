@@ -1,0 +1,120 @@
+// Package clitest builds ditto's binaries and runs them as a user would, for tests of what
+// they print and the status they exit with.
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Binary is a main package, built on first use into a temporary directory and reused by every
+// test of the test binary; Remove deletes it (from TestMain).
+type Binary struct {
+	Pkg     string // import path of the main package
+	Tags    string // build tags
+	CGO     bool   // build with cgo; without, CGO_ENABLED=0 as the Makefile builds the producer and the worker
+	Version string // set as internal/cli.version, as the Makefile does; empty: none
+
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Name is the binary's name: the last element of Pkg.
+func (b *Binary) Name() string { return path.Base(b.Pkg) }
+
+// Path builds the binary once and returns its path; a failed build fails t.
+func (b *Binary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(b.build)
+	if b.err != nil {
+		t.Fatalf("build %s: %v", b.Pkg, b.err)
+	}
+	return b.path
+}
+
+func (b *Binary) build() {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.err = err
+		return
+	}
+	if b.dir, b.err = os.MkdirTemp("", "clitest-"); b.err != nil {
+		return
+	}
+	b.path = filepath.Join(b.dir, b.Name())
+	// -buildvcs=false: a test does not depend on git being usable here.
+	args := []string{"build", "-buildvcs=false", "-o", b.path}
+	if b.Tags != "" {
+		args = append(args, "-tags", b.Tags)
+	}
+	if b.Version != "" {
+		args = append(args, "-ldflags", "-X github.com/dittolab/ditto/internal/cli.version="+b.Version)
+	}
+	cmd := exec.Command(goTool, append(args, b.Pkg)...)
+	cmd.Env = os.Environ()
+	if !b.CGO {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.err = errors.New(err.Error() + ": " + string(out))
+	}
+}
+
+// Remove deletes the built binary, if any.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+// Result is what a run printed and its exit status.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// Output is stdout and stderr together.
+func (r Result) Output() string { return r.Stdout + r.Stderr }
+
+// RunTimeout bounds one run.
+const RunTimeout = 2 * time.Minute
+
+// Run runs the binary with args, in dir when not empty, with this process's environment less
+// every DITTO_ variable, plus env ("NAME=value"). A run that does not end within RunTimeout,
+// or that cannot start, fails t.
+func (b *Binary) Run(t testing.TB, dir string, env []string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.Path(t), args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DITTO_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s %q did not end within %v; stderr:\n%s", b.Name(), args, RunTimeout, stderr.String())
+	case errors.As(err, &ee):
+	case err != nil:
+		t.Fatalf("%s %q: %v", b.Name(), args, err)
+	}
+	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
+}
