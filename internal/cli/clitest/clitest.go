@@ -95,9 +95,10 @@ const RunTimeout = 2 * time.Minute
 // or that cannot start, fails t.
 func (b *Binary) Run(t testing.TB, dir string, env []string, args ...string) Result {
 	t.Helper()
+	bin := b.Path(t) // built before the run's time starts
 	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.Path(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DITTO_") {
