@@ -65,7 +65,9 @@ func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
 
 // Apply folds one event into the run. The first event must be run.started with seq 1; each
 // next event must carry the next sequence number; nothing may follow run.finished; state,
-// tool and plan events must make sense in order. On error the run is unchanged.
+// tool and plan events must make sense in order. An event of a type this version does not know
+// (an Unknown payload) is skipped when marked ignorable and refused with ErrUnknownType
+// otherwise; so is a payload of a type the fold does not handle. On error the run is unchanged.
 func (r *Run) Apply(e *Envelope) error {
 	if r.Started == nil {
 		if e.Type != TypeRunStarted {
@@ -180,9 +182,18 @@ func (r *Run) apply(e *Envelope) error {
 		r.Retries++
 	case RunEscalated:
 		r.Escalated = true
-	case OutputValidated, Unknown:
+	case OutputValidated:
+	case Unknown:
+		// A newer producer's event: skipped when marked ignorable, as Decode would have.
+		if !e.Ignorable {
+			return fmt.Errorf("%w: %s at seq %d is not marked ignorable", ErrUnknownType, e.Type, e.Seq)
+		}
 	case StudyDefined, ReportPublished:
 		return illegal("study-level event inside a run")
+	default:
+		// A payload this fold was not written for (a type added without its case here, or
+		// one defined outside this package): refused rather than silently left out of the run.
+		return fmt.Errorf("%w: the run fold does not know %T (%s at seq %d)", ErrUnknownType, p, e.Type, e.Seq)
 	}
 	return nil
 }
@@ -207,6 +218,17 @@ func (r *Run) checkEdge(next string) error {
 		return fmt.Errorf("no transition %s → %s", prev, next)
 	}
 	return nil
+}
+
+// Totals returns the run's totals as folded so far, in the form run.finished reports them.
+// LatencyMS is left zero: the fold reads no clock, and the run's latency is the emitter's to
+// measure.
+func (r *Run) Totals() Totals {
+	return Totals{
+		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, ModelCalls: r.ModelCalls,
+		ToolCalls: len(r.Tools), Retries: r.Retries, PlanReprompts: r.PlanReprompts,
+		RejectedToolCalls: r.RejectedToolCalls,
+	}
 }
 
 // Done reports whether the run has finished.

@@ -118,3 +118,87 @@ func TestFoldWithoutFSMAllowsAnyOrder(t *testing.T) {
 		t.Errorf("Fold(baseline out of graph order) error %v", err)
 	}
 }
+
+// futureEvent is a payload the run fold was not written for.
+type futureEvent struct{}
+
+func (futureEvent) EventType() Type { return "run.paused" }
+func (futureEvent) Validate() error { return nil }
+
+func TestFoldUnknownPayloads(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    Envelope
+		wantErr error // nil: skipped
+	}{
+		{"ignorable event of an unknown type", Envelope{Type: "run.paused", Ignorable: true, Payload: Unknown{Type: "run.paused", Raw: []byte(`{}`)}}, nil},
+		{"unknown type not marked ignorable", Envelope{Type: "run.paused", Payload: Unknown{Type: "run.paused", Raw: []byte(`{}`)}}, ErrUnknownType},
+		{"payload type the fold does not know", Envelope{Type: "run.paused", Payload: futureEvent{}}, ErrUnknownType},
+		{"pointer to a known payload", Envelope{Type: TypeRetryScheduled, Payload: &RetryScheduled{State: "A", Attempt: 1}}, ErrUnknownType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := goodHistory()
+			r, err := Fold(h[:5])
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *r
+			e := tt.give
+			e.Study, e.Run, e.Attempt, e.Seq = "s1", "r1", 1, 6
+			err = r.Apply(&e)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("Apply(%s) error = %v, want %v", tt.name, err, tt.wantErr)
+			}
+			if err != nil && (r.LastSeq != before.LastSeq || r.Current != before.Current || r.ModelCalls != before.ModelCalls) {
+				t.Fatalf("Apply(%s) failed but moved the run: %+v", tt.name, r)
+			}
+			// The history goes on after a skipped event; after a refused one, from the same seq.
+			for _, next := range h[5:] {
+				next.Seq = r.LastSeq + 1
+				if err := r.Apply(&next); err != nil {
+					t.Fatalf("after %s: Apply(%s) error %v", tt.name, next.Type, err)
+				}
+			}
+			if !r.Done() || len(r.Calls) != 2 {
+				t.Fatalf("after %s: run %+v", tt.name, r)
+			}
+		})
+	}
+}
+
+// TestFoldKnowsEveryType: every event type Decode knows reaches a case of the fold, so that a
+// type added to the codec without its place in the fold fails here, not in a consumer.
+func TestFoldKnowsEveryType(t *testing.T) {
+	for _, typ := range Types() {
+		p, err := decodePayload(typ, SchemaVersion, []byte(`{}`))
+		if err != nil {
+			t.Fatalf("decodePayload(%s, {}) error %v", typ, err)
+		}
+		r, err := Fold(goodHistory()[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := Envelope{Study: "s1", Run: "r1", Attempt: 1, Seq: 2, Type: typ, Payload: p}
+		if err := r.Apply(&e); errors.Is(err, ErrUnknownType) {
+			t.Errorf("Apply(%s) error = %v: the fold has no case for %T", typ, err, p)
+		}
+	}
+}
+
+func TestFoldTotals(t *testing.T) {
+	h := goodHistory()
+	h = append(h[:len(h)-1], history(RetryScheduled{State: "C", Attempt: 1}, PlanRejected{Errors: []string{"x"}, Attempt: 1},
+		ToolRejected{CallID: "3", Tool: "c", Reason: RejectSchema}, ModelCalled{Model: "m", PromptTokens: 5, CompletionTokens: 1})...)
+	for i := range h {
+		h[i].Seq = int64(i + 1)
+	}
+	r, err := Fold(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Totals{PromptTokens: 15, CompletionTokens: 3, ModelCalls: 2, ToolCalls: 2, Retries: 1, PlanReprompts: 1, RejectedToolCalls: 1}
+	if got := r.Totals(); got != want {
+		t.Errorf("Totals() = %+v, want %+v", got, want)
+	}
+}
