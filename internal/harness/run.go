@@ -1,11 +1,11 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +22,12 @@ import (
 // run.finished, not errors. Run returns an error only when the spec is invalid (nothing is
 // emitted) or when em fails (wrapped in ErrEmit; the events are then incomplete and the
 // caller must not treat the run as recorded).
+//
+// The harness keeps one record of what the run did: the fold (events.Run) of the events it
+// emits. Each event is folded before it is emitted, so em never receives a history the fold
+// refuses; such a history would be a defect of the harness, and Run returns it as ErrHistory
+// (the events are then incomplete, as with ErrEmit). The Result's plan, states, tools, output
+// and totals, and run.finished's totals, are read from that fold.
 func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result, error) {
 	if err := spec.Validate(); err != nil {
 		return Result{}, err
@@ -43,7 +49,7 @@ func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result
 		r.allTools = append(r.allTools, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Schema})
 	}
 	err = r.run()
-	return r.res, err
+	return r.result(), err
 }
 
 type runner struct {
@@ -60,15 +66,21 @@ type runner struct {
 	start    time.Time
 	msgs     []llm.Message
 	allTools []llm.ToolDef
-	res      Result
-	tokens   int64
 
-	cur       *tasks.State // graph cursor
-	entered   string       // the state entered and not yet exited
-	done      bool         // the terminal state's tool was accepted
-	final     json.RawMessage
-	escalated bool
-	aborted   bool
+	// books is the fold of every event emitted so far: what the run did (plan, states entered,
+	// the state currently entered, tools, tokens, counts) is read from it and nowhere else.
+	books events.Run
+
+	// What the harness decided, beside the books.
+	cur        *tasks.State // graph cursor
+	done       bool         // the terminal state's tool was accepted
+	final      json.RawMessage
+	aborted    bool
+	escalation string // the reason of run.escalated
+	status     string // of run.finished
+	success    bool
+	errText    string // why the run stopped early, when known
+	latency    time.Duration
 
 	failState  string // state of the last failure
 	failReason string
@@ -98,16 +110,33 @@ func (r *runner) run() error {
 	return r.finish()
 }
 
+// emit folds p into the books, then hands it to the Emitter: an event the fold refuses is
+// never emitted.
 func (r *runner) emit(p events.Payload) error {
+	t := p.EventType()
+	// The envelope's identity is the Emitter's; the books need only the order.
+	e := events.Envelope{Type: t, Seq: r.books.LastSeq + 1, Payload: p}
+	if err := r.books.Apply(&e); err != nil {
+		return fmt.Errorf("%w: %w", ErrHistory, err)
+	}
 	ctx := r.ctx
-	if p.EventType() == events.TypeRunFinished {
+	if t == events.TypeRunFinished {
 		// A cancelled run must still be recorded as finished (aborted).
 		ctx = context.WithoutCancel(ctx)
 	}
 	if err := r.em.Emit(ctx, p); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrEmit, p.EventType(), err)
+		return fmt.Errorf("%w: %s: %w", ErrEmit, t, err)
 	}
 	return nil
+}
+
+// result is the Result: the harness's decisions, and what the books say the run did.
+func (r *runner) result() Result {
+	totals := r.books.Totals()
+	totals.LatencyMS = ms(r.latency)
+	return Result{Status: r.status, Success: r.success, Output: r.books.Output, Plan: r.books.Plan,
+		States: r.books.States, Tools: r.books.Tools, EscalationReason: r.escalation, Error: r.errText,
+		Totals: totals, Latency: r.latency}
 }
 
 func (r *runner) started() events.RunStarted {
@@ -148,19 +177,15 @@ func (r *runner) call(purpose string, req llm.Request) (resp llm.Response, ok bo
 		}
 		mc.Error = clip(cerr.Error(), maxTextBytes)
 	}
-	r.res.Totals.ModelCalls++
-	r.res.Totals.PromptTokens += mc.PromptTokens
-	r.res.Totals.CompletionTokens += mc.CompletionTokens
-	r.tokens += mc.PromptTokens + mc.CompletionTokens
 	if err := r.emit(mc); err != nil {
 		return llm.Response{}, false, err
 	}
 	if cerr != nil {
 		if r.ctx.Err() != nil {
 			r.aborted = true
-			r.res.Error = "cancelled: " + r.ctx.Err().Error()
+			r.errText = "cancelled: " + r.ctx.Err().Error()
 		} else {
-			r.res.Error = "model: " + cerr.Error()
+			r.errText = "model: " + cerr.Error()
 		}
 		return llm.Response{}, false, nil
 	}
@@ -169,7 +194,7 @@ func (r *runner) call(purpose string, req llm.Request) (resp llm.Response, ok bo
 
 // overBudget trips the circuit breaker's token budget.
 func (r *runner) overBudget() bool {
-	return r.comp.CircuitBreaker && r.tokens > r.lim.TokenBudget
+	return r.comp.CircuitBreaker && r.books.PromptTokens+r.books.CompletionTokens > r.lim.TokenBudget
 }
 
 // plan runs the planning phase; proceed is false when the run must stop.
@@ -183,7 +208,6 @@ func (r *runner) plan() (proceed bool, err error) {
 		if err := r.emit(events.PlanProposed{Text: clip(resp.Content, maxTextBytes), Attempt: 1}); err != nil {
 			return false, err
 		}
-		r.res.Plan = clip(resp.Content, maxTextBytes)
 		if r.overBudget() {
 			return false, r.escalate("token_budget")
 		}
@@ -201,7 +225,6 @@ func (r *runner) plan() (proceed bool, err error) {
 		if err := r.emit(events.PlanProposed{Text: clip(resp.Content, maxTextBytes), Attempt: attempt, Structured: true}); err != nil {
 			return false, err
 		}
-		r.res.Plan = clip(resp.Content, maxTextBytes)
 		steps, errs := parsePlan(r.task, resp.Content)
 		// No tool runs before a valid plan: calls made now are refused, and never answered
 		// with a tool message because the assistant message is recorded without them.
@@ -210,7 +233,6 @@ func (r *runner) plan() (proceed bool, err error) {
 				Detail: "no tool may run before a plan is accepted", Args: recordedArgs(tc)}); err != nil {
 				return false, err
 			}
-			r.res.Totals.RejectedToolCalls++
 		}
 		if len(resp.ToolCalls) > 0 {
 			steps, errs = nil, append(errs, "tool calls are not allowed before the plan is accepted")
@@ -223,14 +245,12 @@ func (r *runner) plan() (proceed bool, err error) {
 			if err := r.emit(events.PlanAccepted{Steps: steps}); err != nil {
 				return false, err
 			}
-			r.res.Plan = string(events.MustCanonical(steps))
 			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: proceedPrompt})
 			return true, nil
 		}
 		if err := r.emit(events.PlanRejected{Errors: errs, Attempt: attempt}); err != nil {
 			return false, err
 		}
-		r.res.Totals.PlanReprompts++ // counted per rejection, as the events fold does
 		if attempt > r.lim.MaxPlanReprompts {
 			return false, r.escalate("plan_rejected")
 		}
@@ -261,10 +281,9 @@ func (r *runner) act() error {
 		if r.overBudget() {
 			for _, tc := range resp.ToolCalls {
 				if err := r.emit(events.ToolRejected{CallID: r.callID(tc), Tool: toolName(tc), Reason: events.RejectBudget,
-					Detail: fmt.Sprintf("token budget of %d exhausted", r.lim.TokenBudget), Args: recordedArgs(tc), State: r.entered}); err != nil {
+					Detail: fmt.Sprintf("token budget of %d exhausted", r.lim.TokenBudget), Args: recordedArgs(tc), State: r.books.Current}); err != nil {
 					return err
 				}
-				r.res.Totals.RejectedToolCalls++
 			}
 			return r.escalate("token_budget")
 		}
@@ -300,8 +319,8 @@ func (r *runner) act() error {
 			}
 		}
 	}
-	if r.res.Error == "" && !r.done && r.graph {
-		r.res.Error = fmt.Sprintf("step cap: %d model turns without completing the workflow", r.lim.MaxSteps)
+	if r.errText == "" && !r.done && r.graph {
+		r.errText = fmt.Sprintf("step cap: %d model turns without completing the workflow", r.lim.MaxSteps)
 	}
 	return nil
 }
@@ -324,7 +343,6 @@ func (r *runner) failedTurn() (stop bool, err error) {
 		if err := r.emit(events.RetryScheduled{State: state, Attempt: r.retries[state], Reason: r.failReason}); err != nil {
 			return true, err
 		}
-		r.res.Totals.Retries++
 		if r.graph {
 			if err := r.enter(state, state); err != nil {
 				return true, err
@@ -338,256 +356,55 @@ func (r *runner) failedTurn() (stop bool, err error) {
 }
 
 func (r *runner) escalate(reason string) error {
-	r.escalated, r.res.EscalationReason = true, reason
+	r.escalation = reason
 	if err := r.emit(events.RunEscalated{Reason: reason, State: r.failStateOr()}); err != nil {
 		return err
 	}
-	if r.entered != "" {
+	if r.books.Current != "" {
 		return r.exit("escalated")
 	}
 	return nil
 }
 
+// failStateOr is the state entered, or else the state of the last failure.
 func (r *runner) failStateOr() string {
-	if r.entered != "" {
-		return r.entered
-	}
-	return r.failState
+	return cmp.Or(r.books.Current, r.failState)
 }
 
 func (r *runner) enter(state, from string) error {
-	r.entered = state
-	r.res.States = append(r.res.States, state)
 	return r.emit(events.StateEntered{State: state, From: from})
 }
 
+// exit leaves the state entered.
 func (r *runner) exit(outcome string) error {
-	s := r.entered
-	r.entered = ""
-	return r.emit(events.StateExited{State: s, Outcome: outcome})
+	return r.emit(events.StateExited{State: r.books.Current, Outcome: outcome})
 }
 
-func (r *runner) callID(tc llm.ToolCall) string {
-	r.callN++
-	if tc.ID != "" {
-		return clip(tc.ID, 128)
-	}
-	return fmt.Sprintf("call_%d", r.callN)
-}
-
-func toolName(tc llm.ToolCall) string {
-	if tc.Name == "" {
-		return "(unnamed)"
-	}
-	return clip(tc.Name, 128)
-}
-
-// recordedArgs is what an event records of a call's arguments: canonical JSON, the raw text as
-// a JSON string when it is not JSON, nothing when it is too large to record.
-func recordedArgs(tc llm.ToolCall) json.RawMessage {
-	if len(tc.Arguments) > maxArgsBytes {
-		return nil
-	}
-	args, _ := canonicalArgs(tc.Arguments, events.Canonical)
-	return args
-}
-
-// toolMsg answers a tool call in the conversation.
-func (r *runner) toolMsg(id string, body map[string]any) {
-	b, _ := json.Marshal(body) // maps of strings, string slices and canonical JSON always marshal
-	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: string(b)})
-}
-
-func failure(kind, detail string) map[string]any {
-	return map[string]any{"ok": false, "error": kind, "detail": detail}
-}
-
-// handleCall passes one tool call through the gates, executes it and accepts its output.
-// accepted reports progress: the output was accepted (and, under graph execution, the run
-// moved on).
-func (r *runner) handleCall(tc llm.ToolCall) (accepted bool, err error) {
-	id := r.callID(tc)
-	if len(tc.Arguments) > maxArgsBytes {
-		// Too large to record as an event: refuse it whatever the gates, recording its size.
-		r.failState, r.failReason = r.failStateOr(), "rejected: arguments too large"
-		detail := fmt.Sprintf("arguments of %d bytes exceed the limit of %d", len(tc.Arguments), maxArgsBytes)
-		if err := r.emit(events.ToolRejected{CallID: id, Tool: toolName(tc), Reason: events.RejectSchema, Detail: detail,
-			State: r.failStateOr()}); err != nil {
-			return false, err
-		}
-		r.res.Totals.RejectedToolCalls++
-		r.toolMsg(id, failure("schema", detail))
-		return false, nil
-	}
-	args, isJSON := canonicalArgs(tc.Arguments, events.Canonical)
-	tool, known := r.task.ToolByName(tc.Name)
-	var st *tasks.State
-	switch {
-	case r.graph:
-		st = r.cur
-	case known:
-		st, _ = r.task.StateOfTool(tool.Name)
-	}
-	stateName := ""
-	if st != nil {
-		stateName = st.Name
-	}
-	r.failState = stateName
-	reject := func(reason, kind, detail string, extra map[string]any) (bool, error) {
-		r.failReason = "rejected: " + reason
-		if err := r.emit(events.ToolRejected{CallID: id, Tool: toolName(tc), Reason: reason, Detail: detail, Args: args, State: stateName}); err != nil {
-			return false, err
-		}
-		r.res.Totals.RejectedToolCalls++
-		body := failure(kind, detail)
-		for k, v := range extra {
-			body[k] = v
-		}
-		r.toolMsg(id, body)
-		return false, nil
-	}
-
-	switch {
-	case r.done:
-		return reject(events.RejectUnauthorized, "unauthorized", "the workflow is complete", nil)
-	case !known:
-		return reject(events.RejectUnauthorized, "unauthorized", fmt.Sprintf("unknown tool %q", toolName(tc)), nil)
-	case r.graph && tc.Name != r.cur.Tool:
-		return reject(events.RejectUnauthorized, "unauthorized",
-			fmt.Sprintf("state %s authorizes only %s", r.cur.Name, r.cur.Tool), map[string]any{"allowed_tool": r.cur.Tool})
-	}
-	raw := []byte(tc.Arguments)
-	if r.comp.SchemaGate {
-		if !isJSON {
-			return reject(events.RejectSchema, "schema", "arguments are not valid JSON", nil)
-		}
-		s, err := toolSchema(r.task, tool)
-		if err != nil {
-			return false, err
-		}
-		if v := checkSchema(s, args); len(v) > 0 {
-			return reject(events.RejectSchema, "schema", strings.Join(v, "; "), map[string]any{"violations": v})
-		}
-	}
-	if r.comp.PermissionGate {
-		res := raw
-		if isJSON {
-			res = args
-		}
-		if out := tasks.OutOfScope(r.inst.Scope, tool.Resources(res)); len(out) > 0 {
-			return reject(events.RejectPermission, "permission",
-				fmt.Sprintf("outside the allowed scope: %s", strings.Join(out, ", ")), nil)
-		}
-	}
-
-	if !r.graph {
-		if err := r.enter(st.Name, ""); err != nil {
-			return false, err
-		}
-	}
-	if err := r.emit(events.ToolCalled{CallID: id, Tool: tool.Name, Args: args, State: st.Name}); err != nil {
-		return false, err
-	}
-	r.res.Totals.ToolCalls++
-	r.res.Tools = append(r.res.Tools, tool.Name)
-	t0 := time.Now()
-	out, xerr := tool.Exec(r.ctx, r.inst, raw)
-	dur := time.Since(t0)
-	var canonOut json.RawMessage
-	if xerr == nil {
-		c, cerr := events.Canonical(out)
-		if cerr != nil {
-			xerr = fmt.Errorf("harness: tool output is not JSON: %w", cerr)
-		} else {
-			canonOut = c
-		}
-	}
-	ret := events.ToolReturned{CallID: id, Tool: tool.Name, OK: xerr == nil, Output: canonOut, DurationMS: ms(dur)}
-	if xerr != nil {
-		ret.Error = xerr.Error()
-	}
-	if err := r.emit(ret); err != nil {
-		return false, err
-	}
-	fail := func(reason, kind, detail string, extra map[string]any) (bool, error) {
-		r.failReason = reason
-		body := failure(kind, detail)
-		for k, v := range extra {
-			body[k] = v
-		}
-		r.toolMsg(id, body)
-		if !r.graph {
-			return false, r.exit(reason)
-		}
-		return false, nil
-	}
-	if xerr != nil {
-		return fail("tool_error", "tool_error", xerr.Error(), nil)
-	}
-	if r.comp.Validation {
-		if probs := st.Validate(canonOut); len(probs) > 0 {
-			if err := r.emit(events.OutputInvalid{State: st.Name, Tool: tool.Name, Errors: probs}); err != nil {
-				return false, err
-			}
-			return fail("output_invalid", "output_invalid", "the output failed validation", map[string]any{"problems": probs})
-		}
-		if err := r.emit(events.OutputValidated{State: st.Name, Tool: tool.Name}); err != nil {
-			return false, err
-		}
-	}
-	next := ""
-	if r.graph && !st.Terminal() {
-		n, rerr := st.Successor(canonOut)
-		if rerr != nil {
-			return fail("route", "route", rerr.Error(), nil)
-		}
-		next = n
-	}
-	// Built by hand: canonOut is canonical JSON already, and re-marshalling it would scan it again.
-	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: `{"ok":true,"output":` + string(canonOut) + `}`})
-	if tool.Name == r.task.FinalTool {
-		r.final = canonOut
-	}
-	if err := r.exit("ok"); err != nil {
-		return false, err
-	}
-	if r.graph {
-		if st.Terminal() {
-			r.done = true
-			return true, nil
-		}
-		r.cur, _ = r.task.StateByName(next)
-		if err := r.enter(next, st.Name); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
+// finish decides the run's status, leaves the state entered and records run.finished with the
+// totals of the books.
 func (r *runner) finish() error {
 	switch {
-	case r.escalated:
-		r.res.Status = events.StatusEscalated
+	case r.books.Escalated:
+		r.status = events.StatusEscalated
 	case r.aborted:
-		r.res.Status = events.StatusAborted
+		r.status = events.StatusAborted
 	case r.final != nil && r.task.Check(r.inst, r.final):
-		r.res.Status, r.res.Success = events.StatusSucceeded, true
+		r.status, r.success = events.StatusSucceeded, true
 	default:
-		r.res.Status = events.StatusFailed
-		if r.final == nil && r.res.Error == "" {
-			r.res.Error = "no final output"
+		r.status = events.StatusFailed
+		if r.final == nil && r.errText == "" {
+			r.errText = "no final output"
 		}
 	}
-	if r.entered != "" {
-		if err := r.exit(r.res.Status); err != nil {
+	if r.books.Current != "" {
+		if err := r.exit(r.status); err != nil {
 			return err
 		}
 	}
-	r.res.Output = r.final
-	r.res.Latency = time.Since(r.start)
-	r.res.Totals.LatencyMS = ms(r.res.Latency)
-	return r.emit(events.RunFinished{Status: r.res.Status, Output: r.final, Success: r.res.Success,
-		Totals: r.res.Totals, Error: r.res.Error})
+	r.latency = time.Since(r.start)
+	totals := r.books.Totals()
+	totals.LatencyMS = ms(r.latency)
+	return r.emit(events.RunFinished{Status: r.status, Output: r.final, Success: r.success, Totals: totals, Error: r.errText})
 }
 
 // Bounds on model-provided values copied into events, so that every event stays well under

@@ -39,7 +39,9 @@ func (s RunSpec) Validate() error {
 	return nil
 }
 
-// Result summarises a run; every field can be recomputed from the emitted events.
+// Result summarises a run. Plan, States, Tools, Output and Totals (latency aside) are read from
+// the fold of the emitted events (events.Run), so they agree with what a consumer folds; the
+// other fields are what run.escalated and run.finished record.
 type Result struct {
 	Status  string          // events.StatusSucceeded, StatusFailed, StatusEscalated or StatusAborted
 	Success bool            // Task.Check passed on Output (false unless Status is succeeded)
