@@ -15,15 +15,16 @@ import (
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
-// schemaCache holds compiled tool schemas by task and tool name: tasks are immutable, so each
-// schema is compiled once per process.
-var schemaCache sync.Map // "task/tool" → *jsonschema.Schema
+// schemaCache holds compiled tool schemas by tool, so that each is compiled once per process:
+// tasks are immutable and the registry hands out the same *tasks.Task for a name, so there is
+// one entry per registered tool (and a pointer key costs a lookup no allocation).
+var schemaCache sync.Map // *tasks.Tool → *jsonschema.Schema
 
 func toolSchema(task *tasks.Task, tool *tasks.Tool) (*jsonschema.Schema, error) {
-	key := task.Name + "/" + tool.Name
-	if s, ok := schemaCache.Load(key); ok {
+	if s, ok := schemaCache.Load(tool); ok {
 		return s.(*jsonschema.Schema), nil
 	}
+	key := task.Name + "/" + tool.Name
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Schema))
 	if err != nil {
 		return nil, fmt.Errorf("harness: schema of %s: %w", key, err)
@@ -38,7 +39,7 @@ func toolSchema(task *tasks.Task, tool *tasks.Tool) (*jsonschema.Schema, error) 
 	if err != nil {
 		return nil, fmt.Errorf("harness: schema of %s: %w", key, err)
 	}
-	schemaCache.Store(key, s)
+	schemaCache.Store(tool, s)
 	return s, nil
 }
 

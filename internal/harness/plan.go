@@ -22,8 +22,19 @@ const (
 	proceedPrompt  = "Now carry out the task with the tools."
 )
 
+// planPrompts caches structuredPlanPrompt by task (see schemaCache).
+var planPrompts sync.Map
+
 // structuredPlanPrompt lists the graph so that a model can name states and tools exactly.
 func structuredPlanPrompt(t *tasks.Task) string {
+	if p, ok := planPrompts.Load(t); ok {
+		return p.(string)
+	}
+	p, _ := planPrompts.LoadOrStore(t, buildPlanPrompt(t))
+	return p.(string)
+}
+
+func buildPlanPrompt(t *tasks.Task) string {
 	var b strings.Builder
 	b.WriteString("Before using any tool, return your plan as a JSON array with one object per step, in order: ")
 	b.WriteString(`[{"state": "<STATE>", "intended_tool": "<tool>"}, ...]. `)
@@ -49,15 +60,15 @@ func planRejectedPrompt(errs []string) string {
 		". Return a corrected plan: only the JSON array of {\"state\", \"intended_tool\"} objects."
 }
 
-// planFormats caches planFormat by task name (tasks are immutable).
+// planFormats caches planFormat by task (see schemaCache).
 var planFormats sync.Map
 
 // planFormat is the response_format of the structured-plan request. Callers must not modify it.
 func planFormat(t *tasks.Task) *llm.ResponseFormat {
-	if f, ok := planFormats.Load(t.Name); ok {
+	if f, ok := planFormats.Load(t); ok {
 		return f.(*llm.ResponseFormat)
 	}
-	f, _ := planFormats.LoadOrStore(t.Name, buildPlanFormat(t))
+	f, _ := planFormats.LoadOrStore(t, buildPlanFormat(t))
 	return f.(*llm.ResponseFormat)
 }
 

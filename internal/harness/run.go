@@ -42,7 +42,8 @@ func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result
 	}
 	r := &runner{
 		ctx: ctx, spec: spec, comp: spec.Condition.Components, lim: spec.Condition.Limits.WithDefaults(),
-		task: task, inst: inst, model: model, em: em, retries: map[string]int{},
+		task: task, inst: inst, model: model, em: em,
+		allTools: make([]llm.ToolDef, 0, len(task.Tools)),
 	}
 	r.graph = r.comp.FSM || r.comp.ForcedTool
 	for _, t := range task.Tools {
@@ -85,16 +86,17 @@ type runner struct {
 	failState  string // state of the last failure
 	failReason string
 	failStreak int            // consecutive failed turns
-	retries    map[string]int // retries scheduled per state
+	retries    map[string]int // retries scheduled per state; nil until the first
 	callN      int
 }
 
 func (r *runner) run() error {
 	r.start = time.Now()
-	r.msgs = []llm.Message{
-		{Role: llm.RoleSystem, Content: r.task.Instructions},
-		{Role: llm.RoleUser, Content: r.inst.Prompt},
-	}
+	// Room for a run without failures: four messages of planning, then an assistant and a
+	// tool message per state.
+	r.msgs = make([]llm.Message, 0, 6+2*len(r.task.States))
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleSystem, Content: r.task.Instructions},
+		llm.Message{Role: llm.RoleUser, Content: r.inst.Prompt})
 	if err := r.emit(r.started()); err != nil {
 		return err
 	}
@@ -330,6 +332,9 @@ func (r *runner) failedTurn() (stop bool, err error) {
 	r.failStreak++
 	state := r.failState
 	if r.comp.Retry {
+		if r.retries == nil {
+			r.retries = map[string]int{}
+		}
 		r.retries[state]++
 		if r.retries[state] > r.lim.MaxRetries {
 			return true, r.escalate("retries_exhausted")
