@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -437,24 +436,9 @@ func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[att
 	return out, rows.Err()
 }
 
-// storedWire is an event as read back from DuckDB, re-encoded for events.Decode.
-type storedWire struct {
-	Schema    int             `json:"schema"`
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	Time      time.Time       `json:"time"`
-	Study     string          `json:"study"`
-	Run       string          `json:"run"`
-	Attempt   int             `json:"attempt"`
-	Seq       int64           `json:"seq"`
-	Source    events.Source   `json:"source"`
-	TraceID   string          `json:"trace_id,omitempty"`
-	SpanID    string          `json:"span_id,omitempty"`
-	Ignorable bool            `json:"ignorable,omitempty"`
-	Payload   json.RawMessage `json:"payload"`
-}
-
 // readHistories reads the stored events of some attempts, sorted as the fold wants them.
+// Each row's columns are the envelope's fields; its payload column, the producer's bytes, is
+// decoded by events as Decode decodes a message's payload.
 func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[attemptKey][]histEvent, error) {
 	s, r, a := keyLists(keys)
 	rows, err := ing.conn.QueryContext(ctx, queries.IngestAttemptEvents.SQL, s, r, a)
@@ -463,26 +447,21 @@ func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[
 	}
 	defer rows.Close()
 	out := map[attemptKey][]histEvent{}
+	var payload sql.RawBytes // decoded at once: the envelope keeps no reference to it
 	for rows.Next() {
-		var w storedWire
+		var e events.Envelope
 		var streamSeq int64
 		var traceID, spanID sql.NullString
-		var payload string
-		if err := rows.Scan(&w.Study, &w.Run, &w.Attempt, &w.Seq, &streamSeq, &w.ID, &w.Type, &w.Schema, &w.Time,
-			&w.Source.Kind, &w.Source.ID, &traceID, &spanID, &w.Ignorable, &payload); err != nil {
+		if err := rows.Scan(&e.Study, &e.Run, &e.Attempt, &e.Seq, &streamSeq, &e.ID, &e.Type, &e.Schema, &e.Time,
+			&e.Source.Kind, &e.Source.ID, &traceID, &spanID, &e.Ignorable, &payload); err != nil {
 			return nil, err
 		}
-		w.TraceID, w.SpanID, w.Payload = traceID.String, spanID.String, json.RawMessage(payload)
-		raw, err := json.Marshal(w)
-		if err != nil {
-			return nil, err
-		}
-		e, err := events.Decode(raw)
-		if err != nil {
+		e.Time, e.TraceID, e.SpanID = e.Time.UTC(), traceID.String, spanID.String
+		if err := e.DecodePayload(payload); err != nil {
 			// Stored events decoded when they arrived; a failure here means a newer schema.
-			return nil, fmt.Errorf("stored event %s: %w", w.ID, err)
+			return nil, fmt.Errorf("stored event %s: %w", e.ID, err)
 		}
-		k := attemptKey{w.Study, w.Run, w.Attempt}
+		k := attemptKey{e.Study, e.Run, e.Attempt}
 		out[k] = append(out[k], histEvent{env: e, streamSeq: uint64(streamSeq)})
 	}
 	return out, rows.Err()

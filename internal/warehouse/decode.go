@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -43,9 +42,10 @@ const (
 	classSubjectMismatch = "subject_mismatch"
 )
 
-// decodeItem decodes it.raw into it.env and it.payload, or sets it.rej.
+// decodeItem decodes it.raw into it.env and it.payload, or sets it.rej. The payload column
+// keeps the producer's bytes, as Decode found them in the message.
 func decodeItem(it *item) {
-	e, err := events.Decode(it.raw)
+	e, payload, err := events.DecodeWithPayload(it.raw)
 	if err != nil {
 		it.rej = &rejection{class: errorClass(err), reason: err.Error()}
 		return
@@ -54,15 +54,6 @@ func decodeItem(it *item) {
 		it.rej = &rejection{class: classSubjectMismatch,
 			reason: fmt.Sprintf("warehouse: event %s of %s/%s is on subject %q, want %q", e.Type, e.Study, e.Run, it.subject, want)}
 		return
-	}
-	// The payload column keeps the producer's bytes: cut them out of the message rather than
-	// re-encode the decoded payload (a third pass over the JSON).
-	payload := topLevelField(it.raw, "payload")
-	if payload == nil {
-		if payload, err = json.Marshal(e.Payload); err != nil {
-			it.rej = &rejection{class: classInvalid, reason: fmt.Sprintf("warehouse: re-encode payload: %v", err)}
-			return
-		}
 	}
 	it.env, it.payload = e, payload
 }

@@ -5,7 +5,7 @@
 //
 // A durable pull consumer (AckAll policy) delivers messages; a fetching goroutine gathers them
 // into batches bounded by count, bytes and time; a decoding goroutine decodes each message
-// (events.Decode, spread over every core) and builds an Arrow record batch of the good ones; the
+// (events.DecodeWithPayload, spread over every core) and builds an Arrow record batch of the good ones; the
 // committing goroutine stores the batch in one DuckDB transaction and only then acknowledges it.
 // Memory is bounded whatever the backlog: the client buffers at most one pull of BatchSize
 // messages, at most five batches exist at once (one per stage and one per hand-over), and the

@@ -77,5 +77,25 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 	return cpuNow() - cpu0, nil
 }
 
+// ReadHistoryForTest reads one attempt's stored events as the committer does to refold it.
+func ReadHistoryForTest(ctx context.Context, w *Warehouse, study, run string, attempt int) ([]events.Envelope, error) {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ing := &ingester{w: w, conn: conn}
+	k := attemptKey{study, run, attempt}
+	hist, err := ing.readHistories(ctx, []attemptKey{k})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.Envelope, len(hist[k]))
+	for i, h := range hist[k] {
+		out[i] = h.env
+	}
+	return out, nil
+}
+
 // ProcStatus reads a kB field of /proc/self/status in bytes.
 var ProcStatus = procStatus
