@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/dittolab/ditto/internal/report"
@@ -31,19 +33,24 @@ func (s *Scheduler) alert(ctx context.Context, r *report.Report, dir string, fs 
 	if err != nil {
 		return fmt.Errorf("schedule: alert: %w", err)
 	}
+	// A webhook URL is often a credential itself (Slack's is): no error quotes it.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.WebhookURL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrWebhook, err)
+		return fmt.Errorf("%w: the URL does not parse", ErrWebhook)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return fmt.Errorf("%w: %v", ErrWebhook, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%w: %s answered %s", ErrWebhook, s.cfg.WebhookURL, resp.Status)
+		return fmt.Errorf("%w: it answered %s", ErrWebhook, resp.Status)
 	}
 	return nil
 }

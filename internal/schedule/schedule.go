@@ -64,7 +64,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: drift window %v", ErrConfig, c.DriftWindow)
 	}
 	if c.WebhookURL != "" && !strings.HasPrefix(c.WebhookURL, "http://") && !strings.HasPrefix(c.WebhookURL, "https://") {
-		return fmt.Errorf("%w: webhook %q is not an http(s) URL", ErrConfig, c.WebhookURL)
+		return fmt.Errorf("%w: the webhook is not an http(s) URL (not shown: it may be a credential)", ErrConfig)
 	}
 	return nil
 }
