@@ -34,12 +34,14 @@
 //
 // # Limits
 //
-// Every query has a timeout that really stops it: the context's deadline makes the driver
-// interrupt DuckDB (duckdb_interrupt), and the connection is rolled back (or discarded).
-// Rows are limited by wrapping the query as SELECT * FROM (query) LIMIT n+1, so DuckDB never
-// materializes more than the limit (the driver materializes whole results); one row more than
-// the limit tells the caller the result was truncated. Wrapping renames duplicate output column
-// names the way DuckDB does in a subquery (a, a_1). When the wrapped text would not parse
-// (a trailing comment, say), the query runs unwrapped and only the rows read are cut.
-// At most Config.MaxConcurrent queries run at once; the others wait within their timeout.
+// Every query has a timeout that really stops it: the context's deadline makes DuckDB
+// interrupt it (duckdb_interrupt), also while its answer is being read, and the connection is
+// rolled back (or discarded). Answers stream (Stream): DuckDB computes a chunk when it is
+// fetched and converts it to Arrow itself, so neither DuckDB nor the caller holds the whole
+// answer. The row limit is applied to what is read, so it holds for every statement whatever
+// its text; the query is also wrapped as SELECT * FROM (query) LIMIT n+1 when that parses, so
+// that DuckDB can stop early (wrapping renames duplicate output column names the way DuckDB
+// does in a subquery: a, a_1). The byte limit is handed to the encoder of the answer
+// (Rows.ByteLimit). At most Config.MaxConcurrent queries run at once, one slot of them kept
+// for queries with the default timeout or less; the others wait within their timeout.
 package sqlguard

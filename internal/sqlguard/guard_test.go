@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	_ "github.com/duckdb/duckdb-go/v2"
 )
 
@@ -440,5 +441,130 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	if _, err := g.Query(context.Background(), "SELECT 1", Limits{}); err != nil {
 		t.Errorf("query after the slot is free: %v", err)
+	}
+}
+
+// TestLimitsHoldForEveryStatement: a statement the row-limit wrapper cannot wrap (a trailing
+// "; -- x") is cut at the row limit all the same, and an answer is cut at its byte limit.
+func TestLimitsHoldForEveryStatement(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := context.Background()
+	for _, q := range []string{
+		"SELECT * FROM range(30000000); -- x",
+		"SELECT * FROM range(30000000) -- x",
+		"SELECT * FROM range(30000000)",
+	} {
+		res, err := f.guard.Query(ctx, q, Limits{Rows: 1000})
+		if err != nil {
+			t.Fatalf("Query(%q) = %v", q, err)
+		}
+		if len(res.Rows) != 1000 || !res.Truncated {
+			t.Errorf("Query(%q) = %d rows, truncated %v; want 1000, true", q, len(res.Rows), res.Truncated)
+		}
+	}
+	// 8 bytes a row: a 100 KiB limit stops the answer after its first batch over the limit.
+	res, err := f.guard.Query(ctx, "SELECT * FROM range(1000000); -- x", Limits{Rows: 1_000_000, Bytes: 100 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || len(res.Rows) >= 1_000_000 || len(res.Rows)*8 > 100<<10+8*4096 {
+		t.Errorf("byte limit: %d rows, truncated %v; want about %d", len(res.Rows), res.Truncated, 100<<10/8)
+	}
+}
+
+// TestStreamTypes: the answer arrives as Arrow with DuckDB's own type mapping (lists as lists,
+// structs as structs, TIMESTAMPTZ with its zone) and DuckDB's type names.
+func TestStreamTypes(t *testing.T) {
+	f := newFixture(t, true)
+	rows, err := f.guard.Stream(context.Background(),
+		"SELECT [1, 2] AS l, {'a': 1, 'b': 'x'} AS s, TIMESTAMPTZ '2026-01-01 00:00:00+00' AS tz, 12.5::DECIMAL(6,2) AS d, '{}'::JSON AS j",
+		Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	wantNames := []string{"INTEGER[]", `STRUCT("a" INTEGER, "b" VARCHAR)`, "TIMESTAMPTZ", "DECIMAL(6,2)", "JSON"}
+	for i, c := range rows.Columns {
+		if c.Type != wantNames[i] {
+			t.Errorf("column %s type %q, want %q", c.Name, c.Type, wantNames[i])
+		}
+	}
+	wantIDs := []arrow.Type{arrow.LIST, arrow.STRUCT, arrow.TIMESTAMP, arrow.DECIMAL128, arrow.STRING}
+	for i, f := range rows.Schema().Fields() {
+		if f.Type.ID() != wantIDs[i] {
+			t.Errorf("field %s Arrow type %v, want %v", f.Name, f.Type, wantIDs[i])
+		}
+	}
+	if tz := rows.Schema().Field(2).Type.(*arrow.TimestampType).TimeZone; tz == "" {
+		t.Error("TIMESTAMPTZ arrived without a time zone")
+	}
+	rec := rows.Next()
+	if rec == nil || rec.NumRows() != 1 {
+		t.Fatalf("first batch %v (%v), want 1 row", rec, rows.Err())
+	}
+	rec.Release()
+	if rows.Next() != nil || rows.Err() != nil || rows.Truncated() {
+		t.Errorf("after the only row: err %v, truncated %v", rows.Err(), rows.Truncated())
+	}
+}
+
+// TestStreamTimeoutWhileReading: the timeout stops a query whose reader is slow, and the
+// connection serves the next query.
+func TestStreamTimeoutWhileReading(t *testing.T) {
+	f := newFixture(t, true)
+	f.db.SetMaxOpenConns(1)
+	rows, err := f.guard.Stream(context.Background(),
+		"SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 3", Limits{Timeout: 300 * time.Millisecond})
+	if err == nil {
+		for rec := rows.Next(); rec != nil; rec = rows.Next() {
+			rec.Release()
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("slow query = %v, want ErrTimeout", err)
+	}
+	res, err := f.guard.Query(context.Background(), "SELECT count(*) FROM runs", Limits{})
+	if err != nil || res.Rows[0][0] != int64(2) {
+		t.Errorf("query after the timeout = %v, %v", res, err)
+	}
+}
+
+// TestShortQuerySlot: long queries (a timeout above the default) cannot take every slot; a
+// short query still runs while they hold the others.
+func TestShortQuerySlot(t *testing.T) {
+	f := newFixture(t, true)
+	g, err := New(f.db, Config{MaxConcurrent: 2, Timeout: time.Second, MaxTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := "SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 3"
+	ctx, cancel := context.WithCancel(context.Background())
+	longDone := make(chan error, 1)
+	go func() {
+		_, err := g.Query(ctx, slow, Limits{Timeout: 40 * time.Second})
+		longDone <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-longDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("long query = %v, want canceled", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Running() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the long query never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A second long query waits for the one long slot: it times out waiting.
+	if _, err := g.Query(context.Background(), slow, Limits{Timeout: 1500 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
+		t.Errorf("second long query = %v, want ErrTimeout (no long slot)", err)
+	}
+	res, err := g.Query(context.Background(), "SELECT 42", Limits{})
+	if err != nil || res.Rows[0][0] != int32(42) {
+		t.Errorf("short query beside a long one = %v, %v; want 42", res, err)
 	}
 }

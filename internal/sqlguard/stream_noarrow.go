@@ -1,0 +1,15 @@
+//go:build !duckdb_arrow
+
+package sqlguard
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// openStream needs DuckDB's Arrow conversion, compiled into the driver only with the
+// duckdb_arrow build tag.
+func openStream(context.Context, any, string, []any) (batchSource, []Column, *arrow.Schema, error) {
+	return nil, nil, nil, ErrNoArrow
+}
