@@ -136,3 +136,69 @@ func Tables() []string {
 	}
 	return names
 }
+
+// Object is a table or view of the projection as users see it.
+type Object struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`        // table or view
+	Description string `json:"description"` // the first sentence of its SQL file's header
+}
+
+// internal are the tables the analyzer keeps for itself: ingestion's watermark and the run
+// folds the runs view reads. Users query runs; these are left out of Public, of the export's
+// public tables and of the hints of error messages.
+var internal = map[string]bool{TableIngestState.Object(): true, TableRunFolds.Object(): true}
+
+// Internal returns the names of the projection's internal tables.
+func Internal() []string {
+	var names []string
+	for _, s := range Schema() {
+		if internal[s.Object()] {
+			names = append(names, s.Object())
+		}
+	}
+	return names
+}
+
+// Public returns the tables and views users query: the projection's (Schema) but the internal
+// ones, then the tables `analyzer metrics` writes (metrics, comparisons), which exist once it
+// has run.
+func Public() []Object {
+	var out []Object
+	for _, s := range Schema() {
+		if internal[s.Object()] {
+			continue
+		}
+		kind := "table"
+		if s.Kind == View {
+			kind = "view"
+		}
+		out = append(out, Object{Name: s.Object(), Kind: kind, Description: s.Description()})
+	}
+	for _, s := range []Statement{AnalysisTableMetrics, AnalysisTableComparisons} {
+		out = append(out, Object{Name: strings.TrimPrefix(s.Name, "analysis_table_"), Kind: "table", Description: s.Description()})
+	}
+	return out
+}
+
+// Description returns the first sentence of the statement's header comment (after its name).
+func (s Statement) Description() string {
+	var text []string
+	for _, line := range strings.Split(s.SQL, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		line = strings.TrimSpace(strings.TrimPrefix(line, "--"))
+		if strings.HasPrefix(line, "Inputs:") {
+			break
+		}
+		text = append(text, line)
+	}
+	d := strings.TrimPrefix(strings.Join(text, " "), s.Name+":")
+	d = strings.TrimSpace(d)
+	if i := strings.Index(d, ". "); i >= 0 {
+		d = d[:i+1]
+	}
+	return d
+}

@@ -74,3 +74,23 @@ func TestObjects(t *testing.T) {
 		t.Errorf("Tables() = %v, want %v", got, want)
 	}
 }
+
+func TestPublic(t *testing.T) {
+	var names []string
+	for _, o := range Public() {
+		names = append(names, o.Name)
+		if o.Description == "" || strings.Contains(o.Description, "--") || !strings.HasSuffix(o.Description, ".") {
+			t.Errorf("%s: description %q, want one sentence", o.Name, o.Description)
+		}
+	}
+	want := "events,rejected_events,runs,plans,transitions,tool_calls,validations,model_calls,studies,cells,anomalies,metrics,comparisons"
+	if got := strings.Join(names, ","); got != want {
+		t.Errorf("Public() = %s, want %s", got, want)
+	}
+	if got := strings.Join(Internal(), ","); got != "ingest_state,run_folds" {
+		t.Errorf("Internal() = %s", got)
+	}
+	if d := ViewRuns.Description(); d != "one row per run attempt (harness and production alike)." {
+		t.Errorf("runs description %q", d)
+	}
+}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +27,7 @@ type sqlCommandConfig struct {
 func runSQLCommand(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg sqlCommandConfig
 	cfg.target.registerFlags(fs)
-	fs.StringVar(&cfg.format, "format", "table", "output: table (aligned), csv or json")
+	fs.StringVar(&cfg.format, "format", "table", "output: table (aligned), json, jsonl, columns, csv, arrow or parquet")
 	fs.IntVar(&cfg.limit, "limit", 0, "row limit (default: the server's, 10,000 for a local file)")
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "query timeout (default: the server's, 30s for a local file)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -34,8 +36,8 @@ func runSQLCommand(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	switch {
 	case fs.NArg() != 1:
 		return fmt.Errorf("%w: give one query argument (quoted; - reads stdin)", cli.ErrUsage)
-	case cfg.format != "table" && cfg.format != "csv" && cfg.format != "json":
-		return fmt.Errorf("%w: --format %q, want table, csv or json", cli.ErrUsage, cfg.format)
+	case cfg.format != "table" && !slices.Contains(queryapi.Formats, queryapi.Format(cfg.format)):
+		return fmt.Errorf("%w: --format %q, want table, json, jsonl, columns, csv, arrow or parquet", cli.ErrUsage, cfg.format)
 	case cfg.limit < 0 || cfg.timeout < 0:
 		return fmt.Errorf("%w: negative --limit or --timeout", cli.ErrUsage)
 	}
@@ -71,17 +73,31 @@ func sqlCommand(ctx context.Context, cfg sqlCommandConfig, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	res, err := g.Query(ctx, cfg.query, sqlguard.Limits{Rows: cfg.limit, Timeout: cfg.timeout})
+	rows, err := g.Stream(ctx, cfg.query, sqlguard.Limits{Rows: cfg.limit, Timeout: cfg.timeout})
 	if err != nil {
 		return err
 	}
-	switch cfg.format {
-	case "csv":
-		return queryapi.WriteCSV(out, res)
-	case "json":
-		return queryapi.WriteJSON(out, res)
+	defer rows.Close()
+	if cfg.format != "table" {
+		sum, err := queryapi.WriteAnswer(out, queryapi.Format(cfg.format), rows)
+		if err == nil {
+			err = sum.Err
+		}
+		return err
 	}
-	return queryapi.WriteAligned(out, queryapi.NewTable(res))
+	var buf bytes.Buffer
+	sum, err := queryapi.WriteAnswer(&buf, queryapi.FormatColumns, rows)
+	if err == nil {
+		err = sum.Err
+	}
+	if err != nil {
+		return err
+	}
+	t, err := queryapi.DecodeTable(&buf)
+	if err != nil {
+		return err
+	}
+	return queryapi.WriteAligned(out, t)
 }
 
 func sqlRemote(ctx context.Context, c *queryapi.Client, cfg sqlCommandConfig, out io.Writer) error {

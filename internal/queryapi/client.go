@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+
+	"github.com/dittolab/ditto/internal/sqlguard"
 )
 
 // Is makes errors.Is(err, ErrUnauthorized) hold for a 401 answer.
@@ -67,6 +70,16 @@ func (c *Client) Health(ctx context.Context) error {
 	return nil
 }
 
+// Table is an answer in the columns format (FormatColumns), as Query decodes it.
+type Table struct {
+	Columns     []sqlguard.Column `json:"columns"`
+	Rows        [][]any           `json:"rows"`
+	RowCount    int               `json:"row_count"`
+	Truncated   bool              `json:"truncated"`
+	TruncatedBy string            `json:"truncated_by,omitempty"` // rows, bytes or timeout
+	ElapsedMS   float64           `json:"elapsed_ms"`
+}
+
 // QueryRaw runs req and returns the answer's body in req.Format, for copying as is. The
 // caller closes it.
 func (c *Client) QueryRaw(ctx context.Context, req SQLRequest) (io.ReadCloser, error) {
@@ -82,9 +95,10 @@ func (c *Client) QueryRaw(ctx context.Context, req SQLRequest) (io.ReadCloser, e
 	return resp.Body, nil
 }
 
-// Query runs req and decodes the JSON answer (req.Format is ignored).
+// Query runs req and decodes the answer in the columns format (req.Format is ignored).
+// Numbers are json.Number, exact, integers beyond 2^53 included.
 func (c *Client) Query(ctx context.Context, req SQLRequest) (*Table, error) {
-	req.Format = string(FormatJSON)
+	req.Format = string(FormatColumns)
 	body, err := c.QueryRaw(ctx, req)
 	if err != nil {
 		return nil, err
@@ -93,7 +107,8 @@ func (c *Client) Query(ctx context.Context, req SQLRequest) (*Table, error) {
 	return DecodeTable(body)
 }
 
-// DecodeTable reads a JSON answer of POST /v1/sql, keeping numbers exact (json.Number).
+// DecodeTable reads an answer in the columns format, keeping numbers exact (json.Number):
+// the integers the answer carries as strings (beyond 2^53) are numbers again.
 func DecodeTable(r io.Reader) (*Table, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
@@ -101,7 +116,30 @@ func DecodeTable(r io.Reader) (*Table, error) {
 	if err := dec.Decode(&t); err != nil {
 		return nil, fmt.Errorf("api: decode result: %w", err)
 	}
+	for j, c := range t.Columns {
+		if !exactAsString(c.Type) {
+			continue
+		}
+		for _, row := range t.Rows {
+			if j >= len(row) {
+				continue
+			}
+			if s, ok := row[j].(string); ok {
+				row[j] = json.Number(s)
+			}
+		}
+	}
 	return &t, nil
+}
+
+// exactAsString reports whether a column of this DuckDB type carries its large values as
+// strings in JSON (integers beyond 2^53, decimals of more than 15 digits).
+func exactAsString(dbType string) bool {
+	switch dbType {
+	case "BIGINT", "UBIGINT", "HUGEINT", "UHUGEINT":
+		return true
+	}
+	return strings.HasPrefix(dbType, "DECIMAL(")
 }
 
 // Studies returns GET /v1/studies.

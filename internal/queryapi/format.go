@@ -1,135 +1,121 @@
 package queryapi
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
+	"mime"
+	"sort"
+	"strconv"
 	"strings"
-
-	"github.com/dittolab/ditto/internal/sqlguard"
 )
 
-// Format is an output format of POST /v1/sql.
+// Format is an answer format of /v1/sql.
 type Format string
 
-// Output formats.
+// Answer formats.
 const (
-	FormatJSON  Format = "json"
-	FormatCSV   Format = "csv"
-	FormatArrow Format = "arrow" // Arrow IPC stream format
+	FormatJSON    Format = "json"    // an array of records: [{"col": value, …}, …]
+	FormatJSONL   Format = "jsonl"   // one record a line (newline-delimited JSON)
+	FormatColumns Format = "columns" // {"columns": […], "rows": [[…], …], "row_count", "truncated", …}
+	FormatCSV     Format = "csv"     // a header line, then one line a row
+	FormatArrow   Format = "arrow"   // Arrow IPC stream
+	FormatParquet Format = "parquet" // one Parquet file
 )
 
 // Media types of the formats.
 const (
-	MediaJSON  = "application/json"
-	MediaCSV   = "text/csv; charset=utf-8"
-	MediaArrow = "application/vnd.apache.arrow.stream"
+	MediaJSON    = "application/json"
+	MediaJSONL   = "application/x-ndjson"
+	MediaCSV     = "text/csv; charset=utf-8"
+	MediaArrow   = "application/vnd.apache.arrow.stream"
+	MediaParquet = "application/vnd.apache.parquet"
 )
 
-// ParseFormat accepts json, csv, arrow (also "arrow-ipc" and "ipc").
+// Formats lists the formats in the order the docs give them.
+var Formats = []Format{FormatJSON, FormatJSONL, FormatColumns, FormatCSV, FormatArrow, FormatParquet}
+
+// ParseFormat accepts the format names and a few aliases ("" is json).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "json":
+	case "", "json", "records":
 		return FormatJSON, nil
+	case "jsonl", "ndjson", "jsonlines":
+		return FormatJSONL, nil
+	case "columns":
+		return FormatColumns, nil
 	case "csv":
 		return FormatCSV, nil
-	case "arrow", "arrow-ipc", "ipc":
+	case "arrow", "arrow-ipc", "ipc", "arrows":
 		return FormatArrow, nil
+	case "parquet":
+		return FormatParquet, nil
 	}
-	return "", fmt.Errorf("%w: format %q, want json, csv or arrow", ErrBadRequest, s)
+	return "", fmt.Errorf("%w: format %q, want json, jsonl, columns, csv, arrow or parquet", ErrBadRequest, s)
 }
 
-// formatFromAccept picks a format from an Accept header; "" when it names none of ours.
+// mediaFormats maps the media types an Accept header may name to formats.
+var mediaFormats = map[string]Format{
+	"application/json":                    FormatJSON,
+	"application/x-ndjson":                FormatJSONL,
+	"application/jsonl":                   FormatJSONL,
+	"application/json-lines":              FormatJSONL,
+	"application/jsonlines":               FormatJSONL,
+	"text/csv":                            FormatCSV,
+	"application/vnd.apache.arrow.stream": FormatArrow,
+	"application/vnd.apache.arrow.file":   FormatArrow, // the stream is what we send; readers of files read it too
+	"application/vnd.apache.parquet":      FormatParquet,
+	"application/x-parquet":               FormatParquet,
+}
+
+// formatFromAccept picks the format an Accept header prefers (by q, then by order); "" when
+// it names none of ours (*/* included: the default applies).
 func formatFromAccept(accept string) Format {
-	switch {
-	case strings.Contains(accept, "application/vnd.apache.arrow"):
-		return FormatArrow
-	case strings.Contains(accept, "text/csv"):
-		return FormatCSV
-	case strings.Contains(accept, "application/json"):
-		return FormatJSON
+	type choice struct {
+		f   Format
+		q   float64
+		pos int
 	}
-	return ""
+	var choices []choice
+	for i, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		f, ok := mediaFormats[mt]
+		if !ok {
+			continue
+		}
+		q := 1.0
+		if qs, ok := params["q"]; ok {
+			if v, err := strconv.ParseFloat(qs, 64); err == nil {
+				q = v
+			}
+		}
+		if q > 0 {
+			choices = append(choices, choice{f, q, i})
+		}
+	}
+	if len(choices) == 0 {
+		return ""
+	}
+	sort.SliceStable(choices, func(a, b int) bool { return choices[a].q > choices[b].q })
+	return choices[0].f
 }
 
 // MediaType returns the Content-Type of f.
 func (f Format) MediaType() string {
 	switch f {
+	case FormatJSONL:
+		return MediaJSONL
 	case FormatCSV:
 		return MediaCSV
 	case FormatArrow:
 		return MediaArrow
+	case FormatParquet:
+		return MediaParquet
 	}
 	return MediaJSON
 }
 
-// Table is the JSON form of a result: the body of a json answer of POST /v1/sql.
-type Table struct {
-	Columns   []sqlguard.Column `json:"columns"`
-	Rows      [][]any           `json:"rows"`
-	RowCount  int               `json:"row_count"`
-	Truncated bool              `json:"truncated"`
-	ElapsedMS float64           `json:"elapsed_ms"`
-}
-
-// NewTable converts a result to its JSON form.
-func NewTable(res *sqlguard.Result) *Table {
-	t := &Table{
-		Columns:   res.Columns,
-		Rows:      make([][]any, len(res.Rows)),
-		RowCount:  len(res.Rows),
-		Truncated: res.Truncated,
-		ElapsedMS: float64(res.Elapsed.Microseconds()) / 1000,
-	}
-	if t.Columns == nil {
-		t.Columns = []sqlguard.Column{}
-	}
-	for i, row := range res.Rows {
-		out := make([]any, len(row))
-		for j, v := range row {
-			out[j] = jsonValue(v, res.Columns[j].Type)
-		}
-		t.Rows[i] = out
-	}
-	return t
-}
-
-// WriteJSON writes res as a Table.
-func WriteJSON(w io.Writer, res *sqlguard.Result) error {
-	return json.NewEncoder(w).Encode(NewTable(res))
-}
-
-// WriteCSV writes res as CSV with a header line; NULL is an empty field.
-func WriteCSV(w io.Writer, res *sqlguard.Result) error {
-	cw := csv.NewWriter(w)
-	header := make([]string, len(res.Columns))
-	for i, c := range res.Columns {
-		header[i] = c.Name
-	}
-	if err := cw.Write(header); err != nil {
-		return err
-	}
-	rec := make([]string, len(res.Columns))
-	for _, row := range res.Rows {
-		for j, v := range row {
-			rec[j], _ = textValue(v, res.Columns[j].Type)
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// Write writes res in format f.
-func Write(w io.Writer, f Format, res *sqlguard.Result) error {
-	switch f {
-	case FormatCSV:
-		return WriteCSV(w, res)
-	case FormatArrow:
-		return WriteArrow(w, res)
-	}
-	return WriteJSON(w, res)
-}
+// jsonValid reports whether s is one JSON value.
+func jsonValid(s string) bool { return json.Valid([]byte(s)) }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/queries"
 )
 
 // Config configures a Server. Zero fields take the defaults.
@@ -37,6 +39,11 @@ type Config struct {
 	// ExportTables are the tables and views exported; default: none (the caller passes the
 	// projection's, queries.Tables()).
 	ExportTables []string
+	// Public are the tables and views GET /v1/schema lists and error hints may name; default
+	// queries.Public(). Hidden are the objects no hint names; default queries.Internal() and
+	// the ingester's Arrow view ingest_batch.
+	Public []queries.Object
+	Hidden []string
 	// Collectors are added to /metrics: the warehouse's ingestion metrics (consumer lag, ingest
 	// rate, batch latency, rejected events), read live from its own statistics.
 	Collectors []prometheus.Collector
@@ -50,7 +57,8 @@ type Config struct {
 
 // Server is the analyzer's HTTP API:
 //
-//	POST /v1/sql      run one read-only query (JSON, CSV or Arrow IPC answer)
+//	GET|POST /v1/sql  run one read-only query, answered in JSON, JSON lines, CSV, Arrow or Parquet
+//	GET  /v1/schema   the public tables and views: columns, types, descriptions
 //	GET  /v1/studies  progress of every study (finished vs expected runs)
 //	POST /v1/export   the projection as Parquet, partitioned by study, as a tar stream
 //	GET  /healthz     liveness and database reachability (never needs the token)
@@ -73,6 +81,12 @@ func NewServer(db *sql.DB, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Public == nil {
+		cfg.Public = queries.Public()
+	}
+	if cfg.Hidden == nil {
+		cfg.Hidden = append(queries.Internal(), "ingest_batch")
+	}
 	guard, err := sqlguard.New(db, cfg.Limits)
 	if err != nil {
 		return nil, err
@@ -84,6 +98,8 @@ func NewServer(db *sql.DB, cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("POST /v1/sql", s.auth(http.HandlerFunc(s.sql)))
+	s.mux.Handle("GET /v1/sql", s.auth(http.HandlerFunc(s.sql)))
+	s.mux.Handle("GET /v1/schema", s.auth(http.HandlerFunc(s.schema)))
 	s.mux.Handle("GET /v1/studies", s.auth(http.HandlerFunc(s.studies)))
 	s.mux.Handle("POST /v1/export", s.auth(http.HandlerFunc(s.export)))
 	s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
@@ -134,24 +150,39 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// SQLRequest is the JSON body of POST /v1/sql. A body of any other content type is the SQL
-// text itself, with format, limit and timeout as URL query parameters.
+// SQLRequest is a query: the JSON body of POST /v1/sql, or the URL parameters of GET /v1/sql
+// (q, format, limit, max_bytes, timeout). A POST body that is not JSON is the SQL text itself,
+// with the other fields as URL parameters.
 type SQLRequest struct {
-	SQL     string `json:"sql"`
-	Format  string `json:"format,omitempty"`  // json (default), csv or arrow; else the Accept header decides
-	Limit   int    `json:"limit,omitempty"`   // rows; 0 for the server's default, capped by its maximum
-	Timeout string `json:"timeout,omitempty"` // Go duration ("5s"); empty for the server's default, capped by its maximum
+	SQL    string `json:"sql"`
+	Format string `json:"format,omitempty"` // json (default), jsonl, columns, csv, arrow or parquet; else the Accept header decides
+	Limit  int    `json:"limit,omitempty"`  // rows; 0 for the server's default, capped by its maximum
+	// MaxBytes bounds the answer's size; 0 for the server's default, capped by its maximum.
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+	Timeout  string `json:"timeout,omitempty"` // Go duration ("5s"); empty for the server's default, capped by its maximum
 	// Params bind the query's parameters ($1, $2, …) in order: strings, numbers (integers
 	// stay exact), booleans and null. They are values, never SQL.
 	Params []any `json:"params,omitempty"`
 }
 
-// Answer headers of POST /v1/sql, for the CSV and Arrow formats that have no room for them.
+// Answer headers of /v1/sql. The row count and truncation are known only at the answer's end:
+// an answer that fits in the server's first buffer (answerBuffer, 1 MiB) carries them as
+// headers; a longer one, streamed, as HTTP trailers of the same names (and the columns format
+// in its body too). X-Ditto-Columns is a header of every answer: the columns and their DuckDB
+// types as JSON, [{"name": …, "type": …}, …].
 const (
-	HeaderRowCount  = "X-Ditto-Row-Count"
-	HeaderTruncated = "X-Ditto-Truncated"
-	HeaderElapsed   = "X-Ditto-Elapsed-Ms"
+	HeaderColumns     = "X-Ditto-Columns"
+	HeaderRowCount    = "X-Ditto-Row-Count"
+	HeaderTruncated   = "X-Ditto-Truncated"
+	HeaderTruncatedBy = "X-Ditto-Truncated-By" // rows, bytes or timeout
+	HeaderElapsed     = "X-Ditto-Elapsed-Ms"
+	HeaderError       = "X-Ditto-Error" // a failure after the answer began
 )
+
+// answerBuffer is how much of an answer the server holds before it sends the headers: an
+// answer that ends within it gets its row count and truncation as headers and a query that
+// fails within it a proper error status.
+const answerBuffer = 1 << 20
 
 func (s *Server) sql(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -161,31 +192,116 @@ func (s *Server) sql(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	res, err := s.guard.Query(r.Context(), req.SQL, lim, req.Params...)
+	rows, err := s.guard.Stream(r.Context(), req.SQL, lim, req.Params...)
 	if err != nil {
-		status, kind := classify(err)
-		s.count(kind, start)
-		if status >= 500 {
-			s.cfg.Logger.Warn("api: query failed", "err", err)
-		}
-		writeError(w, status, kind, err.Error())
+		s.queryFailed(w, err, start)
 		return
 	}
-	s.count("ok", start)
-	s.metrics.rows.Observe(float64(len(res.Rows)))
+	defer rows.Close()
+
+	cols, _ := json.Marshal(rows.Columns)
 	h := w.Header()
 	h.Set("Content-Type", format.MediaType())
-	h.Set(HeaderRowCount, strconv.Itoa(len(res.Rows)))
-	h.Set(HeaderTruncated, strconv.FormatBool(res.Truncated))
-	h.Set(HeaderElapsed, strconv.FormatFloat(float64(res.Elapsed.Microseconds())/1000, 'f', 3, 64))
-	if format == FormatCSV {
+	h.Set(HeaderColumns, string(cols))
+	h.Set("X-Content-Type-Options", "nosniff")
+	switch format {
+	case FormatCSV:
 		h.Set("Content-Disposition", `inline; filename="result.csv"`)
+	case FormatParquet:
+		h.Set("Content-Disposition", `attachment; filename="result.parquet"`)
 	}
-	w.WriteHeader(http.StatusOK)
-	if err := Write(w, format, res); err != nil {
+	out := &deferredResponse{w: w, limit: answerBuffer}
+	sum, werr := WriteAnswer(out, format, rows)
+	if !out.sent {
+		// The whole answer is in the buffer: its end is known before its first byte is sent.
+		if werr == nil && sum.Err != nil {
+			s.queryFailed(w, s.unhint(sum.Err), start)
+			return
+		}
+		if werr == nil && sum.TruncatedBy == CutTimeout && sum.Rows == 0 {
+			s.queryFailed(w, rows.Err(), start)
+			return
+		}
+		setSummary(h, sum)
+		out.send()
+	} else {
+		setSummary(h, sum)
+		if sum.Err != nil {
+			h.Set(HeaderError, sum.Err.Error())
+		}
+	}
+	switch {
+	case werr != nil:
 		// The status is sent; the client sees a cut body (a CSV without its end, an Arrow
 		// stream without its end-of-stream marker, JSON that does not parse).
-		s.cfg.Logger.Warn("api: write result", "format", format, "err", err)
+		s.count("write_error", start)
+		s.cfg.Logger.Warn("api: write result", "format", format, "err", werr)
+	case sum.Err != nil:
+		s.count("error_after_start", start)
+		s.cfg.Logger.Warn("api: query failed while streaming", "format", format, "err", sum.Err)
+	default:
+		s.count("ok", start)
+	}
+	s.metrics.rows.Observe(float64(sum.Rows))
+}
+
+// queryFailed answers a query that failed before its answer began.
+func (s *Server) queryFailed(w http.ResponseWriter, err error, start time.Time) {
+	status, kind := classify(err)
+	s.count(kind, start)
+	if status >= 500 {
+		s.cfg.Logger.Warn("api: query failed", "err", err)
+	}
+	writeError(w, status, kind, s.unhint(err).Error())
+}
+
+func setSummary(h http.Header, sum Summary) {
+	h.Set(HeaderRowCount, strconv.Itoa(sum.Rows))
+	h.Set(HeaderTruncated, strconv.FormatBool(sum.Truncated))
+	if sum.TruncatedBy != "" {
+		h.Set(HeaderTruncatedBy, sum.TruncatedBy)
+	}
+	h.Set(HeaderElapsed, strconv.FormatFloat(float64(sum.Elapsed.Microseconds())/1000, 'f', 3, 64))
+}
+
+// deferredResponse holds an answer's first limit bytes before it sends the status and the
+// headers: when the answer ends within them, the headers can still say how it ended. Past
+// them, the answer streams and its end goes in trailers.
+type deferredResponse struct {
+	w     http.ResponseWriter
+	limit int
+	buf   []byte
+	sent  bool
+}
+
+func (d *deferredResponse) Write(p []byte) (int, error) {
+	if !d.sent {
+		if len(d.buf)+len(p) <= d.limit {
+			d.buf = append(d.buf, p...)
+			return len(p), nil
+		}
+		// The end will come after the headers: announce the trailers that will carry it.
+		d.w.Header().Set("Trailer", strings.Join([]string{HeaderRowCount, HeaderTruncated, HeaderTruncatedBy, HeaderElapsed, HeaderError}, ", "))
+		if err := d.send(); err != nil {
+			return 0, err
+		}
+	}
+	return d.w.Write(p)
+}
+
+// send writes the status, the headers and the buffered bytes.
+func (d *deferredResponse) send() error {
+	d.sent = true
+	d.w.WriteHeader(http.StatusOK)
+	_, err := d.w.Write(d.buf)
+	d.buf = nil
+	return err
+}
+
+// Flush sends what the response writer buffers, once the headers are out.
+func (d *deferredResponse) Flush() {
+	if d.sent {
+		http.NewResponseController(d.w).Flush()
 	}
 }
 
@@ -196,49 +312,81 @@ func (s *Server) count(outcome string, start time.Time) {
 
 func (s *Server) parseSQLRequest(w http.ResponseWriter, r *http.Request) (SQLRequest, Format, sqlguard.Limits, error) {
 	var req SQLRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		return req, "", sqlguard.Limits{}, fmt.Errorf("%w: body: %v", ErrBadRequest, err)
-	}
-	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
-		if err := dec.Decode(&req); err != nil {
-			return req, "", sqlguard.Limits{}, fmt.Errorf("%w: JSON body: %v", ErrBadRequest, err)
-		}
-		for i, p := range req.Params {
-			v, err := paramValue(p)
+	q := r.URL.Query()
+	fromURL := func() error {
+		req.Format, req.Timeout = q.Get("format"), q.Get("timeout")
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
 			if err != nil {
-				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: params[%d]: %v", ErrBadRequest, i, err)
+				return fmt.Errorf("%w: limit %q is not a number", ErrBadRequest, l)
 			}
-			req.Params[i] = v
+			req.Limit = n
+		}
+		if l := q.Get("max_bytes"); l != "" {
+			n, err := strconv.ParseInt(l, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%w: max_bytes %q is not a number", ErrBadRequest, l)
+			}
+			req.MaxBytes = n
+		}
+		return nil
+	}
+	if r.Method == http.MethodGet {
+		req.SQL = q.Get("q")
+		if req.SQL == "" {
+			req.SQL = q.Get("sql")
+		}
+		if err := fromURL(); err != nil {
+			return req, "", sqlguard.Limits{}, err
 		}
 	} else {
-		q := r.URL.Query()
-		req = SQLRequest{SQL: string(body), Format: q.Get("format"), Timeout: q.Get("timeout")}
-		if l := q.Get("limit"); l != "" {
-			if req.Limit, err = strconv.Atoi(l); err != nil {
-				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: limit %q", ErrBadRequest, l)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if err != nil {
+			return req, "", sqlguard.Limits{}, fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+		}
+		// A JSON body is recognised by its Content-Type or, since SQL never starts with "{",
+		// by its first character (curl --data sends any body as a form).
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if ct == "application/json" || bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.UseNumber()
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&req); err != nil {
+				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: JSON body: %v", ErrBadRequest, err)
+			}
+			for i, p := range req.Params {
+				v, err := paramValue(p)
+				if err != nil {
+					return req, "", sqlguard.Limits{}, fmt.Errorf("%w: params[%d]: %v", ErrBadRequest, i, err)
+				}
+				req.Params[i] = v
+			}
+		} else {
+			req.SQL = string(body)
+			if err := fromURL(); err != nil {
+				return req, "", sqlguard.Limits{}, err
 			}
 		}
 	}
 	if strings.TrimSpace(req.SQL) == "" {
-		return req, "", sqlguard.Limits{}, fmt.Errorf("%w: no SQL", ErrBadRequest)
+		return req, "", sqlguard.Limits{}, fmt.Errorf("%w: no SQL (GET /v1/sql?q=…, or the SQL as the POST body)", ErrBadRequest)
 	}
 	format := Format("")
 	if req.Format == "" {
 		format = formatFromAccept(r.Header.Get("Accept"))
 	}
 	if format == "" {
+		var err error
 		if format, err = ParseFormat(req.Format); err != nil {
 			return req, "", sqlguard.Limits{}, err
 		}
 	}
-	lim := sqlguard.Limits{Rows: req.Limit}
-	if req.Limit < 0 {
-		return req, "", lim, fmt.Errorf("%w: negative limit", ErrBadRequest)
+	lim := sqlguard.Limits{Rows: req.Limit, Bytes: req.MaxBytes}
+	if req.Limit < 0 || req.MaxBytes < 0 {
+		return req, "", lim, fmt.Errorf("%w: negative limit or max_bytes", ErrBadRequest)
 	}
 	if req.Timeout != "" {
+		var err error
 		if lim.Timeout, err = time.ParseDuration(req.Timeout); err != nil || lim.Timeout <= 0 {
 			return req, "", lim, fmt.Errorf("%w: timeout %q is not a positive duration", ErrBadRequest, req.Timeout)
 		}

@@ -99,7 +99,10 @@ func cellText(v any) string {
 }
 
 func isNumericType(dbType string) bool {
-	switch baseType(dbType) {
+	if i := strings.IndexByte(dbType, '('); i >= 0 {
+		dbType = dbType[:i]
+	}
+	switch dbType {
 	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
 		"UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL":
 		return true
