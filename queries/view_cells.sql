@@ -12,7 +12,7 @@ WITH defined AS (
     WHERE type = 'study.defined'
     GROUP BY study
 ), expected AS (
-    SELECT study, c.task, c.model, c.condition, sum(c.runs) AS expected_runs
+    SELECT study, c.task, c.model, c.condition, CAST(sum(c.runs) AS BIGINT) AS expected_runs
     FROM (
         SELECT study,
                unnest(from_json(payload -> '$.cells',

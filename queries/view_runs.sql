@@ -4,6 +4,8 @@
 --   attempt). status is run.finished's status (succeeded, failed, escalated, aborted) for finished
 --   attempts; for attempts without run.finished it is 'aborted' when a later attempt of the same
 --   run exists and 'incomplete' otherwise, and the fold columns (plan, states, …, sig_*) are NULL.
+--   output is NULL for a run that produced none (run_folds keeps the sentinel '<none>', which
+--   its sig_output signs).
 --   An analysis of a cell normally takes the finished last attempts: WHERE last_attempt AND
 --   status <> 'incomplete'.
 CREATE OR REPLACE VIEW runs AS
@@ -38,7 +40,7 @@ WITH started AS (
     JOIN latest l ON l.study = s.study AND l.run = s.run
     ANTI JOIN run_folds f ON f.study = s.study AND f.run = s.run AND f.attempt = s.attempt
 )
-SELECT f.*, f.attempt = l.attempt AS last_attempt
+SELECT f.* REPLACE (nullif(f.output, '<none>') AS output), f.attempt = l.attempt AS last_attempt
 FROM run_folds f JOIN latest l ON l.study = f.study AND l.run = f.run
 UNION ALL BY NAME
 SELECT u.*, u.attempt = l.attempt AS last_attempt

@@ -80,9 +80,14 @@ func newTestServer(t *testing.T, token string, extra ...prometheus.Collector) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s)
+	return newHTTPServer(t, s), db
+}
+
+func newHTTPServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return ts, db
+	return ts
 }
 
 func post(t *testing.T, url, token, ctype, body string, hdr ...string) *http.Response {
