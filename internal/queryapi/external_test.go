@@ -3,9 +3,9 @@ package queryapi
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
