@@ -111,19 +111,23 @@ func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 func (a *attempt) claim(ctx context.Context, subject, id string, data []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, a.w.cfg.AckTimeout)
 	defer cancel()
-	seq, err := a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), a.expect)
-	if errors.Is(err, bus.ErrConflict) {
-		// Stored by an earlier try whose acknowledgement was lost, or claimed by another.
-		var mine bool
-		if seq, mine, err = a.storedAs(ctx, subject, id); err == nil && !mine {
-			return fmt.Errorf("%w: run.started of attempt %d: %v", ErrSuperseded, a.n, bus.ErrConflict)
+	return a.w.patiently(ctx, func() error {
+		ctx, cancel := context.WithTimeout(ctx, tryTimeout)
+		defer cancel()
+		seq, err := a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), a.expect)
+		if errors.Is(err, bus.ErrConflict) {
+			// Stored by an earlier try whose acknowledgement was lost, or claimed by another.
+			var mine bool
+			if seq, mine, err = a.storedAs(ctx, subject, id); err == nil && !mine {
+				return fmt.Errorf("%w: run.started of attempt %d: %v", ErrSuperseded, a.n, bus.ErrConflict)
+			}
 		}
-	}
-	if err != nil {
-		return err
-	}
-	a.startedSeq = seq
-	return nil
+		if err != nil {
+			return err
+		}
+		a.startedSeq = seq
+		return nil
+	})
 }
 
 // finishTries bounds the conditional publishes of one run.finished that meet a changed run
@@ -135,43 +139,68 @@ const finishTries = 5
 // of the attempt is acknowledged first, so that the run's latest event is the attempt's own. An
 // attempt that another claimed meanwhile (its job was redelivered and the new delivery took
 // the run over) gets ErrSuperseded: its outcome is not recorded, and the run is recorded once,
-// by the attempt that claimed it.
+// by the attempt that claimed it. Reads and publishes that fail for a while (a stream leader
+// being elected) are made again for up to AckTimeout.
 func (a *attempt) finish(ctx context.Context, subject, id string, data []byte) error {
 	startedSubject, err := events.Subject(a.study, a.run, events.TypeRunStarted)
 	if err != nil {
 		return err
 	}
-	for try := 1; ; try++ {
-		if err := a.wait(a.w.cfg.AckTimeout); err != nil {
+	if err := a.wait(a.w.cfg.AckTimeout); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.w.cfg.AckTimeout)
+	defer cancel()
+	conflicts := 0
+	return a.w.patiently(ctx, func() error {
+		ctx, cancel := context.WithTimeout(ctx, tryTimeout)
+		defer cancel()
+		last, _, err := a.w.lastEvent(ctx, a.runFilter())
+		if err != nil {
 			return err
 		}
-		err := func() error {
-			ctx, cancel := context.WithTimeout(ctx, a.w.cfg.AckTimeout)
-			defer cancel()
-			last, _, err := a.w.lastEvent(ctx, a.runFilter())
-			if err != nil {
-				return err
-			}
-			started, _, err := a.w.lastEvent(ctx, startedSubject)
-			if err != nil {
-				return err
-			}
-			if started != a.startedSeq {
-				return fmt.Errorf("%w: attempt %d's run.started (sequence %d) is no longer the run's latest (%d)",
-					ErrSuperseded, a.n, a.startedSeq, started)
-			}
-			_, err = a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), last)
-			if errors.Is(err, bus.ErrConflict) {
-				if _, mine, serr := a.storedAs(ctx, subject, id); serr == nil && mine {
-					return nil
-				}
-			}
-			return err
-		}()
-		if err == nil || !errors.Is(err, bus.ErrConflict) || try == finishTries {
+		started, _, err := a.w.lastEvent(ctx, startedSubject)
+		if err != nil {
 			return err
 		}
-		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		if started != a.startedSeq {
+			return fmt.Errorf("%w: attempt %d's run.started (sequence %d) is no longer the run's latest (%d)",
+				ErrSuperseded, a.n, a.startedSeq, started)
+		}
+		_, err = a.w.bus.PublishIfLast(ctx, subject, id, data, a.runFilter(), last)
+		if errors.Is(err, bus.ErrConflict) {
+			if _, mine, serr := a.storedAs(ctx, subject, id); serr == nil && mine {
+				return nil
+			}
+			if conflicts++; conflicts == finishTries {
+				return fmt.Errorf("%w (%d times)", err, conflicts)
+			}
+			return fmt.Errorf("%w: %w", errRetry, err)
+		}
+		return err
+	})
+}
+
+// tryTimeout bounds one try of patiently: a request written to a connection as it breaks gets
+// no reply and no error, and must not take the whole time left with it.
+const tryTimeout = 5 * time.Second
+
+// errRetry marks an error after which patiently tries again, whatever it wraps.
+var errRetry = errors.New("worker: try again")
+
+// patiently calls try until it returns nil, an error saying the attempt lost the run
+// (ErrSuperseded) or that the stream refused a conditional publish for good (bus.ErrConflict),
+// or ctx ends; between tries it pauses 250ms. The other errors are taken for passing: a stream
+// leader being elected, a replica catching up, a connection being re-established.
+func (w *Worker) patiently(ctx context.Context, try func() error) error {
+	for {
+		err := try()
+		if err == nil || !errors.Is(err, errRetry) && (errors.Is(err, ErrSuperseded) || errors.Is(err, bus.ErrConflict)) {
+			return err
+		}
+		if !sleep(ctx, 250*time.Millisecond) {
+			return err
+		}
 	}
 }
 

@@ -101,3 +101,42 @@ func TestRecordedSaysWhenItCannotTell(t *testing.T) {
 		t.Errorf("history(broker gone) = %+v, %v; want an error", h, err)
 	}
 }
+
+// TestFinishWaitsOutAnOutage: the fenced run.finished reads the run and publishes on
+// condition; with the server away for a second it tries again (each try bounded: a request
+// written as the connection breaks gets no reply) instead of failing the attempt, and the
+// outcome is stored once the server is back. Without it the read hung to the ack timeout and
+// the outcome was lost (3 of 4 runs here); in a cluster the reads fail at once with 503 while
+// a leader is elected, which the crash suite met: the attempt's outcome was lost, and its run
+// was recorded as failed after its deliveries were spent on a history that could not be read.
+func TestFinishWaitsOutAnOutage(t *testing.T) {
+	port, dir := bustest.FreePort(t), t.TempDir()
+	srv := bustest.StartOnPort(t, port, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, w := connectWorker(t, ctx, srv)
+	job := study.Job{Study: "outage", Run: "r1", Task: "credit_ecl", Model: "sim-steady", Condition: "baseline",
+		Components: []string{}, Endpoint: study.JobEndpoint{Name: "sim", Sim: true}}
+	a, err := w.newAttempt(&job, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Emit(ctx, startedOf(&job)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	restarted := make(chan *bustest.Server, 1)
+	time.AfterFunc(time.Second, func() { restarted <- bustest.StartOnPort(t, port, dir) })
+	defer func() { (<-restarted).Stop() }()
+	if err := a.Emit(ctx, events.RunFinished{Status: events.StatusFailed, Error: "test"}); err != nil {
+		t.Fatalf("run.finished across an outage = %v, want it stored", err)
+	}
+	s, err := b.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Count(ctx, ""); err != nil || n != 2 {
+		t.Errorf("stream holds %d events (%v), want run.started and run.finished", n, err)
+	}
+}

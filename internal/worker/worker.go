@@ -230,6 +230,15 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
+// readPatiently calls read until it succeeds, for up to AckTimeout: a read that fails while a
+// stream leader is elected or a replica catches up (an ordered read's consumer can be placed on
+// it) holds the job with its in-progress acks instead of spending one of its deliveries.
+func (w *Worker) readPatiently(ctx context.Context, read func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.AckTimeout)
+	defer cancel()
+	return w.patiently(rctx, func() error { return read(ctx) })
+}
+
 // claimBase is what a delivery decided from the run's stored events: the newest attempt to
 // number above, and the run's latest stored event, which the new attempt's claim expects.
 type claimBase struct {
@@ -244,7 +253,11 @@ type claimBase struct {
 // as its first delivery again (see lastAttempt). contested says an attempt of this delivery
 // already lost a claim: the whole history is read then, whatever lastAttempt says.
 func (w *Worker) decide(ctx context.Context, msg jetstream.Msg, job *study.Job, delivered int, contested bool, log *slog.Logger) (claimBase, bool) {
-	last, err := w.lastAttempt(ctx, job.Study, job.Run)
+	var last int
+	err := w.readPatiently(ctx, func(ctx context.Context) (err error) {
+		last, err = w.lastAttempt(ctx, job.Study, job.Run)
+		return err
+	})
 	if err != nil {
 		w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored attempts", err)
 		return claimBase{}, true
@@ -385,7 +398,11 @@ func (w *Worker) awaitHistory(ctx context.Context, msg jetstream.Msg, job *study
 	var seen uint64
 	var quietSince time.Time
 	for {
-		h, err := w.history(ctx, job.Study, job.Run)
+		var h runHistory
+		err := w.readPatiently(ctx, func(ctx context.Context) (err error) {
+			h, err = w.history(ctx, job.Study, job.Run)
+			return err
+		})
 		if err != nil {
 			w.requeue(msg, w.nakDelay(delivered), errInfra, log, "cannot read the run's stored events", err)
 			return h, true
