@@ -14,6 +14,7 @@ import (
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
+	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/metrics"
 )
@@ -50,7 +51,7 @@ func runMetrics(ctx context.Context, fs *flag.FlagSet, args []string) error {
 func (c *metricsConfig) registerFlags(fs *flag.FlagSet) {
 	c.target.registerFlags(fs)
 	fs.StringVar(&c.study, "study", "", "the study (required)")
-	fs.BoolVar(&c.json, "json", false, "write the report as JSON (schema: internal/analysis/metrics.schema.json) instead of tables")
+	fs.BoolVar(&c.json, "json", false, "write the result as JSON (schema: internal/report/metrics.schema.json) instead of tables")
 	fs.StringVar(&c.out, "out", "", "write to this file instead of stdout")
 	fs.IntVar(&c.permutations, "permutations", metrics.DefaultPermutations, "B, the permutations of each permutation test")
 	fs.Uint64Var(&c.seed, "seed", DefaultMetricsSeed, "seed of the permutation tests and sampled estimates (same seed, same events: same report)")
@@ -91,9 +92,9 @@ func metricsCommand(ctx context.Context, cfg metricsConfig, stdout, stderr io.Wr
 	}
 	var buf bytes.Buffer
 	if cfg.json {
-		err = analysis.WriteJSON(&buf, rep)
+		err = report.WriteMetricsJSON(&buf, rep)
 	} else {
-		err = analysis.WriteTables(&buf, rep)
+		err = report.WriteMetricsTables(&buf, rep)
 	}
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func metricsCommand(ctx context.Context, cfg metricsConfig, stdout, stderr io.Wr
 // computeMetrics reads through a serving analyzer's API when one answers (the file is then
 // locked by it, and the report cannot be stored), and otherwise opens the file read-write,
 // computes and stores.
-func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*analysis.Report, error) {
+func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*analysis.Result, error) {
 	c, err := cfg.target.client(ctx)
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*
 	return rep, w.Close()
 }
 
-func computeRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Report, error) {
+func computeRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Result, error) {
 	rep, err := analysis.ComputeFrom(ctx, c.Querier(), cfg.study, cfg.opts)
 	if err != nil {
 		return nil, err

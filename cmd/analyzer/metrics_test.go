@@ -18,6 +18,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
+	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/samples"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
@@ -75,12 +76,15 @@ func TestMetricsCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep analysis.Report
+	var rep report.MetricsDocument
 	if err := json.Unmarshal(first, &rep); err != nil {
 		t.Fatalf("report: %v", err)
 	}
-	if rep.Format != analysis.FormatV1 || len(rep.Cells) != 2 || len(rep.Comparisons) != 7 {
-		t.Errorf("report has format %q, %d cells, %d comparisons; want %q, 2, 7", rep.Format, len(rep.Cells), len(rep.Comparisons), analysis.FormatV1)
+	if rep.Result == nil {
+		t.Fatalf("report has no result:\n%s", first)
+	}
+	if rep.Format != report.MetricsFormatV1 || len(rep.Cells) != 2 || len(rep.Comparisons) != 7 {
+		t.Errorf("report has format %q, %d cells, %d comparisons; want %q, 2, 7", rep.Format, len(rep.Cells), len(rep.Comparisons), report.MetricsFormatV1)
 	}
 	if err := metricsCommand(ctx, cfg, &bytes.Buffer{}, &stderr); err != nil {
 		t.Fatal(err)

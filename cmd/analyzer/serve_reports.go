@@ -67,7 +67,7 @@ func (c *reportsConfig) validate() error {
 // same bearer token.
 func withReports(api http.Handler, dir, token string) http.Handler {
 	mux := http.NewServeMux()
-	reports := schedule.Handler(dir, ReportsPrefix)
+	reports := report.Handler(dir, ReportsPrefix)
 	mux.Handle(ReportsPrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

@@ -13,13 +13,13 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
-// Compute computes the metrics report of a study from the database: every cell (task, model,
+// Compute computes the Result of a study from the database: every cell (task, model,
 // condition) and every comparison of Options.Pairs within each (task, model), with the
-// Benjamini–Hochberg adjustment across all comparisons of the report. The statements run in
-// one transaction, so the report is of one snapshot even while ingestion continues. Errors
+// Benjamini–Hochberg adjustment across all of its comparisons. The statements run in one
+// transaction, so the Result is of one snapshot even while ingestion continues. Errors
 // wrap ErrNoStudy (unknown study), ErrNoRuns (no finished run), ErrInvalidOptions, or the
 // database's.
-func Compute(ctx context.Context, db *sql.DB, study string, opts Options) (*Report, error) {
+func Compute(ctx context.Context, db *sql.DB, study string, opts Options) (*Result, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("analysis: begin: %w", err)
@@ -34,7 +34,7 @@ const maxAttempts = 3
 // ComputeFrom is Compute over any Querier (the analyzer's HTTP API, say). A Querier without a
 // snapshot across statements may see ingestion in between; the load is then retried (up to
 // three times) before ErrChanged is returned.
-func ComputeFrom(ctx context.Context, q Querier, study string, opts Options) (*Report, error) {
+func ComputeFrom(ctx context.Context, q Querier, study string, opts Options) (*Result, error) {
 	if study == "" {
 		return nil, fmt.Errorf("%w: empty study", ErrInvalidOptions)
 	}
@@ -44,7 +44,7 @@ func ComputeFrom(ctx context.Context, q Querier, study string, opts Options) (*R
 	opts = opts.withDefaults()
 	var err error
 	for range maxAttempts {
-		var r *Report
+		var r *Result
 		r, err = computeOnce(ctx, q, study, opts)
 		if !errors.Is(err, ErrChanged) {
 			return r, err
@@ -53,7 +53,7 @@ func ComputeFrom(ctx context.Context, q Querier, study string, opts Options) (*R
 	return nil, err
 }
 
-func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*Report, error) {
+func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*Result, error) {
 	st, err := loadStudy(ctx, q, study)
 	if err != nil {
 		return nil, err
@@ -81,8 +81,7 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 		return nil, fmt.Errorf("%w: study %q (%d cells, %d runs without a finished attempt)", ErrNoRuns, study, len(cells), incomplete)
 	}
 
-	rep := &Report{
-		Format:      FormatV1,
+	rep := &Result{
 		Study:       st.Study,
 		GeneratedAt: timeText(st.lastEventUS),
 		Settings:    settingsOf(opts),
@@ -173,7 +172,7 @@ func firstErr(errs []error) error {
 	return nil
 }
 
-// adjust applies metrics.AdjustBH across every comparison of a report.
+// adjust applies metrics.AdjustBH across every comparison of a Result.
 func adjust(cs []Comparison) {
 	plain := make([]metrics.Comparison, len(cs))
 	for i := range cs {

@@ -1,11 +1,11 @@
 package analysis
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,21 +154,17 @@ func TestComputeDeterministic(t *testing.T) {
 	rand.New(rand.NewPCG(3, 5)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	w2 := ingest(t, shuffled)
 	ctx := warehousetest.Context(t, 60*time.Second)
-	var outs [][]byte
-	for _, db := range []*Report{mustCompute(t, w.DB(), "s1"), mustCompute(t, w.DB(), "s1"), mustCompute(t, w2.DB(), "s1")} {
-		var buf bytes.Buffer
-		if err := WriteJSON(&buf, db); err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, buf.Bytes())
+	var outs []string
+	for _, r := range []*Result{mustCompute(t, w.DB(), "s1"), mustCompute(t, w.DB(), "s1"), mustCompute(t, w2.DB(), "s1")} {
+		outs = append(outs, jsonOf(t, r))
 	}
 	for i := 1; i < len(outs); i++ {
-		if !bytes.Equal(outs[0], outs[i]) {
-			t.Errorf("report %d differs from report 0:\n%s\n---\n%s", i, outs[i], outs[0])
+		if outs[0] != outs[i] {
+			t.Errorf("result %d differs from result 0:\n%s\n---\n%s", i, outs[i], outs[0])
 		}
 	}
-	if bytes.Contains(outs[0], []byte("NaN")) || bytes.Contains(outs[0], []byte("Inf")) {
-		t.Error("report holds NaN or Inf")
+	if strings.Contains(outs[0], "NaN") || strings.Contains(outs[0], "Inf") {
+		t.Error("result holds NaN or Inf")
 	}
 	// A different seed changes permutation p-values but not the cells.
 	other, err := Compute(ctx, w.DB(), "s1", Options{Permutations: 200, Seed: 43})

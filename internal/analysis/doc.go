@@ -1,7 +1,9 @@
-// Package analysis turns a study's runs in the DuckDB projection into its metrics report:
-// every cell (study, task, model, condition) with every metric of docs/metrics.md and every
-// comparison between conditions, Benjamini–Hochberg adjusted across the report. It is what
-// `analyzer metrics` runs and what reports consume.
+// Package analysis computes a study's Result from its runs in the DuckDB projection: every
+// cell (study, task, model, condition) with every metric of docs/metrics.md and every
+// comparison between conditions, Benjamini–Hochberg adjusted across the study. It computes,
+// stores (Store) and compares windows of time (CompareWindows); it renders nothing: package
+// report turns a Result into the tables of `analyzer metrics`, the metrics JSON document and
+// the Markdown and HTML reports.
 //
 // # Division of labour
 //
@@ -33,9 +35,9 @@
 // # Determinism
 //
 // Compute reads in one transaction (one snapshot), orders cells and runs by name, and the
-// Report holds no wall-clock time (GeneratedAt is the study's latest event) and no maps: the
-// same events and Options give a byte-identical JSON document (WriteJSON; schema in
-// metrics.schema.json).
+// Result holds no wall-clock time (GeneratedAt is the study's latest event) and no maps: the
+// same events and Options give an equal Result, and so a byte-identical metrics document
+// (report.WriteMetricsJSON).
 //
 // # Storage
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
-func mustCompute(t *testing.T, db *sql.DB, study string) *Report {
+func mustCompute(t *testing.T, db *sql.DB, study string) *Result {
 	t.Helper()
 	rep, err := Compute(warehousetest.Context(t, 60*time.Second), db, study, testOpts)
 	if err != nil {

@@ -13,10 +13,10 @@ import (
 	"github.com/dittolab/ditto/queries"
 )
 
-// Store writes a report into the tables metrics and comparisons (created if missing),
-// replacing the study's previous rows in one transaction: readers see the old report or the
+// Store writes a Result into the tables metrics and comparisons (created if missing),
+// replacing the study's previous rows in one transaction: readers see the old Result or the
 // new one, never a mix. The database must be open read-write.
-func Store(ctx context.Context, db *sql.DB, rep *Report) (err error) {
+func Store(ctx context.Context, db *sql.DB, rep *Result) (err error) {
 	for _, s := range []queries.Statement{queries.AnalysisTableMetrics, queries.AnalysisTableComparisons} {
 		if _, err := db.ExecContext(ctx, s.SQL); err != nil {
 			return fmt.Errorf("analysis: %s: %w", s.Name, err)

@@ -15,7 +15,7 @@ func TestStoreReplacesStudyRows(t *testing.T) {
 	db := w.DB()
 	rep := mustCompute(t, db, "s1")
 	rep3 := mustCompute(t, db, "s3")
-	for _, r := range []*Report{rep, rep3, rep} { // s1 twice: replaced, not appended
+	for _, r := range []*Result{rep, rep3, rep} { // s1 twice: replaced, not appended
 		if err := Store(ctx, db, r); err != nil {
 			t.Fatalf("Store(%s) = %v", r.Study.ID, err)
 		}

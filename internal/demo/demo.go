@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
@@ -22,7 +20,6 @@ import (
 	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/worker"
-	"github.com/dittolab/ditto/metrics"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -228,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Study: spec.Name, Runs: len(plan.Jobs), Report: rep, Dir: dir, HTML: filepath.Join(dir, report.FileHTML),
 		RunPhase: runPhase, Total: time.Since(start)}
-	if err := PrintSummary(cfg.Out, rep); err != nil {
+	if err := report.WriteSummary(cfg.Out, rep); err != nil {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(res.HTML)
@@ -250,7 +247,7 @@ func build(ctx context.Context, w *warehouse.Warehouse, studyName string, opts r
 	if err := tx.Rollback(); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if err := analysis.Store(ctx, w.DB(), rep.Metrics); err != nil {
+	if err := analysis.Store(ctx, w.DB(), rep.Metrics.Result); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -299,64 +296,4 @@ func waitStored(ctx context.Context, w *warehouse.Warehouse, studyName string, t
 		case <-tick.C:
 		}
 	}
-}
-
-// PrintSummary prints the report's cell table (the main metrics), its findings and notes.
-func PrintSummary(out io.Writer, r *report.Report) error {
-	fmt.Fprintf(out, "\n%s\n\n", r.Title)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tREPROMPTS/RUN\tESCALATIONS/RUN")
-	v := func(x metrics.Value, prec int) string {
-		if !x.Valid {
-			return "—"
-		}
-		return fmt.Sprintf("%.*f", prec, x.V)
-	}
-	for _, c := range r.Metrics.Cells {
-		m := c.Metrics
-		model := c.Model
-		for _, ci := range r.Cells {
-			if ci.CellKey == c.CellKey && ci.Simulated {
-				model += " (sim)"
-				break
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s [%s, %s]\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Task, model, c.Condition, m.N,
-			v(m.Success.Rate, 2), v(m.Success.WilsonLow, 2), v(m.Success.WilsonHi, 2), v(m.RR.Value, 3), v(m.DI.Value, 3),
-			v(m.TSS.Value, 3), v(m.AC.Value, 3), v(m.Tokens.Median, 0), v(m.Latency.Median, 0),
-			v(m.Harness.RetriesPerRun, 2), v(m.Harness.PlanRepromptsPerRun, 2), v(m.Harness.EscalationsPerRun, 2))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	sig := 0
-	for _, c := range r.Metrics.Comparisons {
-		if c.Significant {
-			sig++
-		}
-	}
-	fmt.Fprintf(out, "\n%d comparisons, %d significant after Benjamini–Hochberg. What each change did, per model, across tasks "+
-		"(↑k/n: significantly higher in k of n tasks, ↓ lower, · no significant difference):\n\n", len(r.Metrics.Comparisons), sig)
-	st := r.SummaryTable()
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(st.Header, "\t")))
-	for _, row := range st.Rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\nFindings on the harness's Structured Planning (the harness with and without it):")
-	shown := 0
-	for _, f := range r.Findings {
-		if f.ConditionA == "harness" && f.ConditionB == "harness_sp" {
-			fmt.Fprintf(out, "  - %s\n", f.Sentence)
-			shown++
-		}
-	}
-	fmt.Fprintf(out, "(%d findings in all, %d shown here; every one is in the report)\n", len(r.Findings), shown)
-	if len(r.Notes) > 0 {
-		fmt.Fprintf(out, "\nnotes:\n  - %s\n", strings.Join(r.Notes, "\n  - "))
-	}
-	return nil
 }

@@ -39,7 +39,7 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 		Name:    study,
 		Title:   opts.Title,
 		Study:   study,
-		Metrics: mr,
+		Metrics: NewMetricsDocument(mr),
 		Notes:   []string{},
 		dists:   map[analysis.CellKey]dist{},
 	}

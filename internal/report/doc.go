@@ -1,13 +1,27 @@
-// Package report turns the analysis of a study into documents people read: Markdown,
-// self-contained HTML (plots inline as PNG data URIs, no external resource) and JSON, written
-// side by side into a directory (Write).
+// Package report renders what package analysis computes: every text, document and page
+// people read about a study's metrics comes from here.
 //
-// A Report holds the metrics report of package analysis (every cell, every comparison,
+//   - A study report: Markdown, self-contained HTML (plots inline as PNG data URIs, no
+//     external resource) and JSON (report.json, FormatV1), written side by side into a
+//     directory (Write), and its summary for a terminal (WriteSummary, what `analyzer demo`
+//     prints).
+//   - The metrics of an analysis.Result on their own: the tables `analyzer metrics` prints
+//     (WriteMetricsTables) and the metrics JSON document (WriteMetricsJSON, MetricsFormatV1,
+//     schema in metrics.schema.json), which is also report.json's "metrics".
+//   - The reports directory over HTTP (Handler): an index page and each report's files.
+//
+// One number formatter (format.go) prints every number of every rendering, so that a p-value,
+// an estimate with its SE or a success rate with its interval reads the same in the metrics
+// tables, the report's tables and its sentences: p and q with 4 decimals, or 2 significant
+// digits in scientific notation below 0.0001 (4.6e-05); an estimate as "0.412 ± 0.031" ("~"
+// first when sampled); a rate as "0.90 [0.60, 0.98]"; a null value as "—".
+//
+// A Report holds the study's analysis.Result (every cell, every comparison,
 // Benjamini–Hochberg adjusted), what each cell ran with (harness components, simulated or
 // not), the data it stands on (events, runs, incomplete and superseded runs, rejected events,
 // the time window) and Findings: one sentence per significant comparison, generated from the
 // numbers ("Structured Planning raised RR from 0.41 to 1.00 for sim-steady (simulated) on
-// credit_ecl, q < 0.001, at +12% median latency"). No number in a sentence is written by
+// credit_ecl, q = 0.0004, at +12% median latency"). No number in a sentence is written by
 // hand.
 //
 // Build reads a study through an analysis.Querier, so that a report can be made from the

@@ -2,9 +2,7 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,36 +74,23 @@ func quantityLabel(q string) string {
 	return q
 }
 
+// valueText prints a compared value in a sentence: rates with 2 decimals, tokens and latency
+// (with its unit) whole.
 func valueText(q string, v metrics.Value) string {
-	if !v.Valid {
-		return "—"
-	}
 	switch q {
 	case metrics.QuantityTokens:
-		return strconv.FormatFloat(v.V, 'f', 0, 64)
+		return num(v, 0)
 	case metrics.QuantityLatency:
-		return strconv.FormatFloat(v.V, 'f', 0, 64) + " ms"
+		if !v.Valid {
+			return nullText
+		}
+		return num(v, 0) + " ms"
 	}
-	return strconv.FormatFloat(v.V, 'f', 2, 64)
+	return num(v, 2)
 }
 
-func qText(p metrics.Value) string {
-	if !p.Valid {
-		return "q n/a"
-	}
-	if p.V < 0.001 {
-		return "q < 0.001"
-	}
-	return "q = " + strconv.FormatFloat(p.V, 'f', 3, 64)
-}
-
-func pct(a, b metrics.Value) (string, bool) {
-	if !a.Valid || !b.Valid || a.V == 0 {
-		return "", false
-	}
-	d := (b.V - a.V) / math.Abs(a.V) * 100
-	return fmt.Sprintf("%+.0f%%", d), true
-}
+// qText states a finding's Benjamini–Hochberg adjusted p as the tables print it.
+func qText(p metrics.Value) string { return "q = " + pValue(p) }
 
 // componentsOf returns a condition's components: as the runs recorded them, or else as the
 // condition's name says.
@@ -196,7 +181,7 @@ func modelText(cells []CellInfo, model string) string {
 
 // studyFindings makes one finding per significant (task, model, A, B, quantity); when a
 // quantity has two tests (Fisher and McNemar) the first significant one speaks.
-func studyFindings(mr *analysis.Report, cells []CellInfo) []Finding {
+func studyFindings(mr *analysis.Result, cells []CellInfo) []Finding {
 	out := []Finding{}
 	seen := map[string]bool{}
 	production := mr.Study.SourceKind == "production"
@@ -233,7 +218,7 @@ func costClause(all []analysis.Comparison, c analysis.Comparison) string {
 	for _, q := range []string{metrics.QuantityLatency, metrics.QuantityTokens} {
 		for _, o := range all {
 			if o.Task == c.Task && o.Model == c.Model && o.ConditionA == c.ConditionA && o.ConditionB == c.ConditionB && o.Quantity == q {
-				if p, ok := pct(o.ValueA, o.ValueB); ok {
+				if p, ok := percentChange(o.ValueA, o.ValueB); ok {
 					parts = append(parts, p+" "+quantityLabel(q))
 				}
 				break

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -23,18 +22,8 @@ const (
 // Formats lists the formats Write produces.
 var Formats = []string{"md", "html", "json"}
 
-// WriteJSON writes the report as indented JSON.
-func WriteJSON(w io.Writer, r *Report) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("report: encode: %w", err)
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
-}
+// WriteJSON writes the report as indented JSON followed by a newline (report.json).
+func WriteJSON(w io.Writer, r *Report) error { return writeJSON(w, r) }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 

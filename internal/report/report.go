@@ -25,8 +25,8 @@ type Report struct {
 	Title string `json:"title"`
 	// Study is the study reported on.
 	Study string `json:"study"`
-	// Metrics is the metrics report (KindStudy): every cell and comparison.
-	Metrics *analysis.Report `json:"metrics,omitempty"`
+	// Metrics is the study's analysis (KindStudy): every cell and comparison.
+	Metrics *MetricsDocument `json:"metrics,omitempty"`
 	// Drift holds one window comparison per production (task, model) (KindDrift), adjusted
 	// together with Benjamini–Hochberg across the report.
 	Drift []analysis.WindowComparison `json:"drift,omitempty"`

@@ -15,71 +15,33 @@ type Table struct {
 	Flag map[int]bool
 }
 
-func f(v metrics.Value, prec int) string {
-	if !v.Valid {
-		return "—"
-	}
-	return strconv.FormatFloat(v.V, 'f', prec, 64)
-}
-
-func pText(v metrics.Value) string {
-	if !v.Valid {
-		return "—"
-	}
-	if v.V != 0 && v.V < 1e-4 {
-		return strconv.FormatFloat(v.V, 'e', 1, 64)
-	}
-	return strconv.FormatFloat(v.V, 'f', 4, 64)
-}
-
-func estText(e metrics.Estimate) string {
-	if !e.Value.Valid {
-		return "—"
-	}
-	s := strconv.FormatFloat(e.Value.V, 'f', 3, 64)
-	if e.Estimated {
-		s = "~" + s
-	}
-	if e.SE.Valid {
-		s += " ± " + strconv.FormatFloat(e.SE.V, 'f', 3, 64)
-	}
-	return s
-}
-
-func successCell(s metrics.Success) string {
-	if !s.Rate.Valid {
-		return "—"
-	}
-	return f(s.Rate, 2) + " [" + f(s.WilsonLow, 2) + ", " + f(s.WilsonHi, 2) + "]"
-}
-
 func spread(s metrics.Summary, prec int) string {
 	if s.N == 0 {
-		return "—"
+		return nullText
 	}
-	return f(s.Mean, prec) + " ± " + f(s.SD, prec)
+	return num(s.Mean, prec) + " ± " + num(s.SD, prec)
 }
 
 func quartiles(s metrics.Summary, prec int) string {
 	if s.N == 0 {
-		return "—"
+		return nullText
 	}
-	return f(s.Median, prec) + " (IQR " + f(s.IQR, prec) + ", p95 " + f(s.P95, prec) + ")"
+	return num(s.Median, prec) + " (IQR " + num(s.IQR, prec) + ", p95 " + num(s.P95, prec) + ")"
 }
 
 func passK(ps []metrics.PassK) string {
 	var parts []string
 	for _, p := range ps {
-		parts = append(parts, strconv.Itoa(p.K)+": "+strconv.FormatFloat(p.Value, 'f', 2, 64))
+		parts = append(parts, strconv.Itoa(p.K)+": "+num(metrics.Some(p.Value), 2))
 	}
 	if len(parts) == 0 {
-		return "—"
+		return nullText
 	}
 	return strings.Join(parts, ", ")
 }
 
 func activity(a metrics.Activity) string {
-	return f(a.RetriesPerRun, 2) + " / " + f(a.PlanRepromptsPerRun, 2) + " / " + f(a.RejectedToolCallsPerRun, 2) + " / " + f(a.EscalationsPerRun, 2)
+	return num(a.RetriesPerRun, 2) + " / " + num(a.PlanRepromptsPerRun, 2) + " / " + num(a.RejectedToolCallsPerRun, 2) + " / " + num(a.EscalationsPerRun, 2)
 }
 
 // CellTable is the per-cell table of a study report.
@@ -96,9 +58,9 @@ func (r *Report) CellTable() Table {
 		if simulated(r.Cells, c.Model) {
 			model += " (sim)"
 		}
-		t.Rows = append(t.Rows, []string{c.Task, model, c.Condition, strconv.Itoa(m.N), successCell(m.Success), passK(m.PassK),
-			estText(m.RR), estText(m.DI), f(m.ToolsAgree.Value, 2) + " / " + f(m.StatesAgree.Value, 2) + " / " + f(m.OutputAgree.Value, 2),
-			estText(m.TSS), estText(m.AC), f(m.PlanAgree.Value, 2), strconv.Itoa(m.DistinctOutputs),
+		t.Rows = append(t.Rows, []string{c.Task, model, c.Condition, strconv.Itoa(m.N), success(m.Success, 2), passK(m.PassK),
+			estimate(m.RR), estimate(m.DI), num(m.ToolsAgree.Value, 2) + " / " + num(m.StatesAgree.Value, 2) + " / " + num(m.OutputAgree.Value, 2),
+			estimate(m.TSS), estimate(m.AC), num(m.PlanAgree.Value, 2), strconv.Itoa(m.DistinctOutputs),
 			spread(m.Tokens, 0), quartiles(m.Tokens, 0), spread(m.Latency, 0), quartiles(m.Latency, 0), activity(m.Harness)})
 	}
 	return t
@@ -107,7 +69,7 @@ func (r *Report) CellTable() Table {
 func verdict(c metrics.Comparison) string {
 	switch {
 	case !c.P.Valid:
-		return "— " + c.Reason
+		return nullText + " " + c.Reason
 	case c.Significant && IsBad(c):
 		return "significant (worse)"
 	case c.Significant:
@@ -140,8 +102,8 @@ func (r *Report) ComparisonTable() Table {
 		if IsBad(c) {
 			t.Flag[len(t.Rows)] = true
 		}
-		t.Rows = append(t.Rows, []string{task, model, a, b, c.Quantity, f(c.ValueA, pr), f(c.ValueB, pr), f(c.Difference, pr),
-			testText(c), f(c.Statistic, 3), pText(c.P), pText(c.PAdjusted), verdict(c), f(c.EffectSize, 3)})
+		t.Rows = append(t.Rows, []string{task, model, a, b, c.Quantity, num(c.ValueA, pr), num(c.ValueB, pr), num(c.Difference, pr),
+			testText(c), num(c.Statistic, 3), pValue(c.P), pValue(c.PAdjusted), verdict(c), num(c.EffectSize, 3)})
 	}
 	if r.Metrics != nil {
 		for _, c := range r.Metrics.Comparisons {
@@ -166,8 +128,8 @@ func (r *Report) DriftTable() Table {
 			m    metrics.CellMetrics
 		}{{"previous " + d.A.Window.String(), d.A.Metrics}, {"last " + d.B.Window.String(), d.B.Metrics}} {
 			m := w.m
-			t.Rows = append(t.Rows, []string{d.Cell.Task, modelText(r.Cells, d.Cell.Model), w.name, strconv.Itoa(m.N), successCell(m.Success),
-				estText(m.RR), estText(m.DI), estText(m.TSS), estText(m.AC), quartiles(m.Tokens, 0), quartiles(m.Latency, 0)})
+			t.Rows = append(t.Rows, []string{d.Cell.Task, modelText(r.Cells, d.Cell.Model), w.name, strconv.Itoa(m.N), success(m.Success, 2),
+				estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC), quartiles(m.Tokens, 0), quartiles(m.Latency, 0)})
 		}
 	}
 	return t
@@ -178,7 +140,7 @@ func (r *Report) BasisTable() Table {
 	b := r.Basis
 	opt := func(s *string) string {
 		if s == nil {
-			return "—"
+			return nullText
 		}
 		return *s
 	}
@@ -212,7 +174,7 @@ func (r *Report) BasisTable() Table {
 	if r.Metrics != nil {
 		s := r.Metrics.Settings
 		t.Rows = append(t.Rows, []string{"tests", "permutations " + strconv.Itoa(s.Permutations) + ", seed " + strconv.FormatUint(s.Seed, 10) +
-			", Benjamini–Hochberg at " + strconv.FormatFloat(s.FDRLevel, 'g', -1, 64) + " across the report's " + strconv.Itoa(len(r.Metrics.Comparisons)) + " comparisons"})
+			", Benjamini–Hochberg at " + setting(s.FDRLevel) + " across the report's " + strconv.Itoa(len(r.Metrics.Comparisons)) + " comparisons"})
 	}
 	return t
 }

@@ -1,4 +1,5 @@
-// Package schedule makes ditto's scheduled variance reports and serves the reports directory.
+// Package schedule makes ditto's scheduled variance reports. Building and rendering a report,
+// and serving the reports directory (report.Handler), are package report's.
 //
 // A Scheduler runs on a cron schedule (github.com/go-co-op/gocron/v2; five fields, six with
 // seconds, or descriptors such as "@hourly"). Each run regenerates, into the reports
@@ -21,9 +22,4 @@
 // The time of the last run, each study's latest reported event and the findings alerted are
 // kept in <reports>/schedule-state.json. On Start, if the schedule fired between the last run
 // and now (the analyzer was down), one run is made at once.
-//
-// # Browsing
-//
-// Handler serves the reports directory: an index page of every report and each report's
-// report.html, report.md and report.json.
 package schedule

@@ -1,4 +1,4 @@
-package schedule
+package report
 
 import (
 	"encoding/json"
@@ -9,13 +9,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/dittolab/ditto/internal/report"
 )
 
-// Handler serves a reports directory under prefix (e.g. "/reports/"): prefix itself is an
-// index page of every report, prefix + "<name>/" its HTML report, and prefix +
-// "<name>/report.{html,md,json}" the files. Nothing else in the directory is served.
+// Handler serves a reports directory (each report in its own subdirectory, as Write writes
+// it) under prefix (e.g. "/reports/"): prefix itself is an index page of every report,
+// prefix + "<name>/" its HTML report, and prefix + "<name>/report.{html,md,json}" the files.
+// Only GET and HEAD are answered, and nothing else in the directory is served.
 func Handler(dir, prefix string) http.Handler {
 	return http.StripPrefix(prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -29,10 +28,10 @@ func Handler(dir, prefix string) http.Handler {
 		}
 		name, file, _ := strings.Cut(p, "/")
 		if file == "" {
-			file = report.FileHTML
+			file = FileHTML
 		}
-		types := map[string]string{report.FileHTML: "text/html; charset=utf-8", report.FileMarkdown: "text/markdown; charset=utf-8",
-			report.FileJSON: "application/json"}
+		types := map[string]string{FileHTML: "text/html; charset=utf-8", FileMarkdown: "text/markdown; charset=utf-8",
+			FileJSON: "application/json"}
 		ct, ok := types[file]
 		if !ok || !validName(name) {
 			http.NotFound(w, r)
@@ -87,12 +86,12 @@ func Index(dir string) []IndexEntry {
 		if !e.IsDir() || !validName(e.Name()) {
 			continue
 		}
-		path := filepath.Join(dir, e.Name(), report.FileJSON)
+		path := filepath.Join(dir, e.Name(), FileJSON)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
-		var r report.Report
+		var r Report
 		if json.Unmarshal(b, &r) != nil {
 			continue
 		}

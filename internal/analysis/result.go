@@ -4,21 +4,17 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
-// FormatV1 identifies the JSON document a Report marshals to (schema: metrics.schema.json).
-const FormatV1 = "ditto.metrics/v1"
-
-// CountedRunsRule states which attempts a cell's N counts; it is part of every Report.
+// CountedRunsRule states which attempts a cell's N counts; it is part of every Result.
 const CountedRunsRule = "each run counts once, by its latest finished attempt (status succeeded, failed, " +
 	"escalated or aborted with run.finished); earlier attempts of the same run are superseded and not counted; " +
 	"runs without a finished attempt are incomplete and not counted"
 
-// Report is the metrics report of one study: every cell, every comparison, and notes on the
-// data. It is what `analyzer metrics --json` writes; the same events and Options give a
-// byte-identical document (no wall clock, no map order).
-type Report struct {
-	// Format is FormatV1.
-	Format string `json:"format"`
-	Study  Study  `json:"study"`
+// Result is the analysis of one study: every cell, every comparison, and notes on the data.
+// It holds no wall clock and no map, so the same events and Options give an equal Result.
+// Package report renders it (the tables of `analyzer metrics`, the metrics JSON document,
+// the Markdown and HTML reports); its JSON field names are the document's.
+type Result struct {
+	Study Study `json:"study"`
 	// GeneratedAt is the time of the study's latest event (RFC 3339, UTC), not the wall clock.
 	GeneratedAt *string  `json:"generated_at"`
 	Settings    Settings `json:"settings"`
@@ -31,7 +27,7 @@ type Report struct {
 	Notes []string `json:"notes"`
 }
 
-// Study describes the study of a report.
+// Study describes the study of a Result.
 type Study struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -42,7 +38,7 @@ type Study struct {
 	ExpectedRuns *int64 `json:"expected_runs"`
 }
 
-// Settings record how the report was computed.
+// Settings record how the Result was computed.
 type Settings struct {
 	Permutations int    `json:"permutations"`
 	Seed         uint64 `json:"seed"`
@@ -123,8 +119,8 @@ type Comparison struct {
 	metrics.Comparison
 }
 
-// Cell returns the report's cell k, or nil.
-func (r *Report) Cell(k CellKey) *Cell {
+// Cell returns the cell k, or nil.
+func (r *Result) Cell(k CellKey) *Cell {
 	for i := range r.Cells {
 		if r.Cells[i].CellKey == k {
 			return &r.Cells[i]

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/dittolab/ditto/internal/analysis"
+)
+
+// MetricsFormatV1 identifies the metrics document: an analysis.Result with its format, as
+// `analyzer metrics --json` writes it and report.json holds it under "metrics" (schema:
+// metrics.schema.json).
+const MetricsFormatV1 = "ditto.metrics/v1"
+
+// MetricsDocument is the JSON document of an analysis.Result: its format, then the Result's
+// fields. Equal Results give equal documents.
+type MetricsDocument struct {
+	// Format is MetricsFormatV1.
+	Format string `json:"format"`
+	*analysis.Result
+}
+
+// NewMetricsDocument returns the document of r.
+func NewMetricsDocument(r *analysis.Result) *MetricsDocument {
+	return &MetricsDocument{Format: MetricsFormatV1, Result: r}
+}
+
+// WriteMetricsJSON writes the metrics document of r as indented JSON followed by a newline.
+// Equal Results give equal bytes.
+func WriteMetricsJSON(w io.Writer, r *analysis.Result) error {
+	return writeJSON(w, NewMetricsDocument(r))
+}
+
+// WriteMetricsTables writes r for people, as `analyzer metrics` prints it: the study, a table
+// of cells (N, success with its Wilson interval, RR, DI, TSS, AC with their jackknife SEs,
+// plan and output agreement, median tokens and latency, harness activity), a table of
+// comparisons (values, difference, test, statistic, p, BH-adjusted p, verdict) and the notes on
+// the data.
+func WriteMetricsTables(w io.Writer, r *analysis.Result) error {
+	bw := bufio.NewWriter(w)
+	s := r.Study
+	fmt.Fprintf(bw, "study %s (%s, %s", s.ID, s.Name, s.SourceKind)
+	if s.Paired {
+		fmt.Fprint(bw, ", paired")
+	}
+	fmt.Fprint(bw, ")")
+	if r.GeneratedAt != nil {
+		fmt.Fprintf(bw, "  data up to %s", *r.GeneratedAt)
+	}
+	fmt.Fprintf(bw, "\npermutations %d, seed %d, BH level %s; ± is the jackknife SE, ~ marks a sampled estimate\n\n",
+		r.Settings.Permutations, r.Settings.Seed, setting(r.Settings.FDRLevel))
+
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tPLAN\tOUTPUT\tOUTPUTS\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tESCALATIONS/RUN")
+	for _, c := range r.Cells {
+		m := c.Metrics
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
+			c.Task, c.Model, c.Condition, m.N, success(m.Success, 3), estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC),
+			estimate(m.PlanAgree), estimate(m.OutputAgree), m.DistinctOutputs, num(m.Tokens.Median, 0), num(m.Latency.Median, 1),
+			num(m.Harness.RetriesPerRun, 3), num(m.Harness.EscalationsPerRun, 3))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(bw, "\n%d comparisons (B against the reference A; difference = B − A)\n", len(r.Comparisons))
+	if len(r.Comparisons) > 0 {
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tMODEL\tA\tB\tQUANTITY\tVALUE A\tVALUE B\tDIFF\tTEST\tSTATISTIC\tP\tP BH\tVERDICT")
+		for _, c := range r.Comparisons {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity, num(c.ValueA, 4), num(c.ValueB, 4),
+				num(c.Difference, 4), testText(c.Comparison), num(c.Statistic, 4), pValue(c.P), pValue(c.PAdjusted), verdict(c.Comparison))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(bw, "\nnotes on the data:")
+		for _, n := range r.Notes {
+			fmt.Fprintf(bw, "  - %s\n", n)
+		}
+	}
+	return bw.Flush()
+}
+
+// writeJSON writes v as indented JSON followed by a newline, HTML characters unescaped.
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("report: encode: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
