@@ -209,7 +209,7 @@ func payloadTakesFastPath(t Type, raw []byte) bool {
 
 // FuzzDecodeFast is a differential fuzz test: Decode (fast path with encoding/json fallback)
 // and decodeReference (encoding/json only) agree on every input, errors included.
-// Run: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 2m ./events
+// It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 5000000x ./events
 func FuzzDecodeFast(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
 	for _, name := range files {
