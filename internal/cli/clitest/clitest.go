@@ -119,3 +119,41 @@ func (b *Binary) Run(t testing.TB, dir string, env []string, args ...string) Res
 	}
 	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
 }
+
+// UnsetEnv makes every DITTO_ variable of this process empty, which ditto's flags read as
+// unset, for the test.
+func UnsetEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DITTO_") {
+			t.Setenv(name, "")
+		}
+	}
+}
+
+// CheckSection fails t when the part of the file at path between the lines
+// "<!-- begin NAME: … -->" and "<!-- end NAME -->" is not want; with update, it writes want there
+// instead.
+func CheckSection(t *testing.T, path, name, want string, update bool) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	begin := strings.Index(doc, "<!-- begin "+name+":")
+	end := strings.Index(doc, "<!-- end "+name+" -->")
+	if begin < 0 || end < begin {
+		t.Fatalf("%s lacks the lines <!-- begin %s: … --> and <!-- end %s -->", path, name, name)
+	}
+	begin += strings.Index(doc[begin:], "\n") + 1
+	if doc[begin:end] == want {
+		return
+	}
+	if !update {
+		t.Errorf("%s: the section %s is stale; rewrite it with go test -run %s -update in this package", path, name, t.Name())
+		return
+	}
+	if err := os.WriteFile(path, []byte(doc[:begin]+want+doc[end:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

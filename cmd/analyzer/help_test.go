@@ -1,0 +1,22 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/dittolab/ditto/internal/cli/clitest"
+)
+
+var update = flag.Bool("update", false, "rewrite analyzer's part of docs/cli.md")
+
+// TestHelpReference: docs/cli.md holds analyzer's help and every command's as they print them;
+// -update rewrites that part.
+func TestHelpReference(t *testing.T) {
+	clitest.UnsetEnv(t)
+	var ref strings.Builder
+	if err := program.WriteReference(&ref); err != nil {
+		t.Fatal(err)
+	}
+	clitest.CheckSection(t, "../../docs/cli.md", "analyzer", ref.String(), *update)
+}
