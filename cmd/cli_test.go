@@ -17,7 +17,6 @@ import (
 
 const testVersion = "v0.0.0-clitest"
 
-
 var (
 	analyzer = &clitest.Binary{Pkg: "github.com/dittolab/ditto/cmd/analyzer", Tags: "duckdb_arrow", CGO: true, Version: testVersion}
 	producer = &clitest.Binary{Pkg: "github.com/dittolab/ditto/cmd/producer", Version: testVersion}
