@@ -56,12 +56,12 @@ func TestReadOnlyRefusesIngest(t *testing.T) {
 	path := tempDB(t)
 	w := openWH(t, path)
 	w.Close()
-	ro, err := warehouse.Open(warehousetest.Context(t, 10*time.Second), warehouse.Config{Path: path, ReadOnly: true})
+	ro, err := warehouse.Open(warehousetest.Context(t, 2*time.Minute), warehouse.Config{Path: path, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := ro.CatchUp(warehousetest.Context(t, 10*time.Second), b, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrReadOnly) {
+	if err := ro.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrReadOnly) {
 		t.Errorf("CatchUp(read-only) = %v, want ErrReadOnly", err)
 	}
 }
@@ -119,7 +119,7 @@ func TestCollectorsAndNoLeak(t *testing.T) {
 
 // The DuckDB settings of Config reach the database.
 func TestDuckDBSettingsApplied(t *testing.T) {
-	ctx := warehousetest.Context(t, 10*time.Second)
+	ctx := warehousetest.Context(t, 2*time.Minute)
 	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), Threads: 1, MemoryLimit: "256MB", CheckpointThreshold: "64MB"})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestDuckDBSettingsApplied(t *testing.T) {
 
 // Memory reports the Go heap, DuckDB's buffer manager and the RSS of a database with data.
 func TestMemoryFigures(t *testing.T) {
-	ctx := warehousetest.Context(t, 10*time.Second)
+	ctx := warehousetest.Context(t, 2*time.Minute)
 	w := openWH(t, tempDB(t))
 	defer w.Close()
 	if _, err := w.DB().ExecContext(ctx, "CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS s FROM range(200000)"); err != nil {

@@ -194,7 +194,7 @@ func TestCrashAndRestart(t *testing.T) {
 			warehousetest.PublishFast(t, b, msgs) // arrival order differs from seq order within runs
 			path := tempDB(t)
 			for _, at := range []int{1, 3, 7} {
-				w, err := warehouse.Open(warehousetest.Context(t, 10*time.Second), warehouse.Config{Path: path})
+				w, err := warehouse.Open(warehousetest.Context(t, 2*time.Minute), warehouse.Config{Path: path})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -297,7 +297,7 @@ func TestRebuildYieldsIdenticalTables(t *testing.T) {
 	if err := warehouse.Rebuild(warehousetest.Context(t, 60*time.Second), b, path, warehouse.IngestConfig{}); err != nil {
 		t.Fatalf("Rebuild() = %v", err)
 	}
-	if err := warehouse.Rebuild(warehousetest.Context(t, 10*time.Second), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
+	if err := warehouse.Rebuild(warehousetest.Context(t, 2*time.Minute), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
 		t.Errorf("Rebuild(existing file) = %v, want ErrExists", err)
 	}
 	rebuilt := openWH(t, path)

@@ -62,7 +62,7 @@ func externalServerPID(t testing.TB) (*bus.Bus, int) {
 	if err != nil || !strings.HasPrefix(line, "nats://") {
 		t.Fatalf("child nats-server: %q, %v", line, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := bus.Open(ctx, bus.Config{URL: strings.TrimSpace(line), Name: t.Name()})
 	if err != nil {
