@@ -6,12 +6,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,7 +52,8 @@ func (b *Binary) build() {
 		b.err = err
 		return
 	}
-	if b.dir, b.err = os.MkdirTemp("", "clitest-"); b.err != nil {
+	sweepStale()
+	if b.dir, b.err = os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid())); b.err != nil {
 		return
 	}
 	b.path = filepath.Join(b.dir, b.Name())
@@ -68,6 +72,27 @@ func (b *Binary) build() {
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.err = errors.New(err.Error() + ": " + string(out))
+	}
+}
+
+// dirPrefix starts the name of each build directory, followed by the building process's id.
+const dirPrefix = "ditto-clitest-"
+
+// sweepStale removes the build directories of test processes that have ended without removing
+// theirs (killed, or stopped by go test's -timeout): an analyzer is 150 MB.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), dirPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if err != nil || n == os.Getpid() {
+			continue
+		}
+		// Signal 0 checks that the process exists; any answer but "done" (alive, or another
+		// user's) keeps its directory.
+		if p, err := os.FindProcess(n); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+			os.RemoveAll(d)
+		}
 	}
 }
 
