@@ -53,61 +53,8 @@ type amlMatch struct {
 	Score   float64 `json:"score"`
 }
 
-const (
-	amlLoadSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "dataset path of the customer, e.g. data/aml_screening/cust-a"},
-    "include_transactions": {"type": "boolean", "description": "include recent transactions (default false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	amlScreenSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "lists": {"type": "array", "items": {"enum": ["ofac_sdn", "un_consolidated", "eu_fsf"]}, "uniqueItems": true, "minItems": 1, "description": "watchlists to screen against (default: all)"},
-    "threshold": {"type": "number", "minimum": 0.5, "maximum": 1, "description": "minimum name similarity for a match (default 0.85)"},
-    "match_dob": {"type": "boolean", "description": "count a match only when the date of birth also agrees (default false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	amlReviewSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "match_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true, "description": "watchlist entry ids of the screening matches"},
-    "depth": {"enum": ["standard", "full"], "description": "review depth (default standard)"},
-    "include_adverse_media": {"type": "boolean", "description": "include the adverse-media search (default false)"}
-  },
-  "required": ["path", "match_ids"],
-  "additionalProperties": false
-}`
-	amlReportSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "screening_outcome": {"enum": ["clean", "hit"]},
-    "disposition": {"enum": ["true_match", "false_positive"], "description": "enhanced review disposition, required after a hit"},
-    "risk_rating": {"enum": ["low", "medium", "high"], "description": "overrides the default rating of the outcome"},
-    "include_matches": {"type": "boolean"},
-    "match_ids": {"type": "array", "items": {"type": "string"}},
-    "output_path": {"type": "string"}
-  },
-  "required": ["path", "screening_outcome"],
-  "additionalProperties": false
-}`
-)
-
-type amlStore struct {
-	store
-	watchlist []watchEntry
-}
-
-func newAMLScreening() *Task {
-	st, stems := loadStore(amlTask)
+func amlKit() kit {
+	st, _ := loadStore(amlTask)
 	var wl struct {
 		Entries []watchEntry `json:"entries"`
 	}
@@ -119,39 +66,10 @@ func newAMLScreening() *Task {
 		panic("tasks: aml watchlist: " + err.Error()) // embedded: a build-time fact
 	}
 	s := &amlStore{store: st, watchlist: wl.Entries}
-	return build(st, stems, taskDef{
-		name:  amlTask,
-		title: "Sanctions / AML screening of a customer",
-		instructions: "You are an AML compliance analyst. Screen the customer named by the user against the " +
-			"sanctions watchlists. Load the customer, screen the name against all lists; if the screening " +
-			"reports a hit, run an enhanced review of the matches; then generate the screening report with the " +
-			"outcome (and the review disposition after a hit). Only touch the datasets you are given.",
-		prompt:     "Screen the customer at %s against the sanctions watchlists and file the screening report.",
-		extraScope: []string{"watchlists"},
-		states: []State{
-			{Name: "LOAD_DATA", Tool: "load_customer", Next: []string{"SCREEN"}, Validate: validateAMLLoad},
-			{Name: "SCREEN", Tool: "screen_watchlists", Next: []string{"ENHANCED_REVIEW", "GENERATE_REPORT"},
-				Route: routeScreen, Validate: validateAMLScreen},
-			{Name: "ENHANCED_REVIEW", Tool: "enhanced_review", Next: []string{"GENERATE_REPORT"}, Validate: validateAMLReview},
-			{Name: "GENERATE_REPORT", Tool: "generate_aml_report", Validate: validateAMLReport},
-		},
-		tools: []Tool{
-			pathTool("load_customer", "Load a customer record.", amlLoadSchema, s.load),
-			{Name: "screen_watchlists", Description: "Screen a customer's name against sanctions watchlists.", Schema: json.RawMessage(amlScreenSchema),
-				Resources: screenResources, Exec: s.screen},
-			pathTool("enhanced_review", "Review screening matches in depth (date of birth, country) and give a disposition.", amlReviewSchema, s.review),
-			pathTool("generate_aml_report", "Generate and file the screening report.", amlReportSchema, s.report),
-		},
-		check: func(inst *Instance, output json.RawMessage) bool {
-			var rec customerRecord
-			var rep struct {
-				CustomerID string `json:"customer_id"`
-				Outcome    string `json:"outcome"`
-			}
-			if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
-				return false
-			}
-			return rep.CustomerID == rec.Customer.CustomerID && rep.Outcome == s.truth(rec)
+	return kit{
+		tools: map[string]execFunc{
+			"load_customer": s.load, "screen_watchlists": s.screen,
+			"enhanced_review": s.review, "generate_aml_report": s.report,
 		},
 		ideal: func(state, path string, results []ToolResult) map[string]any {
 			args := map[string]any{"path": path}
@@ -180,7 +98,12 @@ func newAMLScreening() *Task {
 			}
 			return args
 		},
-	})
+	}
+}
+
+type amlStore struct {
+	store
+	watchlist []watchEntry
 }
 
 // truth is the ground-truth outcome of an instance: default threshold, all lists.
@@ -193,38 +116,6 @@ func (s *amlStore) truth(rec customerRecord) string {
 		return "escalated_to_mlro"
 	}
 	return "cleared_false_positive"
-}
-
-func routeScreen(out json.RawMessage) (string, error) {
-	var o struct {
-		Hit *bool `json:"hit"`
-	}
-	if err := json.Unmarshal(out, &o); err != nil || o.Hit == nil {
-		return "", fmt.Errorf("tasks: screening output has no boolean \"hit\"")
-	}
-	if *o.Hit {
-		return "ENHANCED_REVIEW", nil
-	}
-	return "GENERATE_REPORT", nil
-}
-
-// screenResources: the customer's dataset plus one resource per watchlist consulted.
-func screenResources(args json.RawMessage) []string {
-	var a struct {
-		Path  string   `json:"path"`
-		Lists []string `json:"lists"`
-	}
-	if err := json.Unmarshal(args, &a); err != nil {
-		return []string{""}
-	}
-	if len(a.Lists) == 0 {
-		a.Lists = amlLists
-	}
-	out := []string{a.Path}
-	for _, l := range a.Lists {
-		out = append(out, "watchlists/"+l)
-	}
-	return out
 }
 
 // normName lower-cases the letters of each name token and sorts the tokens, so "VOLKOV,
@@ -465,76 +356,4 @@ func (s *amlStore) report(_ context.Context, _ *Instance, args json.RawMessage) 
 		out["matches"] = ids
 	}
 	return mustJSON(out), nil
-}
-
-func validateAMLLoad(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		CustomerID string `json:"customer_id"`
-		Name       string `json:"name"`
-		DOB        string `json:"dob"`
-	}
-	if decodeOutput(out, &o, &p) && (o.CustomerID == "" || o.Name == "" || o.DOB == "") {
-		p.addf("customer_id, name and dob are required")
-	}
-	return p
-}
-
-func validateAMLScreen(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		Hit           *bool    `json:"hit"`
-		ListsScreened []string `json:"lists_screened"`
-		Threshold     float64  `json:"threshold"`
-		MatchDOB      bool     `json:"match_dob"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.Hit == nil {
-		p.addf("hit is missing")
-	}
-	for _, l := range amlLists {
-		if !slices.Contains(o.ListsScreened, l) {
-			p.addf("list %s was not screened: policy requires all lists", l)
-		}
-	}
-	if o.Threshold > 0.9 {
-		p.addf("threshold %v is above the policy maximum 0.90", o.Threshold)
-	}
-	if o.MatchDOB {
-		p.addf("match_dob suppresses name-only matches: policy requires name screening without it")
-	}
-	return p
-}
-
-func validateAMLReview(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		Reviewed    []json.RawMessage `json:"reviewed"`
-		Disposition string            `json:"disposition"`
-	}
-	if decodeOutput(out, &o, &p) && (len(o.Reviewed) == 0 || o.Disposition == "") {
-		p.addf("reviewed matches and a disposition are required")
-	}
-	return p
-}
-
-func validateAMLReport(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		CustomerID string `json:"customer_id"`
-		Outcome    string `json:"outcome"`
-		ReportPath string `json:"report_path"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.CustomerID == "" || o.ReportPath == "" {
-		p.addf("customer_id and report_path are required")
-	}
-	if !slices.Contains([]string{"clear", "cleared_false_positive", "escalated_to_mlro"}, o.Outcome) {
-		p.addf("outcome %q is not one of clear, cleared_false_positive, escalated_to_mlro", o.Outcome)
-	}
-	return p
 }

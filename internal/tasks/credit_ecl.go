@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -37,87 +36,12 @@ type portfolio struct {
 
 var loanFields = []string{"id", "stage", "pd_12m", "pd_lifetime", "lgd", "ead"}
 
-const (
-	creditLoadSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "dataset path of the portfolio, e.g. data/credit_ecl/portfolio-a"},
-    "fields": {"type": "array", "items": {"enum": ["id", "stage", "pd_12m", "pd_lifetime", "lgd", "ead"]}, "uniqueItems": true, "description": "loan fields to return (default: all)"},
-    "limit": {"type": "integer", "minimum": 1, "description": "return at most this many loans (default: all)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	creditValidateSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "checks": {"type": "array", "items": {"enum": ["ranges", "stages", "duplicates", "exposure"]}, "uniqueItems": true, "description": "checks to run (default: all)"},
-    "strict": {"type": "boolean", "description": "treat warnings as errors (default false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	creditCalcSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "pd_basis": {"enum": ["stage", "12m", "lifetime"], "description": "which PD to apply: stage (12-month for stage 1, lifetime for stages 2 and 3; default), or one basis for every loan"},
-    "rounding": {"type": "integer", "minimum": 0, "maximum": 6, "description": "decimal places of the amounts (default 2)"},
-    "include_loans": {"type": "boolean", "description": "include the per-loan ECL (default false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	creditReportSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "total_ecl": {"type": "number", "minimum": 0, "description": "portfolio ECL as calculated"},
-    "by_stage": {"type": "object", "properties": {"stage_1": {"type": "number"}, "stage_2": {"type": "number"}, "stage_3": {"type": "number"}}, "additionalProperties": false},
-    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
-    "precision": {"type": "integer", "minimum": 0, "maximum": 6, "description": "decimal places in the report (default 2)"},
-    "format": {"enum": ["summary", "detailed"]},
-    "output_path": {"type": "string", "description": "where to file the report (default reports/credit_ecl/<portfolio>)"}
-  },
-  "required": ["path", "total_ecl"],
-  "additionalProperties": false
-}`
-)
-
-func newCreditECL() *Task {
-	st, stems := loadStore(creditTask)
-	return build(st, stems, taskDef{
-		name:  creditTask,
-		title: "IFRS 9 expected credit loss of a loan portfolio",
-		instructions: "You are a credit risk analyst. Compute the IFRS 9 expected credit loss (ECL) of the loan " +
-			"portfolio named by the user and file the ECL report. Use the tools: load the portfolio, validate " +
-			"the data, calculate the ECL (PD × LGD × EAD, 12-month PD for stage 1 and lifetime PD for stages 2 " +
-			"and 3), then generate the report with the calculated figures. Only touch the datasets you are given.",
-		prompt: "Compute the IFRS 9 expected credit loss for the loan portfolio at %s and file the ECL report.",
-		states: []State{
-			{Name: "LOAD_DATA", Tool: "load_portfolio", Next: []string{"VALIDATE_DATA"}, Validate: validateCreditLoad},
-			{Name: "VALIDATE_DATA", Tool: "validate_portfolio", Next: []string{"CALCULATE"}, Validate: validateCreditValidation},
-			{Name: "CALCULATE", Tool: "calculate_ecl", Next: []string{"GENERATE_REPORT"}, Validate: validateCreditCalc},
-			{Name: "GENERATE_REPORT", Tool: "generate_ecl_report", Validate: validateCreditReport},
-		},
-		tools: []Tool{
-			pathTool("load_portfolio", "Load a loan portfolio dataset.", creditLoadSchema, st.creditLoad),
-			pathTool("validate_portfolio", "Run data-quality checks on a loan portfolio dataset.", creditValidateSchema, st.creditValidate),
-			pathTool("calculate_ecl", "Calculate the expected credit loss of a loan portfolio.", creditCalcSchema, st.creditCalc),
-			pathTool("generate_ecl_report", "Generate and file the IFRS 9 ECL report from calculated figures.", creditReportSchema, st.creditReport),
-		},
-		check: func(inst *Instance, output json.RawMessage) bool {
-			var p portfolio
-			var rep struct {
-				PortfolioID string   `json:"portfolio_id"`
-				TotalECL    *float64 `json:"total_ecl"`
-			}
-			if json.Unmarshal(inst.Data, &p) != nil || json.Unmarshal(output, &rep) != nil || rep.TotalECL == nil {
-				return false
-			}
-			// Tolerance 1.0 currency unit: a report rounded to whole units is still correct.
-			return rep.PortfolioID == p.PortfolioID && math.Abs(*rep.TotalECL-creditTruth(p)) <= 1.0
+func creditKit() kit {
+	st, _ := loadStore(creditTask)
+	return kit{
+		tools: map[string]execFunc{
+			"load_portfolio": st.creditLoad, "validate_portfolio": st.creditValidate,
+			"calculate_ecl": st.creditCalc, "generate_ecl_report": st.creditReport,
 		},
 		ideal: func(state, path string, results []ToolResult) map[string]any {
 			args := map[string]any{"path": path}
@@ -134,16 +58,7 @@ func newCreditECL() *Task {
 			}
 			return args
 		},
-	})
-}
-
-// creditTruth is the ground-truth portfolio ECL (stage basis, unrounded).
-func creditTruth(p portfolio) float64 {
-	var total float64
-	for _, l := range p.Loans {
-		total += loanECL(l, "stage")
 	}
-	return total
 }
 
 func loanECL(l loan, basis string) float64 {
@@ -341,113 +256,4 @@ func (s store) creditReport(_ context.Context, _ *Instance, args json.RawMessage
 		out["loan_count"] = len(pf.Loans)
 	}
 	return mustJSON(out), nil
-}
-
-func validateCreditLoad(out json.RawMessage) []string {
-	var p problems
-	// Pointers tell a missing field from a zero one.
-	var o struct {
-		PortfolioID string `json:"portfolio_id"`
-		LoanCount   int    `json:"loan_count"`
-		Loans       []struct {
-			ID         *string  `json:"id"`
-			Stage      *int     `json:"stage"`
-			PD12m      *float64 `json:"pd_12m"`
-			PDLifetime *float64 `json:"pd_lifetime"`
-			LGD        *float64 `json:"lgd"`
-			EAD        *float64 `json:"ead"`
-		} `json:"loans"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.PortfolioID == "" {
-		p.addf("portfolio_id is missing")
-	}
-	if len(o.Loans) == 0 {
-		p.addf("no loans loaded")
-	}
-	if len(o.Loans) != o.LoanCount {
-		p.addf("loaded %d of %d loans: load the whole portfolio (no limit)", len(o.Loans), o.LoanCount)
-	}
-	for _, l := range o.Loans {
-		present := []bool{l.ID != nil, l.Stage != nil, l.PD12m != nil, l.PDLifetime != nil, l.LGD != nil, l.EAD != nil}
-		for i, f := range loanFields { // loanFields is in the same order
-			if !present[i] {
-				p.addf("loans lack field %q: load all fields", f)
-				return p
-			}
-		}
-	}
-	return p
-}
-
-func validateCreditValidation(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		Valid        *bool    `json:"valid"`
-		LoansChecked int      `json:"loans_checked"`
-		Checks       []string `json:"checks"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.LoansChecked == 0 {
-		p.addf("no loans checked")
-	}
-	p.validationRan(o.Valid, o.Checks, []string{"ranges", "stages"},
-		"the portfolio did not pass validation; blocking issues must be resolved (warnings are not blocking unless strict)")
-	return p
-}
-
-func validateCreditCalc(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		PDBasis   string             `json:"pd_basis"`
-		TotalECL  *float64           `json:"total_ecl"`
-		ByStage   map[string]float64 `json:"by_stage"`
-		Rounding  int                `json:"rounding"`
-		LoanCount int                `json:"loan_count"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.PDBasis != "stage" {
-		p.addf("pd_basis %q violates IFRS 9: use 12-month PD for stage 1 and lifetime PD for stages 2 and 3 (pd_basis \"stage\")", o.PDBasis)
-	}
-	if o.TotalECL == nil || *o.TotalECL < 0 {
-		p.addf("total_ecl missing or negative")
-		return p
-	}
-	var sum float64
-	for _, v := range o.ByStage {
-		sum += v
-	}
-	// The parts are rounded separately: allow the rounding error of three terms.
-	if math.Abs(sum-*o.TotalECL) > 3*math.Pow(10, -float64(o.Rounding)) {
-		p.addf("by_stage sums to %v, not total_ecl %v", sum, *o.TotalECL)
-	}
-	return p
-}
-
-func validateCreditReport(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		PortfolioID string   `json:"portfolio_id"`
-		TotalECL    *float64 `json:"total_ecl"`
-		ReportPath  string   `json:"report_path"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.PortfolioID == "" {
-		p.addf("portfolio_id is missing")
-	}
-	if o.TotalECL == nil || *o.TotalECL < 0 {
-		p.addf("total_ecl missing or negative")
-	}
-	if o.ReportPath == "" {
-		p.addf("report_path is missing")
-	}
-	return p
 }

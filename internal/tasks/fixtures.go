@@ -122,24 +122,6 @@ func pathIn(task, prompt string) string {
 	return re.(*regexp.Regexp).FindString(prompt)
 }
 
-// pathResources is the Resources function of a tool whose only resources are its "path" and
-// optional "output_path" arguments. Malformed arguments yield the empty path, which is never in
-// scope, so the permission gate rejects them rather than letting them through.
-func pathResources(args json.RawMessage) []string {
-	var a struct {
-		Path       string `json:"path"`
-		OutputPath string `json:"output_path"`
-	}
-	if err := json.Unmarshal(args, &a); err != nil {
-		return []string{""}
-	}
-	out := []string{a.Path}
-	if a.OutputPath != "" {
-		out = append(out, a.OutputPath)
-	}
-	return out
-}
-
 // lastOutput returns the output of the last successful call of tool in results.
 func lastOutput(results []ToolResult, tool string) (json.RawMessage, bool) {
 	for i := len(results) - 1; i >= 0; i-- {
@@ -148,18 +130,4 @@ func lastOutput(results []ToolResult, tool string) (json.RawMessage, bool) {
 		}
 	}
 	return nil, false
-}
-
-// problems collects validator findings.
-type problems []string
-
-func (p *problems) addf(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
-
-// decodeOutput decodes a tool output for a validator, recording a problem on failure.
-func decodeOutput(out json.RawMessage, v any, p *problems) bool {
-	if err := json.Unmarshal(out, v); err != nil {
-		p.addf("output is not the expected JSON object: %v", err)
-		return false
-	}
-	return true
 }

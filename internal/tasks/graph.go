@@ -111,8 +111,8 @@ func (t *Task) Validate() error {
 	if _, ok := t.ToolByName(t.FinalTool); !ok {
 		return fmt.Errorf("tasks: %s: unknown final tool %q", t.Name, t.FinalTool)
 	}
-	if t.Check == nil || t.Ideal == nil || len(t.Instances) == 0 {
-		return fmt.Errorf("tasks: %s: missing Check, Ideal or instances", t.Name)
+	if t.Check == nil || len(t.Instances) == 0 {
+		return fmt.Errorf("tasks: %s: missing Check or instances", t.Name)
 	}
 	return nil
 }

@@ -12,12 +12,13 @@ var registry = struct {
 	tasks map[string]*Task
 }{}
 
+// load reads the built-in tasks from their embedded task files.
 func load() {
 	registry.tasks = map[string]*Task{}
-	for _, build := range []func() *Task{newCreditECL, newRenalDosing, newAMLScreening} {
-		t := build()
-		if _, dup := registry.tasks[t.Name]; dup {
-			panic("tasks: duplicate task " + t.Name) // programming error in this package
+	for _, name := range []string{creditTask, renalTask, amlTask} {
+		t, err := loadBuiltin(name)
+		if err != nil {
+			panic("tasks: built-in task " + name + ": " + err.Error()) // embedded: a build-time fact
 		}
 		registry.tasks[t.Name] = t
 	}
@@ -49,8 +50,8 @@ func Names() []string {
 	return names
 }
 
-// Register adds a task (for example a study-specific or test task) after checking it with
-// Task.Validate. Registering a name twice is an error. The task must not be modified afterwards.
+// Register adds a task (for example a test task) after checking it with Task.Validate.
+// Registering a name twice is an error. The task must not be modified afterwards.
 func Register(t *Task) error {
 	registry.once.Do(load)
 	if err := t.Validate(); err != nil {

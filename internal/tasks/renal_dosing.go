@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -20,6 +19,29 @@ import (
 const renalTask = "renal_dosing"
 
 const mgdlToUmol = 88.4
+
+func renalKit() kit {
+	st, _ := loadStore(renalTask)
+	return kit{
+		tools: map[string]execFunc{
+			"load_patient": st.renalLoad, "validate_patient": st.renalValidate,
+			"calculate_dose": st.renalCalc, "generate_dosing_report": st.renalReport,
+		},
+		ideal: func(state, path string, results []ToolResult) map[string]any {
+			args := map[string]any{"path": path}
+			if state == "GENERATE_REPORT" {
+				var calc struct {
+					CrCl      float64 `json:"crcl_ml_min"`
+					DoseMg    float64 `json:"dose_mg"`
+					IntervalH float64 `json:"interval_h"`
+				}
+				decodeLast(results, "calculate_dose", &calc)
+				args["crcl_ml_min"], args["dose_mg"], args["interval_h"] = calc.CrCl, calc.DoseMg, calc.IntervalH
+			}
+			return args
+		},
+	}
+}
 
 type band struct {
 	MinCrCl   float64 `json:"min_crcl"`
@@ -45,105 +67,6 @@ type patientRecord struct {
 		CreatMgDl float64 `json:"serum_creatinine_mg_dl"`
 	} `json:"patient"`
 	Drug regimen `json:"drug"`
-}
-
-const (
-	renalLoadSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "dataset path of the patient, e.g. data/renal_dosing/patient-a"},
-    "creatinine_unit": {"enum": ["mg/dL", "umol/L"], "description": "unit for serum creatinine (default mg/dL)"},
-    "include_drug": {"type": "boolean", "description": "include the prescribed drug's regimen table (default true)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	renalValidateSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "checks": {"type": "array", "items": {"enum": ["completeness", "ranges", "units"]}, "uniqueItems": true, "description": "checks to run (default: all)"},
-    "strict": {"type": "boolean", "description": "treat warnings as errors (default false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	renalCalcSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "weight_basis": {"enum": ["actual", "ideal", "adjusted"], "description": "body weight used in Cockcroft-Gault (default actual)"},
-    "precision": {"type": "integer", "minimum": 0, "maximum": 3, "description": "decimal places of the clearance (default 1)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-	renalReportSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string"},
-    "crcl_ml_min": {"type": "number", "exclusiveMinimum": 0},
-    "dose_mg": {"type": "number", "exclusiveMinimum": 0},
-    "interval_h": {"type": "number", "exclusiveMinimum": 0},
-    "include_rationale": {"type": "boolean", "description": "include the rationale (default true)"},
-    "precision": {"type": "integer", "minimum": 0, "maximum": 2, "description": "decimal places of the clearance in the report (default 0)"},
-    "output_path": {"type": "string"}
-  },
-  "required": ["path", "crcl_ml_min", "dose_mg", "interval_h"],
-  "additionalProperties": false
-}`
-)
-
-func newRenalDosing() *Task {
-	st, stems := loadStore(renalTask)
-	return build(st, stems, taskDef{
-		name:  renalTask,
-		title: "Renal dose adjustment (Cockcroft–Gault)",
-		instructions: "You are a clinical decision support assistant. For the patient named by the user, load the " +
-			"record, validate it, calculate the creatinine clearance with the Cockcroft-Gault equation and the " +
-			"renally adjusted dose of the prescribed drug, then generate the dosing report with the calculated " +
-			"figures. Only touch the datasets you are given.",
-		prompt: "Calculate the creatinine clearance and the renally adjusted dose for the patient at %s and generate the dosing report.",
-		states: []State{
-			{Name: "LOAD_DATA", Tool: "load_patient", Next: []string{"VALIDATE_DATA"}, Validate: validateRenalLoad},
-			{Name: "VALIDATE_DATA", Tool: "validate_patient", Next: []string{"CALCULATE"}, Validate: validateRenalValidation},
-			{Name: "CALCULATE", Tool: "calculate_dose", Next: []string{"GENERATE_REPORT"}, Validate: validateRenalCalc},
-			{Name: "GENERATE_REPORT", Tool: "generate_dosing_report", Validate: validateRenalReport},
-		},
-		tools: []Tool{
-			pathTool("load_patient", "Load a patient record with the prescribed drug.", renalLoadSchema, st.renalLoad),
-			pathTool("validate_patient", "Check a patient record for completeness and plausible values.", renalValidateSchema, st.renalValidate),
-			pathTool("calculate_dose", "Calculate Cockcroft-Gault creatinine clearance and the renally adjusted dose.", renalCalcSchema, st.renalCalc),
-			pathTool("generate_dosing_report", "Generate the dosing report from the calculated clearance and dose.", renalReportSchema, st.renalReport),
-		},
-		check: func(inst *Instance, output json.RawMessage) bool {
-			var rec patientRecord
-			var rep struct {
-				PatientID string  `json:"patient_id"`
-				DoseMg    float64 `json:"dose_mg"`
-				IntervalH float64 `json:"interval_h"`
-			}
-			if json.Unmarshal(inst.Data, &rec) != nil || json.Unmarshal(output, &rep) != nil {
-				return false
-			}
-			crcl, _ := cockcroftGault(rec, "actual")
-			want := rec.Drug.bandFor(crcl)
-			return rep.PatientID == rec.Patient.PatientID && rep.DoseMg == want.DoseMg && rep.IntervalH == want.IntervalH
-		},
-		ideal: func(state, path string, results []ToolResult) map[string]any {
-			args := map[string]any{"path": path}
-			if state == "GENERATE_REPORT" {
-				var calc struct {
-					CrCl      float64 `json:"crcl_ml_min"`
-					DoseMg    float64 `json:"dose_mg"`
-					IntervalH float64 `json:"interval_h"`
-				}
-				decodeLast(results, "calculate_dose", &calc)
-				args["crcl_ml_min"], args["dose_mg"], args["interval_h"] = calc.CrCl, calc.DoseMg, calc.IntervalH
-			}
-			return args
-		},
-	})
 }
 
 // cockcroftGault returns the clearance in mL/min and the weight used.
@@ -329,83 +252,4 @@ func (s store) renalReport(_ context.Context, _ *Instance, args json.RawMessage)
 			round(*a.CrCl, places), b.MinCrCl)
 	}
 	return mustJSON(out), nil
-}
-
-func validateRenalLoad(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		PatientID string   `json:"patient_id"`
-		Sex       string   `json:"sex"`
-		Age       float64  `json:"age_years"`
-		Weight    float64  `json:"weight_kg"`
-		Scr       float64  `json:"serum_creatinine"`
-		Drug      *regimen `json:"drug"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.PatientID == "" || o.Age <= 0 || o.Weight <= 0 || o.Scr <= 0 || o.Sex == "" {
-		p.addf("patient_id, sex, age, weight and serum creatinine are required")
-	}
-	if o.Drug == nil || len(o.Drug.Bands) == 0 {
-		p.addf("the prescribed drug's regimen table was not loaded (include_drug must be true)")
-	}
-	return p
-}
-
-func validateRenalValidation(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		Valid  *bool    `json:"valid"`
-		Checks []string `json:"checks"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	p.validationRan(o.Valid, o.Checks, []string{"completeness", "ranges"},
-		"the record did not pass validation (warnings are not blocking unless strict)")
-	return p
-}
-
-func validateRenalCalc(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		Formula   string  `json:"formula"`
-		CrCl      float64 `json:"crcl_ml_min"`
-		DoseMg    float64 `json:"dose_mg"`
-		IntervalH float64 `json:"interval_h"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.Formula != "cockcroft-gault" {
-		p.addf("formula must be cockcroft-gault")
-	}
-	if o.CrCl < 1 || o.CrCl > 250 || math.IsNaN(o.CrCl) {
-		p.addf("creatinine clearance %v mL/min is not plausible", o.CrCl)
-	}
-	if o.DoseMg <= 0 || o.IntervalH <= 0 {
-		p.addf("dose and interval must be positive")
-	}
-	return p
-}
-
-func validateRenalReport(out json.RawMessage) []string {
-	var p problems
-	var o struct {
-		PatientID      string  `json:"patient_id"`
-		DoseMg         float64 `json:"dose_mg"`
-		IntervalH      float64 `json:"interval_h"`
-		Recommendation string  `json:"recommendation"`
-	}
-	if !decodeOutput(out, &o, &p) {
-		return p
-	}
-	if o.PatientID == "" || o.Recommendation == "" {
-		p.addf("patient_id and recommendation are required")
-	}
-	if o.DoseMg <= 0 || o.IntervalH <= 0 {
-		p.addf("dose and interval must be positive")
-	}
-	return p
 }

@@ -1,0 +1,285 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/taskfile"
+)
+
+// Defaults of a tool read from a task file.
+const (
+	DefaultToolTimeout = 30 * time.Second
+	defaultRetries     = 2 // for an idempotent tool
+)
+
+// Binding is what a Binder gives a tool served by a server: how to call it, who answers, and,
+// for a tool whose file gives no argument schema, the server's.
+type Binding struct {
+	Exec   func(ctx context.Context, inst *Instance, args json.RawMessage) (json.RawMessage, error)
+	Origin func() Origin
+	Schema json.RawMessage
+}
+
+// Binder binds the tools of a task file that a server serves (an MCP server, HTTP endpoints)
+// to their transport. Bind is called once per such tool, by FromFile; an error names what is
+// wrong (a tool the server does not serve, an argument schema that contradicts the server's)
+// and is reported with the tool's path in the file.
+type Binder interface {
+	Bind(file *taskfile.Task, tool int) (Binding, error)
+}
+
+// ParseFile reads a task file and checks it (taskfile.Parse), knowing ditto's builtin tools.
+func ParseFile(name string, data []byte) (*taskfile.Task, error) {
+	return taskfile.Parse(name, data, taskfile.Options{Builtin: builtinKnown})
+}
+
+// LoadFile reads and checks the task file at path.
+func LoadFile(path string) (*taskfile.Task, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	return ParseFile(path, data)
+}
+
+// IsFileName reports whether a task named in a study is a task file's path rather than the
+// name of a registered task: it has a path separator or a .yaml, .yml or .json extension.
+func IsFileName(s string) bool {
+	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") || strings.HasSuffix(s, ".json")
+}
+
+// FromFile makes the Task of a checked task file. Builtin and fixture tools are bound here;
+// tools of a server are bound by b. With b nil they are left unbound: their calls fail with
+// ErrUnbound, which is enough to validate a study (the producer) but not to run it.
+func FromFile(f *taskfile.Task, b Binder) (*Task, error) {
+	t := &Task{Name: f.Name, Title: f.Title, Instructions: f.Instructions, Start: f.StartState(),
+		FinalTool: f.FinalTool(), File: f}
+	var errs []*taskfile.Problem
+	for i, ft := range f.Tools {
+		tool := Tool{Name: ft.Name, Description: ft.Description, Schema: ft.Arguments,
+			Resources: resourcesOf(ft.Permission.Resources), Scope: ft.Permission.Scope, Idempotent: ft.Idempotent}
+		if ft.Builtin == "" {
+			tool.Timeout = DefaultToolTimeout
+			if ft.TimeoutSeconds > 0 {
+				tool.Timeout = time.Duration(ft.TimeoutSeconds * float64(time.Second))
+			}
+		}
+		if ft.Retries != nil {
+			tool.Retries = *ft.Retries
+		} else if ft.Idempotent && ft.Builtin == "" {
+			tool.Retries = defaultRetries
+		}
+		switch {
+		case ft.Builtin != "":
+			exec, ok := builtinExec(ft.Builtin)
+			if !ok {
+				errs = append(errs, &taskfile.Problem{Path: fmt.Sprintf("tools[%d].builtin", i), Msg: fmt.Sprintf("unknown builtin tool %q", ft.Builtin)})
+				continue
+			}
+			tool.Exec = exec
+		case len(ft.Fixtures) > 0:
+			tool.Exec = fixtureExec(ft.Name, ft.Fixtures)
+			digest := f.Digest()[:12]
+			tool.Origin = func() Origin {
+				return Origin{Server: "fixtures", Name: "fixtures", Version: digest, Transport: "fixtures"}
+			}
+		case b != nil:
+			bd, err := b.Bind(f, i)
+			if err != nil {
+				errs = append(errs, &taskfile.Problem{Path: fmt.Sprintf("tools[%d]", i), Msg: err.Error()})
+				continue
+			}
+			tool.Exec, tool.Origin = bd.Exec, bd.Origin
+			if len(tool.Schema) == 0 {
+				tool.Schema = bd.Schema
+			}
+		default:
+			name := ft.Name
+			tool.Exec = func(context.Context, *Instance, json.RawMessage) (json.RawMessage, error) {
+				return nil, fmt.Errorf("%w: %s", ErrUnbound, name)
+			}
+		}
+		t.Tools = append(t.Tools, tool)
+	}
+	if len(errs) > 0 {
+		return nil, &taskfile.Error{File: f.Name, Problems: errs}
+	}
+	for _, fs := range f.States {
+		s := State{Name: fs.Name, Tool: fs.Tool, Next: fs.Next}
+		name := fs.Name
+		s.Validate = func(out json.RawMessage) []string { return f.StateProblems(name, out) }
+		if len(fs.Routes) > 0 {
+			s.Route = func(out json.RawMessage) (string, error) { return f.Route(name, out) }
+		}
+		t.States = append(t.States, s)
+	}
+	for _, fi := range f.Instances {
+		inst := Instance{ID: fi.ID, Prompt: fi.Prompt, Scope: fi.Scope, Grants: fi.Grants}
+		if len(fi.Input) > 0 {
+			c, err := events.Canonical(fi.Input)
+			if err != nil {
+				return nil, fmt.Errorf("tasks: %s: instance %s: input: %w", f.Name, fi.ID, err)
+			}
+			inst.Input = c
+			// The model is shown the input after the prompt: the data it works on.
+			inst.Prompt += "\n\nInput:\n" + string(c)
+		}
+		if len(fi.Ideal) > 0 {
+			inst.Ideal = fi.Ideal
+		}
+		t.Instances = append(t.Instances, inst)
+	}
+	t.Check = func(inst *Instance, out json.RawMessage) bool { return f.Judge(out, inst.Input, inst.Ideal) }
+	return t, nil
+}
+
+// resourcesOf is the Resources function of a tool's declared resources (taskfile.Resource).
+// Arguments that are not a JSON object, or whose resource arguments have the wrong type, touch
+// only the empty resource, which is never in scope, so the permission gate rejects the call
+// rather than letting it through.
+func resourcesOf(decl []taskfile.Resource) func(args json.RawMessage) []string {
+	return func(args json.RawMessage) []string {
+		var obj map[string]any
+		dec := json.NewDecoder(bytes.NewReader(args))
+		if err := dec.Decode(&obj); err != nil || obj == nil {
+			return []string{""}
+		}
+		var out []string
+		for _, r := range decl {
+			v, found := pointer(obj, r.Arg)
+			if !found || isEmpty(v) {
+				switch {
+				case len(r.Default) > 0:
+					var def any
+					_ = json.Unmarshal(r.Default, &def) // checked by the file's schema
+					v = def
+				case r.Optional:
+					continue
+				default:
+					out = append(out, "")
+					continue
+				}
+			}
+			switch x := v.(type) {
+			case string:
+				if r.List {
+					return []string{""}
+				}
+				out = append(out, r.Prefix+x)
+			case []any:
+				if !r.List {
+					return []string{""}
+				}
+				for _, e := range x {
+					s, ok := e.(string)
+					if !ok {
+						return []string{""}
+					}
+					out = append(out, r.Prefix+s)
+				}
+			default:
+				return []string{""}
+			}
+		}
+		return out
+	}
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// pointer resolves a JSON Pointer (RFC 6901) in a decoded JSON value.
+func pointer(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	cur := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			var i int
+			if _, err := fmt.Sscanf(tok, "%d", &i); err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// fixtureExec answers a call from a fixture table: the first row whose args all equal the
+// call's answers; a call no row matches fails.
+func fixtureExec(tool string, rows []taskfile.Fixture) func(context.Context, *Instance, json.RawMessage) (json.RawMessage, error) {
+	type row struct {
+		args   map[string][]byte // member → canonical JSON
+		output json.RawMessage
+		err    string
+	}
+	compiled := make([]row, 0, len(rows))
+	for _, r := range rows {
+		cr := row{args: map[string][]byte{}, err: r.Error}
+		if len(r.Output) > 0 {
+			cr.output, _ = events.Canonical(r.Output)
+		}
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(r.Args, &m) // an object: checked by the file's schema
+		for k, v := range m {
+			cr.args[k], _ = events.Canonical(v)
+		}
+		compiled = append(compiled, cr)
+	}
+	return func(_ context.Context, _ *Instance, args json.RawMessage) (json.RawMessage, error) {
+		var m map[string]json.RawMessage
+		if err := decodeArgs(args, &m); err != nil {
+			return nil, err
+		}
+		for _, r := range compiled {
+			match := true
+			for k, want := range r.args {
+				got, ok := m[k]
+				if !ok {
+					match = false
+					break
+				}
+				c, err := events.Canonical(got)
+				if err != nil || !bytes.Equal(c, want) {
+					match = false
+					break
+				}
+			}
+			if !match {
+				continue
+			}
+			if r.err != "" {
+				return nil, fmt.Errorf("%s: %s", tool, r.err)
+			}
+			return r.output, nil
+		}
+		return nil, fmt.Errorf("%w: no fixture of %s matches the arguments", ErrNotFound, tool)
+	}
+}
