@@ -39,7 +39,35 @@ func Encode(e *Envelope) ([]byte, error) {
 	if len(b) > MaxEventSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
+	// Go strings with bytes that are not UTF-8 were written as U+FFFD; raw JSON values (an
+	// Unknown payload, arguments, outputs) are written as given and may still hold a lone
+	// surrogate escape or a repeated key, which no reader of the event may see.
+	if err := checkText(b); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkText refuses JSON that encoding/json reads but that another reader of the same bytes
+// would refuse or read differently (see jsonscan.Check), naming the value at fault.
+func checkText(b []byte) error {
+	ce := jsonscan.Check(b)
+	if ce == nil {
+		return nil
+	}
+	field := ce.Path
+	if field == "" {
+		field = "event"
+	}
+	switch ce.Fault {
+	case jsonscan.FaultUTF8:
+		return &FieldError{Field: field, Err: ErrInvalidText, Msg: fmt.Sprintf("bytes that are not UTF-8 at byte %d", ce.Offset)}
+	case jsonscan.FaultSurrogate:
+		return &FieldError{Field: field, Err: ErrInvalidText, Msg: fmt.Sprintf(`a lone UTF-16 surrogate escape (\uD800-\uDFFF without its pair) at byte %d`, ce.Offset)}
+	case jsonscan.FaultDuplicateKey:
+		return &FieldError{Field: field, Err: ErrDuplicateKey, Msg: fmt.Sprintf("the key appears twice in one object (at byte %d)", ce.Offset)}
+	}
+	return &FieldError{Field: field, Err: ErrMalformed, Msg: ce.Error()}
 }
 
 func toWire(e *Envelope, payload []byte) wire.Envelope {
@@ -67,6 +95,13 @@ func marshalNoHTMLEscape(v any) ([]byte, error) {
 // Decode parses and validates one encoded event. Errors wrap ErrMalformed, ErrTooLarge,
 // ErrUnknownType, ErrUnknownVersion or a *FieldError naming the field at fault. An event of an
 // unknown type decodes without error, with an Unknown payload, only when it is marked ignorable.
+//
+// Decode is stricter than encoding/json: a string anywhere in the event (a key or a value,
+// payload included) that holds bytes that are not UTF-8 or a lone surrogate escape is refused
+// with ErrInvalidText, an object with a repeated key with ErrDuplicateKey (both kinds of
+// ErrMalformed), each in a *FieldError naming the value. encoding/json would read the first as
+// U+FFFD and the second as its last value, while a store that keeps the event's bytes (DuckDB)
+// refuses the first and reads the first value of the second.
 func Decode(b []byte) (Envelope, error) {
 	e, _, err := DecodeWithPayload(b)
 	return e, err
@@ -78,6 +113,9 @@ func Decode(b []byte) (Envelope, error) {
 func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	if len(b) > MaxEventSize {
 		return Envelope{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
+	}
+	if err := checkText(b); err != nil {
+		return Envelope{}, nil, err
 	}
 	w, ok := wire.Scan(b)
 	if !ok {
@@ -96,7 +134,7 @@ func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	if e.Type == "" {
 		return e, nil, missing("type")
 	}
-	if err := e.DecodePayload(w.Payload); err != nil {
+	if err := e.setPayload(w.Payload); err != nil {
 		return e, nil, err
 	}
 	return e, w.Payload, nil
@@ -122,6 +160,19 @@ func decodeWire(b []byte) (wire.Envelope, error) {
 // columns) and rebuild the event from them. An unknown type is an error unless e is
 // Ignorable, and then the payload is Unknown, holding a copy of raw. Errors are Decode's.
 func (e *Envelope) DecodePayload(raw []byte) error {
+	if err := checkText(raw); err != nil {
+		if fe, ok := err.(*FieldError); ok && fe.Field != "event" {
+			fe.Field = "payload." + fe.Field
+		} else if ok {
+			fe.Field = "payload"
+		}
+		return err
+	}
+	return e.setPayload(raw)
+}
+
+// setPayload is DecodePayload for raw that checkText has passed.
+func (e *Envelope) setPayload(raw []byte) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return missing("payload")
 	}

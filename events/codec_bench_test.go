@@ -54,3 +54,16 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckText checks the golden event of every type as Decode and Encode do (strings
+// valid Unicode, no repeated key); one op is one event. Compare with BenchmarkDecode.
+func BenchmarkCheckText(b *testing.B) {
+	evs := goldenEvents(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := checkText(evs[i%len(evs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

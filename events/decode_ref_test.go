@@ -14,10 +14,14 @@ import (
 )
 
 // decodeReference is Decode as it was before the fast path: encoding/json for the envelope
-// and the payload. FuzzDecodeFast checks that Decode agrees with it on every input.
+// and the payload, after the same check of strings and keys. FuzzDecodeFast checks that Decode
+// agrees with it on every input.
 func decodeReference(b []byte) (Envelope, error) {
 	if len(b) > MaxEventSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
+	}
+	if err := checkText(b); err != nil {
+		return Envelope{}, err
 	}
 	var w wire.Envelope
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -95,8 +96,11 @@ func (e *Envelope) Validate() error {
 	if len(e.ID) > 128 {
 		return invalid("id", "longer than 128 bytes")
 	}
-	if e.Type == "" {
-		return missing("type")
+	if err := validateID(e.ID); err != nil {
+		return err
+	}
+	if err := ValidateType(e.Type); err != nil {
+		return err
 	}
 	if e.Time.IsZero() {
 		return missing("time")
@@ -133,6 +137,19 @@ func (e *Envelope) Validate() error {
 		return invalid("payload", "payload is %s but type is %s", e.Payload.EventType(), e.Type)
 	}
 	return e.Payload.Validate()
+}
+
+// validateID refuses an id that could not travel unchanged as a Nats-Msg-Id header value (the
+// stream's de-duplication key): only printable ASCII without spaces. NATS trims a header
+// value's white space, so ids differing only by a trailing space would be one message.
+func validateID(id string) error {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return &FieldError{Field: "id", Err: ErrUnsafeToken,
+				Msg: fmt.Sprintf("byte %#x at %d; use printable ASCII without spaces", c, i)}
+		}
+	}
+	return nil
 }
 
 func isHex(s string, n int) bool {

@@ -15,6 +15,11 @@ var (
 	ErrUnsafeToken    = errors.New("events: unsafe subject token")
 	ErrTooLarge       = errors.New("events: event too large")
 	ErrNotCanonical   = errors.New("events: value cannot be canonicalized")
+	// ErrInvalidText and ErrDuplicateKey are kinds of ErrMalformed (errors.Is holds for both):
+	// JSON that encoding/json reads but other readers of the same bytes (DuckDB) read
+	// differently or refuse. See Decode.
+	ErrInvalidText  = fmt.Errorf("%w: string is not valid Unicode", ErrMalformed)
+	ErrDuplicateKey = fmt.Errorf("%w: duplicate key", ErrMalformed)
 
 	// Fold errors: each kind of ill-formed history has its own.
 	ErrNotStarted        = errors.New("events: run did not start with run.started")

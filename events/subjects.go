@@ -30,6 +30,10 @@ const (
 	AnalyzerConsumer = "ditto-analyzer"
 
 	maxTokenLen = 128
+	// maxTypeLen bounds an event type (one to several tokens): with the study and run tokens
+	// it keeps every event subject far below a NATS server's control-line limit (4 KiB), past
+	// which the server closes the connection.
+	maxTypeLen = 128
 )
 
 // ValidateToken checks that s can be one token of a NATS subject: 1 to 128 bytes of
@@ -45,10 +49,41 @@ func ValidateToken(field, s string) error {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return &FieldError{Field: field, Err: ErrUnsafeToken,
-				Msg: fmt.Sprintf("%q has %q at byte %d; use letters, digits, '_' and '-'", s, c, i)}
+				Msg: fmt.Sprintf("%q has %q at byte %d; use letters, digits, '_' and '-'", clip(s, 64), c, i)}
 		}
 	}
 	return nil
+}
+
+// ValidateType checks that an event type can end a NATS subject: 1 to 128 bytes of tokens of
+// letters, digits, '_' and '-', separated by single dots ("run.started", "agent.mood").
+func ValidateType(t Type) error {
+	s := string(t)
+	if s == "" {
+		return missing("type")
+	}
+	if len(s) > maxTypeLen {
+		return &FieldError{Field: "type", Err: ErrUnsafeToken, Msg: fmt.Sprintf("longer than %d bytes", maxTypeLen)}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '.' && i > 0 && i < len(s)-1 && s[i-1] != '.' {
+			continue
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return &FieldError{Field: "type", Err: ErrUnsafeToken,
+				Msg: fmt.Sprintf("%q has %q at byte %d; use tokens of letters, digits, '_' and '-' separated by single dots", clip(s, 64), c, i)}
+		}
+	}
+	return nil
+}
+
+// clip shortens s for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // Subject returns ditto.events.<study>.<run>.<type> for an event.
@@ -59,8 +94,8 @@ func Subject(study, run string, t Type) (string, error) {
 	if err := ValidateToken("run", run); err != nil {
 		return "", err
 	}
-	if t == "" {
-		return "", missing("type")
+	if err := ValidateType(t); err != nil {
+		return "", err
 	}
 	// Types contain a dot ("run.started"); subjects keep it as two tokens, which lets a
 	// consumer filter on ditto.events.*.*.run.> for every run lifecycle event.
