@@ -82,37 +82,45 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 		}
 	}
 
-	// Good events, unique by id within the batch; the rest is rejected.
-	var good, rejected []*item
-	var dups uint64
+	// Each message's part: a good event (the first of its id within the batch), a duplicate
+	// of one, or rejected.
 	seen := make(map[string]struct{}, len(accepted))
 	for _, it := range accepted {
+		it.dup = false
 		if it.rej != nil {
-			rejected = append(rejected, it)
 			continue
 		}
 		if _, dup := seen[it.env.ID]; dup {
-			dups++
+			it.dup = true
 			continue
 		}
 		seen[it.env.ID] = struct{}{}
-		good = append(good, it)
 	}
 
 	ing.current = b.built
-	res, err := ing.store(ctx, good, rejected, next, dups)
+	res, err := ing.storeRange(ctx, accepted, next)
 	ing.current = nil
-	if err == nil {
-		ing.committed++
+	if err != nil && ctx.Err() == nil && len(accepted) > 0 {
+		// DuckDB refused the batch. Whatever the reason, it must not refuse it forever: store
+		// it in halves, and a message it refuses even alone goes to rejected_events (see
+		// isolate). A failure of the database itself fails every piece and comes back here.
+		ing.forget()
+		res, err = ing.isolate(ctx, accepted, err)
 	}
 	if err != nil {
-		ing.tracker.reset()
-		ing.maxIDKnown = false
+		ing.forget()
 		return wm, fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
 	}
+	ing.committed++
 	if hooks != nil && hooks.AfterCommit != nil {
 		if err := hooks.AfterCommit(ing.batchNo); err != nil {
 			return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
+		}
+	}
+	var rejected []*item
+	for _, it := range accepted {
+		if it.rej != nil {
+			rejected = append(rejected, it)
 		}
 	}
 	if hooks == nil || hooks.SkipAck == nil || !hooks.SkipAck(ing.batchNo) {
@@ -128,6 +136,91 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 		return next, errRestart
 	}
 	return next, nil
+}
+
+// storeRange stores items, a run of consecutive stream sequences, in one transaction, and
+// sets the watermark to wm.
+func (ing *ingester) storeRange(ctx context.Context, items []*item, wm uint64) (storeResult, error) {
+	var good, rejected []*item
+	var dups uint64
+	for _, it := range items {
+		switch {
+		case it.rej != nil:
+			rejected = append(rejected, it)
+		case it.dup:
+			dups++
+		default:
+			good = append(good, it)
+		}
+	}
+	return ing.store(ctx, good, rejected, wm, dups)
+}
+
+// isolate stores items after DuckDB refused them in one transaction (cause): in halves, each
+// half again in halves if refused, down to single messages. A message refused alone is tried
+// once more (a transient failure heals), then kept in rejected_events with DuckDB's reason
+// (class unstorable) and terminated like any other rejected message: one message DuckDB
+// cannot store must not stop ingestion for good, which it did (a subject or a Nats-Msg-Id
+// that is not UTF-8 made DuckDB refuse every retry of the batch and the analyzer exit). Only
+// when even the rejected_events row of a single message is refused is the failure the
+// database's, and ErrCommit stops ingestion as before. Each piece commits with the watermark
+// at its last message, so a crash midway loses nothing and stores nothing twice.
+func (ing *ingester) isolate(ctx context.Context, items []*item, cause error) (storeResult, error) {
+	if len(items) == 1 {
+		return ing.storeAlone(ctx, items[0], cause)
+	}
+	half := len(items) / 2
+	var total storeResult
+	for _, piece := range [][]*item{items[:half], items[half:]} {
+		res, err := ing.storeRange(ctx, piece, piece[len(piece)-1].streamSeq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return total, err
+			}
+			ing.forget()
+			if res, err = ing.isolate(ctx, piece, err); err != nil {
+				return total, err
+			}
+		}
+		total.add(res)
+	}
+	return total, nil
+}
+
+// storeAlone stores one message that DuckDB refused within a larger transaction or alone
+// (cause), as described at isolate.
+func (ing *ingester) storeAlone(ctx context.Context, it *item, cause error) (storeResult, error) {
+	seq := it.streamSeq
+	res, err := ing.storeRange(ctx, []*item{it}, seq)
+	if err == nil || ctx.Err() != nil {
+		return res, err
+	}
+	ing.forget()
+	if it.rej != nil {
+		// Already a rejected_events row, and DuckDB refused even that: the database fails.
+		return res, err
+	}
+	ing.cfg.Logger.Warn("warehouse: DuckDB refuses one message; keeping it in rejected_events",
+		"stream_seq", seq, "subject", printable(it.subject), "err", err)
+	it.rej = &rejection{class: classUnstorable, reason: printable(fmt.Sprintf(
+		"warehouse: DuckDB refused to store the event (%v; in its batch: %v)", err, cause))}
+	res, err = ing.storeRange(ctx, []*item{it}, seq)
+	if err != nil {
+		ing.forget()
+	}
+	return res, err
+}
+
+// forget drops what the ingester remembers of stored state after a failed transaction: the
+// open runs' events (some may not be stored) and the largest stored id. The connection is
+// replaced too: the failed one may be left inside its transaction.
+func (ing *ingester) forget() {
+	ing.tracker.reset()
+	ing.maxIDKnown = false
+	if conn, err := ing.w.db.Conn(context.Background()); err == nil {
+		_ = ing.conn.Close()
+		ing.conn = conn
+	}
 }
 
 // goneFromStream reports whether the stream no longer holds the message at seq.
@@ -177,6 +270,13 @@ type storeResult struct {
 	stored, duplicates, folded, foldErrors uint64
 }
 
+func (r *storeResult) add(o storeResult) {
+	r.stored += o.stored
+	r.duplicates += o.duplicates
+	r.folded += o.folded
+	r.foldErrors += o.foldErrors
+}
+
 // store runs the batch's transaction.
 // inBatchDups counts the events dropped because their id repeats within the batch.
 func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64, inBatchDups uint64) (res storeResult, err error) {
@@ -219,10 +319,16 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 	for _, it := range rejected {
 		var msgID any
 		if it.msgID != "" {
-			msgID = it.msgID
+			msgID = printable(it.msgID)
 		}
-		if _, err := conn.ExecContext(ctx, queries.IngestRejected.SQL, int64(it.streamSeq), it.subject, msgID,
-			it.raw, it.rej.reason, it.rej.class); err != nil {
+		raw := it.raw
+		if raw == nil {
+			raw = []byte{} // an empty body; nil would be NULL
+		}
+		// VARCHAR columns take only UTF-8; a message's subject and headers may be any bytes
+		// (its raw bytes are kept whole, as a BLOB).
+		if _, err := conn.ExecContext(ctx, queries.IngestRejected.SQL, int64(it.streamSeq), printable(it.subject), msgID,
+			raw, printable(it.rej.reason), it.rej.class); err != nil {
 			return res, fmt.Errorf("rejected: %w", err)
 		}
 	}

@@ -3,6 +3,8 @@ package warehouse
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events"
 )
@@ -18,6 +20,7 @@ type item struct {
 	env     events.Envelope // valid when rej == nil
 	payload []byte          // the payload as JSON
 	rej     *rejection
+	dup     bool // a good event whose id an earlier message of the same batch has (set by commit)
 }
 
 // acker is the part of jetstream.Msg the committer uses.
@@ -40,7 +43,28 @@ const (
 	classUnknownVersion  = "unknown_version"
 	classTooLarge        = "too_large"
 	classSubjectMismatch = "subject_mismatch"
+	// classUnstorable: the event decoded and is valid, and DuckDB refused to store it.
+	classUnstorable = "unstorable"
 )
+
+// printable returns s if it is UTF-8 without NUL bytes (what a VARCHAR column takes), else s
+// with every other byte written as \xNN.
+func printable(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // decodeItem decodes it.raw into it.env and it.payload, or sets it.rej. The payload column
 // keeps the producer's bytes, as Decode found them in the message.

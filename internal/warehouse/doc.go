@@ -48,7 +48,11 @@
 // A message that does not decode, fails validation or sits on a subject other than its
 // envelope's is stored in rejected_events (raw bytes, subject, stream sequence, reason) in the
 // same transaction and then terminated (Term): it is never redelivered and never stops
-// ingestion.
+// ingestion. Nor does a message DuckDB refuses: when a batch's transaction fails, the batch is
+// stored again in halves, down to single messages, and a message refused even alone (and once
+// more) is kept in rejected_events as unstorable, with DuckDB's reason. Only a failure that
+// refuses even that row is the database's own (ErrCommit). Subjects and Nats-Msg-Ids, which
+// may be any bytes, are stored with the bytes that are not UTF-8 written as \xNN.
 //
 // # Runs
 //

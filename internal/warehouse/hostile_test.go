@@ -1,0 +1,159 @@
+package warehouse_test
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/queries"
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+// surrogateEvent is the event of the issue's reproduction: valid JSON whose payload holds a
+// lone surrogate escape. encoding/json reads it; DuckDB's JSON refuses it.
+const surrogateEvent = `{"schema":1,"id":"01REPROSURROGATE0000000001","type":"run.started","time":"2026-12-01T07:35:00Z","study":"s1","run":"r1","attempt":1,"seq":1,"source":{"kind":"production","id":"x"},"payload":{"task":"t","model":"m\ud800x","condition":"c"}}`
+
+// TestHostileMessagesDoNotStopIngestion publishes, straight to the stream (no validation on
+// the way), messages that each stopped the analyzer for good: every retry of the batch failed
+// in DuckDB, ingestion exited with ErrCommit, and a restart failed on the same message. Each
+// must land in rejected_events, with the events around it stored and nothing left unacked.
+func TestHostileMessagesDoNotStopIngestion(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	good := warehousetest.SampleMsgs(t)[:40]
+	hostile := []struct {
+		name    string
+		m       msg
+		class   string
+		subject string // as stored: VARCHAR takes only UTF-8
+		msgID   string
+	}{
+		{"lone surrogate in the payload", msg{Subject: "ditto.events.s1.r1.run.started", ID: "01REPROSURROGATE0000000001", Data: []byte(surrogateEvent)},
+			"malformed", "ditto.events.s1.r1.run.started", "01REPROSURROGATE0000000001"},
+		{"bytes that are not UTF-8 in the payload", msg{Subject: "ditto.events.s1.r2.run.started", ID: "h2", Data: []byte(strings.Replace(strings.Replace(surrogateEvent, `\ud800`, "\xff\xfe", 1), `"r1"`, `"r2"`, 1))},
+			"malformed", "ditto.events.s1.r2.run.started", "h2"},
+		{"subject that is not UTF-8", msg{Subject: "ditto.events.s1.r3.\xff", ID: "h3", Data: []byte("{")},
+			"malformed", `ditto.events.s1.r3.\xff`, "h3"},
+		{"Nats-Msg-Id that is not UTF-8", msg{Subject: "ditto.events.s1.r4.x", ID: "h4\xc3", Data: []byte("{")},
+			"malformed", "ditto.events.s1.r4.x", `h4\xc3`},
+		{"empty body", msg{Subject: "ditto.events.s1.r5.x", ID: "h5"}, "malformed", "ditto.events.s1.r5.x", "h5"},
+	}
+	var all []msg
+	for i, m := range good {
+		all = append(all, m)
+		if i%8 == 3 {
+			all = append(all, hostile[i/8].m)
+		}
+	}
+	warehousetest.Publish(t, b, all)
+	path := tempDB(t)
+	w := openWH(t, path)
+	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 16, BatchWait: 20 * time.Millisecond, AckWait: time.Second})
+	checkExact(t, w, good)
+	checkRejected(t, w.DB(), len(hostile), func(i int, subject, msgID, class, reason string, raw []byte) {
+		h := hostile[i]
+		if subject != h.subject || msgID != h.msgID || class != h.class || reason == "" || string(raw) != string(h.m.Data) {
+			t.Errorf("rejected[%d] (%s) = (%q, %q, %s, %q, %q), want (%q, %q, %s) with a reason and the raw bytes",
+				i, h.name, subject, msgID, class, reason, raw, h.subject, h.msgID, h.class)
+		}
+	})
+	checkAllAcked(t, b, uint64(len(all)))
+
+	// A restart reads on from the watermark; the same stream rebuilt into a fresh database
+	// goes past them too.
+	w.Close()
+	if err := warehouse.Rebuild(warehousetest.Context(t, 60*time.Second), b, tempDB(t), warehouse.IngestConfig{}); err != nil {
+		t.Errorf("Rebuild() = %v, want nil", err)
+	}
+}
+
+// TestEventDuckDBRefusesIsRejected: an event that decodes and is valid, which DuckDB refuses
+// to store, is kept in rejected_events (class unstorable, DuckDB's reason) and ingestion goes
+// on with the events before and after it in the same batch stored. DuckDB refuses it for real:
+// the database is created beforehand with a CHECK constraint on the events table that one
+// event breaks.
+func TestEventDuckDBRefusesIsRejected(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	good := warehousetest.SampleMsgs(t)[:60]
+	e, err := events.Decode(good[20].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ID, e.Source.ID = "01REFUSEDBYDUCKDB", "refuse-me"
+	refused := warehousetest.EnvelopeMsg(t, &e)
+	all := append(append(append([]msg{}, good[:30]...), refused), good[30:]...)
+	warehousetest.Publish(t, b, all)
+
+	path := tempDB(t)
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddl := queries.TableEvents.SQL
+	constrained := strings.Replace(ddl, "payload        JSON        NOT NULL\n", "payload        JSON        NOT NULL,\n    CHECK (source_id <> 'refuse-me')\n", 1)
+	if constrained == ddl {
+		t.Fatal("the events DDL changed: update the CHECK constraint this test adds")
+	}
+	if _, err := db.Exec(constrained); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	w := openWH(t, path)
+	cfg := warehouse.IngestConfig{BatchSize: 64, BatchWait: 50 * time.Millisecond, AckWait: time.Second}
+	catchUp(t, w, b, cfg)
+	checkExact(t, w, good)
+	checkRejected(t, w.DB(), 1, func(_ int, subject, msgID, class, reason string, raw []byte) {
+		if subject != refused.Subject || msgID != refused.ID || class != "unstorable" || !strings.Contains(reason, "CHECK constraint") || string(raw) != string(refused.Data) {
+			t.Errorf("rejected = (%q, %q, %s, %q), want (%q, %q, unstorable) with DuckDB's reason and the raw bytes", subject, msgID, class, reason, refused.Subject, refused.ID)
+		}
+	})
+	checkAllAcked(t, b, uint64(len(all)))
+	if s := w.Stats(); s.Rejected != 1 || s.Events != uint64(len(good)) {
+		t.Errorf("Stats() = %d events, %d rejected; want %d and 1", s.Events, s.Rejected, len(good))
+	}
+}
+
+func checkRejected(t *testing.T, db *sql.DB, want int, check func(i int, subject, msgID, class, reason string, raw []byte)) {
+	t.Helper()
+	rows, err := db.Query("SELECT subject, msg_id, error_class, reason, raw FROM rejected_events ORDER BY stream_seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var subject, msgID, class, reason string
+		var raw []byte
+		if err := rows.Scan(&subject, &msgID, &class, &reason, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if i < want {
+			check(i, subject, msgID, class, reason, raw)
+		}
+	}
+	if i != want {
+		t.Errorf("rejected_events has %d rows, want %d", i, want)
+	}
+}
+
+// checkAllAcked: nothing is left for redelivery (rejected messages terminated, the rest acked).
+func checkAllAcked(t *testing.T, b *bus.Bus, last uint64) {
+	t.Helper()
+	s, err := b.Stream(warehousetest.Context(t, 5*time.Second), events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.ConsumerInfo(warehousetest.Context(t, 5*time.Second), events.AnalyzerConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.AckFloor.Stream != last {
+		t.Errorf("consumer ack floor %d, pending %d; want %d and 0", info.AckFloor.Stream, info.NumAckPending, last)
+	}
+}
