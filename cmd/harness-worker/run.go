@@ -118,7 +118,7 @@ func run(ctx context.Context, cfg runConfig) error {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 		// Healthy while connected to NATS: a worker that lost its server cannot take jobs.
 		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) {
-			if !b.Conn().IsConnected() {
+			if !b.Connected() {
 				http.Error(rw, "not connected to NATS: "+b.Conn().Status().String(), http.StatusServiceUnavailable)
 				return
 			}

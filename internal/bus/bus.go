@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dittolab/ditto/internal/cli"
@@ -18,11 +20,27 @@ import (
 
 // Bus is a connection to NATS JetStream, and the embedded server when this process hosts it.
 // It is safe for concurrent use. Close it when done.
+//
+// The connection lives as long as the Bus. nats.go reconnects by itself after a network
+// failure, but a connection the server closes on purpose (a protocol error such as a control
+// line over the server's limit, a permission it revoked) stays closed for good; the Bus then
+// dials a new one, with back-off, until it has one or is closed. Everything made through the
+// Bus afterwards (publishers' next publishes, consumers ensured again, stream handles) uses
+// the new connection; consumers fetched from before must be ensured again, which the ingester
+// and the worker do after a fetch error.
 type Bus struct {
 	cfg    Config
-	nc     *nats.Conn
-	js     jetstream.JetStream
+	url    string
 	server *server.Server // nil unless this process hosts the embedded server
+
+	mu sync.RWMutex // guards nc and js, replaced when the connection is re-established
+	nc *nats.Conn
+	js jetstream.JetStream
+
+	closing   chan struct{} // closed by Close: stop re-establishing
+	closeOnce sync.Once
+	redial    sync.WaitGroup
+	redials   atomic.Int64
 }
 
 // Open connects to cfg.URL or, with no URL, joins or hosts the embedded server for
@@ -32,7 +50,7 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Bus{cfg: cfg}
+	b := &Bus{cfg: cfg, closing: make(chan struct{})}
 	url := cfg.URL
 	if url == "" {
 		var err error
@@ -40,19 +58,78 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 			return nil, err
 		}
 	}
-	nc, err := nats.Connect(url, b.connectOptions()...)
-	if err != nil {
+	b.url = url
+	if err := b.dial(); err != nil {
 		b.shutdownServer()
-		return nil, fmt.Errorf("bus: connect to %s: %w", cli.RedactURLs(url), err)
+		return nil, err
 	}
-	b.nc = nc
+	return b, nil
+}
+
+// dial connects to b.url and makes the connection and its JetStream context current.
+func (b *Bus) dial() error {
+	nc, err := nats.Connect(b.url, b.connectOptions()...)
+	if err != nil {
+		return fmt.Errorf("bus: connect to %s: %w", cli.RedactURLs(b.url), err)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		b.Close()
-		return nil, fmt.Errorf("bus: jetstream: %w", err)
+		nc.Close()
+		return fmt.Errorf("bus: jetstream: %w", err)
 	}
-	b.js = js
-	return b, nil
+	b.mu.Lock()
+	b.nc, b.js = nc, js
+	b.mu.Unlock()
+	return nil
+}
+
+// onClosed runs when a connection of the bus is closed. Unless the Bus itself is closing, the
+// server closed it (nats.go does not reconnect then): dial a new one until it works.
+func (b *Bus) onClosed(nc *nats.Conn) {
+	select {
+	case <-b.closing:
+		return
+	default:
+	}
+	b.mu.RLock()
+	current := b.nc == nc
+	b.mu.RUnlock()
+	if !current {
+		return
+	}
+	b.redial.Add(1)
+	go func() {
+		defer b.redial.Done()
+		wait := 100 * time.Millisecond
+		for {
+			select {
+			case <-b.closing:
+				return
+			case <-time.After(wait):
+			}
+			if err := b.dial(); err == nil {
+				b.redials.Add(1)
+				select {
+				case <-b.closing: // Close ran meanwhile and drained the old connection only
+					b.Conn().Close()
+				default:
+				}
+				return
+			}
+			wait = min(2*wait, 5*time.Second)
+		}
+	}()
+}
+
+// Redials returns how many times the bus dialled a new connection after the server closed
+// one.
+func (b *Bus) Redials() int64 { return b.redials.Load() }
+
+// jetStream returns the current JetStream context.
+func (b *Bus) jetStream() jetstream.JetStream {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.js
 }
 
 func (b *Bus) connectOptions() []nats.Option {
@@ -63,6 +140,7 @@ func (b *Bus) connectOptions() []nats.Option {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.RetryOnFailedConnect(false),
+		nats.ClosedHandler(b.onClosed),
 	}
 	if c.User != "" {
 		opts = append(opts, nats.UserInfo(c.User, c.Password))
@@ -174,13 +252,33 @@ func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*server.Server, erro
 	return srv, nil
 }
 
-// Conn returns the NATS connection, for its state (connected, closed) and core NATS. Streams,
-// consumers and publishing to JetStream go through the Bus, never through a JetStream context
-// made on this connection: that is what keeps their definitions in one place.
-func (b *Bus) Conn() *nats.Conn { return b.nc }
+// Conn returns the current NATS connection, for its state (connected, closed) and core NATS.
+// Streams, consumers and publishing to JetStream go through the Bus, never through a JetStream
+// context made on this connection: that is what keeps their definitions in one place. A
+// connection the server closed is replaced (see Bus): ask Connected and Closed rather than
+// keep the connection.
+func (b *Bus) Conn() *nats.Conn {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.nc
+}
+
+// Connected reports whether the bus has a connection up now.
+func (b *Bus) Connected() bool { return b.Conn().IsConnected() }
+
+// Closed reports whether the bus was closed (Close): it will not connect again. A connection
+// the server closed is not that: the bus is dialling a new one.
+func (b *Bus) Closed() bool {
+	select {
+	case <-b.closing:
+		return true
+	default:
+		return false
+	}
+}
 
 // URL returns the server URL the bus is connected to.
-func (b *Bus) URL() string { return b.nc.ConnectedUrl() }
+func (b *Bus) URL() string { return b.Conn().ConnectedUrl() }
 
 // Hosting reports whether this process hosts the embedded server.
 func (b *Bus) Hosting() bool { return b.server != nil }
@@ -192,15 +290,17 @@ func (b *Bus) Config() Config { return b.cfg }
 // (and withdraws its advertised URL).
 func (b *Bus) Close() error {
 	var errs []error
-	if b.nc != nil && !b.nc.IsClosed() {
-		if err := b.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	b.closeOnce.Do(func() { close(b.closing) })
+	b.redial.Wait()
+	if nc := b.Conn(); nc != nil && !nc.IsClosed() {
+		if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			errs = append(errs, err)
 		}
 		// Drain is asynchronous; wait for it so that nothing is lost at exit.
-		for i := 0; i < 200 && !b.nc.IsClosed(); i++ {
+		for i := 0; i < 200 && !nc.IsClosed(); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
-		b.nc.Close()
+		nc.Close()
 	}
 	if b.server != nil {
 		_ = os.Remove(b.urlFile())

@@ -16,7 +16,7 @@ import (
 // and returns it for fetching jobs.
 func (b *Bus) EnsureJobsConsumer(ctx context.Context, c JobsConsumer) (jetstream.Consumer, error) {
 	cfg := JobsConsumerConfig(c)
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, events.JobsStream, cfg)
+	cons, err := b.jetStream().CreateOrUpdateConsumer(ctx, events.JobsStream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: ensure consumer %s on %s: %w", cfg.Durable, events.JobsStream, err)
 	}
@@ -34,7 +34,7 @@ func (b *Bus) EnsureJobsConsumer(ctx context.Context, c JobsConsumer) (jetstream
 func (b *Bus) EnsureIngestConsumer(ctx context.Context, c IngestConsumer, after uint64, force bool) (jetstream.Consumer, error) {
 	c = c.withDefaults()
 	want := IngestConsumerConfig(c, after+1)
-	cons, err := b.js.Consumer(ctx, c.Stream, c.Durable)
+	cons, err := b.jetStream().Consumer(ctx, c.Stream, c.Durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 	case err != nil:
@@ -50,7 +50,7 @@ func (b *Bus) EnsureIngestConsumer(ctx context.Context, c IngestConsumer, after 
 			return nil, fmt.Errorf("bus: reset consumer %s: %w", c.Durable, err)
 		}
 	}
-	cons, err = b.js.CreateConsumer(ctx, c.Stream, want)
+	cons, err = b.jetStream().CreateConsumer(ctx, c.Stream, want)
 	if err != nil {
 		return nil, fmt.Errorf("bus: create consumer %s: %w", c.Durable, err)
 	}
@@ -59,7 +59,7 @@ func (b *Bus) EnsureIngestConsumer(ctx context.Context, c IngestConsumer, after 
 
 // DeleteConsumer deletes a durable consumer of stream; one that does not exist is no error.
 func (b *Bus) DeleteConsumer(ctx context.Context, stream, durable string) error {
-	if err := b.js.DeleteConsumer(ctx, stream, durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := b.jetStream().DeleteConsumer(ctx, stream, durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("bus: delete consumer %s on %s: %w", durable, stream, err)
 	}
 	return nil

@@ -35,7 +35,7 @@ func (b *Bus) PublishIfLast(ctx context.Context, subject, msgID string, data []b
 		// A request written to a connection as it breaks gets no reply and no error: each
 		// try has a bounded wait, and a try that timed out is made again.
 		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ack, err := b.js.Publish(tctx, subject, data, opts...)
+		ack, err := b.jetStream().Publish(tctx, subject, data, opts...)
 		cancel()
 		switch {
 		case err == nil:
@@ -67,7 +67,7 @@ func isWrongLastSequence(err error) bool {
 
 // waitConnected polls until the connection is up (true) or ctx ends (false).
 func (b *Bus) waitConnected(ctx context.Context) bool {
-	for !b.nc.IsConnected() {
+	for !b.Connected() {
 		select {
 		case <-ctx.Done():
 			return false

@@ -28,7 +28,7 @@ const DefaultMaxInFlight = 256
 //
 // A Publisher is safe for concurrent use.
 type Publisher struct {
-	js         jetstream.JetStream
+	bus        *Bus // its current JetStream context, at each publish: the connection may be replaced
 	ackTimeout time.Duration
 	sem        chan struct{}
 	onAck      func(Ack) // nil unless WithAckFunc
@@ -107,7 +107,7 @@ func WithAckFunc(f func(Ack)) PublisherOption {
 
 // NewPublisher returns a Publisher on the bus.
 func (b *Bus) NewPublisher(opts ...PublisherOption) (*Publisher, error) {
-	p := &Publisher{js: b.js, ackTimeout: 10 * time.Second, sem: make(chan struct{}, DefaultMaxInFlight)}
+	p := &Publisher{bus: b, ackTimeout: 10 * time.Second, sem: make(chan struct{}, DefaultMaxInFlight)}
 	for _, o := range opts {
 		if err := o(p); err != nil {
 			return nil, err
@@ -184,7 +184,7 @@ func (p *Publisher) publish(ctx context.Context, it *pending) error {
 // publishAsync hands one message to the connection; JetStream's async publisher retries the
 // transient "no responders" of a stream leader election.
 func (p *Publisher) publishAsync(it *pending) (jetstream.PubAckFuture, error) {
-	return p.js.PublishMsgAsync(it.msg(), jetstream.WithMsgID(it.msgID),
+	return p.bus.jetStream().PublishMsgAsync(it.msg(), jetstream.WithMsgID(it.msgID),
 		jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
 }
 
@@ -221,7 +221,7 @@ func (p *Publisher) await(it *pending) (*jetstream.PubAck, error) {
 		case ack := <-it.ack.Ok():
 			return ack, nil
 		case err := <-it.ack.Err():
-			if !errors.Is(err, nats.ErrDisconnected) {
+			if !errors.Is(err, nats.ErrDisconnected) && !errors.Is(err, nats.ErrConnectionClosed) {
 				return nil, err
 			}
 			for {
@@ -266,7 +266,7 @@ func (p *Publisher) publishSync(it *pending) {
 			break
 		}
 		actx, cancel := context.WithTimeout(context.Background(), min(remaining, p.ackTimeout/5))
-		ack, err = p.js.PublishMsg(actx, it.msg(), jetstream.WithMsgID(it.msgID),
+		ack, err = p.bus.jetStream().PublishMsg(actx, it.msg(), jetstream.WithMsgID(it.msgID),
 			jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(100*time.Millisecond))
 		cancel()
 		if !retryable(err) {
@@ -286,12 +286,13 @@ func (p *Publisher) publishSync(it *pending) {
 // reply in time, the connection dropped, or no stream leader answered.
 func retryable(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrDisconnected) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // waitConnected polls until the connection is up (true) or the deadline passes (false).
 func (p *Publisher) waitConnected(deadline time.Time) bool {
-	for !p.js.Conn().IsConnected() {
+	for !p.bus.Connected() {
 		if time.Now().After(deadline) {
 			return false
 		}

@@ -19,7 +19,7 @@ type Stream struct {
 
 // Stream returns a handle on the stream called name (one request, which also caches its info).
 func (b *Bus) Stream(ctx context.Context, name string) (*Stream, error) {
-	s, err := b.js.Stream(ctx, name)
+	s, err := b.jetStream().Stream(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", name, err)
 	}

@@ -18,12 +18,12 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 		JobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 		RejectedJobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 	} {
-		if s, err := b.js.Stream(ctx, cfg.Name); err == nil {
+		if s, err := b.jetStream().Stream(ctx, cfg.Name); err == nil {
 			if have := s.CachedInfo().Config.Replicas; have > cfg.Replicas {
 				cfg.Replicas = have
 			}
 		}
-		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if _, err := b.jetStream().CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("bus: ensure stream %s: %w", cfg.Name, err)
 		}
 	}

@@ -77,7 +77,7 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !b.Conn().IsConnected() {
+		if !b.Connected() {
 			http.Error(w, "NATS not connected", http.StatusServiceUnavailable)
 			return
 		}

@@ -133,8 +133,15 @@ func (w *Worker) fetchLoop(ctx, runCtx context.Context, cons jetstream.Consumer,
 			for range n {
 				<-slots
 			}
-			if w.bus.Conn().IsClosed() {
+			if w.bus.Closed() {
 				return fmt.Errorf("worker: connection closed: %w", err)
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				// The server closed the connection and the bus dialled (or is dialling) a new
+				// one: the consumer handle belongs to the old one.
+				if c, cerr := w.bus.EnsureJobsConsumer(ctx, JobsConsumer(w.cfg)); cerr == nil {
+					cons = c
+				}
 			}
 			w.m.errors.WithLabelValues(errFetch).Inc()
 			w.log.Warn("fetch failed", "err", err, "retry_in", backoff)
@@ -165,7 +172,7 @@ func (w *Worker) fetchLoop(ctx, runCtx context.Context, cons jetstream.Consumer,
 		for range n - got {
 			<-slots
 		}
-		if err := batch.Error(); err != nil && w.bus.Conn().IsClosed() {
+		if err := batch.Error(); err != nil && w.bus.Closed() {
 			return fmt.Errorf("worker: connection closed: %w", err)
 		}
 	}
