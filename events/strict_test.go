@@ -117,6 +117,7 @@ func TestSubjectTokensBounded(t *testing.T) {
 		{"129-byte type", "s1", "r1", Type(strings.Repeat("a.", 64) + "b"), "longer than 128 bytes"},
 		{"type with a wildcard", "s1", "r1", "agent.*", `'*'`},
 		{"type with a full wildcard", "s1", "r1", "agent.>", `'>'`},
+		{"type with a full wildcard after a dot", "s1", "r1", ".>", `'.'`},
 		{"type with a space", "s1", "r1", "agent mood", `' '`},
 		{"type with an empty token", "s1", "r1", "agent..mood", `'.'`},
 		{"type starting with a dot", "s1", "r1", ".mood", `'.'`},
@@ -140,6 +141,9 @@ func TestSubjectTokensBounded(t *testing.T) {
 	}
 	if s, err := Subject("s1", "r1", "agent.mood-2_x"); err != nil || s != "ditto.events.s1.r1.agent.mood-2_x" {
 		t.Errorf("Subject(s1, r1, agent.mood-2_x) = %q, %v", s, err)
+	}
+	if s, err := Subject("s1", "r1", ">"); err != nil || s != "ditto.events.s1.r1.>" {
+		t.Errorf("Subject(s1, r1, >) = %q, %v; want the filter of the run's events", s, err)
 	}
 }
 

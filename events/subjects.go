@@ -86,7 +86,8 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Subject returns ditto.events.<study>.<run>.<type> for an event.
+// Subject returns ditto.events.<study>.<run>.<type> for an event; with type ">" it returns
+// the filter of every event of the run.
 func Subject(study, run string, t Type) (string, error) {
 	if err := ValidateToken("study", study); err != nil {
 		return "", err
@@ -94,8 +95,10 @@ func Subject(study, run string, t Type) (string, error) {
 	if err := ValidateToken("run", run); err != nil {
 		return "", err
 	}
-	if err := ValidateType(t); err != nil {
-		return "", err
+	if t != ">" {
+		if err := ValidateType(t); err != nil {
+			return "", err
+		}
 	}
 	// Types contain a dot ("run.started"); subjects keep it as two tokens, which lets a
 	// consumer filter on ditto.events.*.*.run.> for every run lifecycle event.
