@@ -83,13 +83,18 @@ func (b *Bus) dial() error {
 	return nil
 }
 
-// onClosed runs when a connection of the bus is closed. Unless the Bus itself is closing, the
-// server closed it (nats.go does not reconnect then): dial a new one until it works.
+// onClosed runs when a connection of the bus is closed. When the server closed it (nats.go
+// does not reconnect then, and keeps the server's error as the connection's last error), dial
+// a new one until it works. A connection closed on purpose in this process (Close, or a test
+// closing it to play a crash) has no such error and stays closed.
 func (b *Bus) onClosed(nc *nats.Conn) {
 	select {
 	case <-b.closing:
 		return
 	default:
+	}
+	if nc.LastError() == nil {
+		return
 	}
 	b.mu.RLock()
 	current := b.nc == nc
