@@ -93,13 +93,14 @@ func (b *Bus) onClosed(nc *nats.Conn) {
 		return
 	default:
 	}
-	if nc.LastError() == nil {
-		return
-	}
 	b.mu.RLock()
 	current := b.nc == nc
 	b.mu.RUnlock()
 	if !current {
+		return
+	}
+	if nc.LastError() == nil { // closed here on purpose: the bus is closed for good (Closed)
+		b.closeOnce.Do(func() { close(b.closing) })
 		return
 	}
 	b.redial.Add(1)
@@ -271,8 +272,9 @@ func (b *Bus) Conn() *nats.Conn {
 // Connected reports whether the bus has a connection up now.
 func (b *Bus) Connected() bool { return b.Conn().IsConnected() }
 
-// Closed reports whether the bus was closed (Close): it will not connect again. A connection
-// the server closed is not that: the bus is dialling a new one.
+// Closed reports whether the bus was closed (Close, or its connection closed in this process):
+// it will not connect again. A connection the server closed is not that: the bus is dialling
+// a new one.
 func (b *Bus) Closed() bool {
 	select {
 	case <-b.closing:
