@@ -148,21 +148,48 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkCompare times one Compare call (B = 10,000 permutations) for
-// two cells of n runs each: a harnessed cell against a baseline cell.
+// BenchmarkCompare times one Compare call (every test, B = 10,000
+// permutations) for two cells of n runs each: a harnessed cell against a
+// baseline cell. Besides wall and CPU time per op it reports the peak live
+// heap during the call (peak-heap-MiB, both cells' runs included), the
+// cells' own heap (input-MiB), and how many permutation tests were drawn
+// by counts or made asymptotic.
 func BenchmarkCompare(b *testing.B) {
-	for _, n := range []int{100, 1000, 10_000} {
+	for _, n := range []int{100, 1000, 10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			base := genRuns(n, shapeDistinct, 1)
 			harn := genRuns(n, shapeFew, 2)
+			runtime.GC()
+			input := heapObjects()
+			p := startPeak()
 			b.ResetTimer()
 			c0 := cpuTime()
+			var cs []Comparison
 			for i := 0; i < b.N; i++ {
-				if _, err := Compare(base, harn, CompareConfig{Seed: 1}); err != nil {
+				var err error
+				if cs, err = Compare(base, harn, CompareConfig{Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64((cpuTime()-c0).Milliseconds())/float64(b.N), "cpu-ms/op")
+			b.StopTimer()
+			b.ReportMetric(float64(p.done())/mib, "peak-heap-MiB")
+			b.ReportMetric(float64(input)/mib, "input-MiB")
+			var counts, asym float64
+			for _, c := range cs {
+				if c.Test == TestPermutation {
+					switch c.Method {
+					case MethodCounts:
+						counts++
+					case MethodAsymptotic:
+						asym++
+					}
+				}
+			}
+			b.ReportMetric(counts, "perm-by-counts")
+			b.ReportMetric(asym, "perm-asymptotic")
+			runtime.KeepAlive(base)
+			runtime.KeepAlive(harn)
 		})
 	}
 }

@@ -153,20 +153,29 @@ func ComputeCell(runs []Run, opt Options) (CellMetrics, error) {
 			return CellMetrics{}, err
 		}
 	}
+	var ix *index
+	if len(runs) > 0 {
+		ix = buildIndex(runs, cellIDs)
+	}
+	return cellFromIndex(runs, ix, opt), nil
+}
+
+// cellFromIndex is ComputeCell over valid runs already grouped (ix may be
+// nil for an empty cell) with opt's defaults filled in.
+func cellFromIndex(runs []Run, ix *index, opt Options) CellMetrics {
 	n := len(runs)
 	m := CellMetrics{N: n}
 	m.Success, m.PassK = successOf(runs, opt.PassK)
 	m.Tokens, m.Latency = summaries(runs)
 	m.Harness = activityOf(runs)
 	if n == 0 {
-		return m, nil
+		return m
 	}
-	ix := buildIndex(runs, cellIDs)
 	m.fillAgreements(ix)
 	m.TSS = tssOf(runs, ix, opt)
 	m.AC = acOf(runs, ix, opt)
 	m.Divergence = divergence(runs, n, &ix.g[kCalls])
-	return m, nil
+	return m
 }
 
 func (m *CellMetrics) fillAgreements(ix *index) {
@@ -232,7 +241,7 @@ func diEstimate(ix *index) Estimate {
 
 func tssOf(runs []Run, ix *index, opt Options) Estimate {
 	g := &ix.g[kTools]
-	seqs := internTools(runs, g)
+	seqs := internTools(pooled{a: runs}, g)
 	if g.distinct() <= opt.MaxExactDistinct {
 		return tssExact(ix.n, g, seqs)
 	}
@@ -242,13 +251,13 @@ func tssOf(runs []Run, ix *index, opt Options) Estimate {
 func acOf(runs []Run, ix *index, opt Options) Estimate {
 	g := &ix.g[kArgs]
 	if g.distinct() <= opt.MaxExactDistinct {
-		e, _ := acExact(runs, ix.n, g, -1)
+		e, _ := acExact(pooled{a: runs}, ix.n, g, -1)
 		return e
 	}
 	// Beyond the threshold, AC may still be exact and cheap by counting
 	// shared leaf subsets when arguments have few leaves.
 	if opt.MaxSubsetWork > 0 && g.distinct() <= opt.MaxSubsetWork/64 {
-		if e, ok := acExact(runs, ix.n, g, opt.MaxSubsetWork); ok {
+		if e, ok := acExact(pooled{a: runs}, ix.n, g, opt.MaxSubsetWork); ok {
 			return e
 		}
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // Quantities compared between two cells.
@@ -28,6 +29,22 @@ const (
 const (
 	DefaultPermExactDistinct = 256
 	DefaultPermSamplePairs   = 500
+	DefaultPermRunLevelMax   = 1000
+)
+
+// Methods of the permutation test named in Comparison.Method (the empty
+// method is the permutation of runs with the statistic computed exactly).
+const (
+	// MethodSampled: runs are permuted and the statistic of each side is
+	// estimated from sampled pairs.
+	MethodSampled = "sampled"
+	// MethodCounts: the relabellings are drawn as counts of distinct
+	// signatures moved between the cells (the same permutation
+	// distribution, at a cost independent of the number of runs).
+	MethodCounts = "counts"
+	// MethodAsymptotic (see also Mann–Whitney's) names the normal
+	// approximation of the permutation distribution, with its exact
+	// variance.
 )
 
 // CompareConfig configures Compare. The zero value gives the defaults.
@@ -52,12 +69,19 @@ type CompareConfig struct {
 	PermExactDistinct int
 	// PermSamplePairs: 0 means DefaultPermSamplePairs.
 	PermSamplePairs int
+	// PermRunLevelMax: while the two cells hold at most this many runs
+	// together, the permutation tests permute runs; beyond, each test
+	// draws the counts of distinct signatures moved between the cells
+	// when they are few enough, and otherwise uses the normal
+	// approximation of the permutation distribution (docs/metrics.md,
+	// "Large comparisons"). 0 means DefaultPermRunLevelMax.
+	PermRunLevelMax int
 }
 
 // Validate reports fields out of range.
 func (c CompareConfig) Validate() error {
-	if c.Permutations < 0 || c.PermExactDistinct < 0 || c.PermSamplePairs < 0 {
-		return fmt.Errorf("%w: CompareConfig: negative Permutations, PermExactDistinct or PermSamplePairs", ErrInvalidOptions)
+	if c.Permutations < 0 || c.PermExactDistinct < 0 || c.PermSamplePairs < 0 || c.PermRunLevelMax < 0 {
+		return fmt.Errorf("%w: CompareConfig: negative Permutations, PermExactDistinct, PermSamplePairs or PermRunLevelMax", ErrInvalidOptions)
 	}
 	return c.Cell.Validate()
 }
@@ -72,6 +96,10 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	if c.PermSamplePairs == 0 {
 		c.PermSamplePairs = DefaultPermSamplePairs
 	}
+	if c.PermRunLevelMax == 0 {
+		c.PermRunLevelMax = DefaultPermRunLevelMax
+	}
+	c.Cell = c.Cell.withDefaults()
 	return c
 }
 
@@ -90,8 +118,10 @@ type Comparison struct {
 	// Difference is ValueB − ValueA.
 	Difference Value `json:"difference"`
 	// Test is one of the Test* constants; Method refines it ("exact" or
-	// "asymptotic" for Mann–Whitney; "sampled" for a permutation test whose
-	// statistic was estimated from sampled pairs).
+	// "asymptotic" for Mann–Whitney; for a permutation test, "sampled"
+	// when its statistic was estimated from sampled pairs, "counts" when
+	// its relabellings were drawn as counts of distinct signatures,
+	// "asymptotic" for the normal approximation of large cells).
 	Test   string `json:"test"`
 	Method string `json:"method,omitempty"`
 	// Statistic is the test statistic: Fisher's sample odds ratio (a·d)/(b·c)
@@ -103,6 +133,10 @@ type Comparison struct {
 	// null for the other tests.
 	EffectSize Value `json:"effect_size"`
 	P          Value `json:"p"`
+	// PSE is the Monte Carlo standard error of P when P is estimated from
+	// random relabellings (a permutation test that does not use the normal
+	// approximation); null for the other tests.
+	PSE Value `json:"p_se"`
 	// PAdjusted and Significant (PAdjusted < FDRLevel) are filled by
 	// AdjustBH across a whole report.
 	PAdjusted   Value `json:"p_adjusted"`
@@ -125,22 +159,63 @@ func Compare(a, b []Run, cfg CompareConfig) ([]Comparison, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	ma, err := ComputeCell(a, cfg.Cell)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: cell %q: %w", cfg.CellA, err)
+	for _, c := range [2]struct {
+		label string
+		runs  []Run
+	}{{cfg.CellA, a}, {cfg.CellB, b}} {
+		for i := range c.runs {
+			if err := c.runs[i].validate(i); err != nil {
+				return nil, fmt.Errorf("metrics: cell %q: %w", c.label, err)
+			}
+		}
 	}
-	mb, err := ComputeCell(b, cfg.Cell)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: cell %q: %w", cfg.CellB, err)
+	// The runs are hashed once, as one pool: both cells' groupings are
+	// read from the pool's, and so are the permutation tests'.
+	pool := pooled{a: a, b: b}
+	var pix *index
+	if pool.len() > 0 {
+		pix = buildPooledIndex(pool, allIDs)
 	}
+	cell := func(runs []Run, lo int) CellMetrics {
+		var ix *index
+		if len(runs) > 0 {
+			ix = subIndex(pix, lo, lo+len(runs), cellIDs)
+		}
+		return cellFromIndex(runs, ix, cfg.Cell)
+	}
+	// The cells' metrics are independent: a large pair is computed on two
+	// cores.
+	var ma, mb CellMetrics
+	both(pool.len() >= parallelMin,
+		func() { ma = cell(a, 0) },
+		func() { mb = cell(b, len(a)) })
 	base := Comparison{CellA: cfg.CellA, CellB: cfg.CellB, NA: len(a), NB: len(b)}
+	var tokens, latency Comparison
+	both(pool.len() >= parallelMin,
+		func() {
+			tokens = compareMWU(QuantityTokens, a, b, ma.Tokens, mb.Tokens, func(r *Run) float64 { return float64(r.Tokens) }, base)
+		},
+		func() {
+			latency = compareMWU(QuantityLatency, a, b, ma.Latency, mb.Latency, func(r *Run) float64 { return r.LatencyMS }, base)
+		})
 	var out []Comparison
 	out = append(out, compareSuccess(a, b, ma, mb, base)...)
-	out = append(out, comparePermutation(a, b, ma, mb, base, cfg)...)
-	out = append(out,
-		compareMWU(QuantityTokens, a, b, ma.Tokens, mb.Tokens, func(r *Run) float64 { return float64(r.Tokens) }, base),
-		compareMWU(QuantityLatency, a, b, ma.Latency, mb.Latency, func(r *Run) float64 { return r.LatencyMS }, base))
+	out = append(out, comparePermutation(pool, pix, ma, mb, base, cfg)...)
+	out = append(out, tokens, latency)
 	return out, nil
+}
+
+// both runs f and g, at the same time when parallel.
+func both(parallel bool, f, g func()) {
+	if !parallel {
+		f()
+		g()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(f)
+	g()
+	wg.Wait()
 }
 
 func withValues(c Comparison, q string, va, vb Value) Comparison {
@@ -231,7 +306,7 @@ func allPaired(runs []Run) bool {
 	return true
 }
 
-func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg CompareConfig) []Comparison {
+func comparePermutation(pool pooled, pix *index, ma, mb CellMetrics, base Comparison, cfg CompareConfig) []Comparison {
 	qs := [numPermQ]string{QuantityRR, QuantityDI, QuantityTSS, QuantityAC}
 	va := [numPermQ]Value{ma.RR.Value, ma.DI.Value, ma.TSS.Value, ma.AC.Value}
 	vb := [numPermQ]Value{mb.RR.Value, mb.DI.Value, mb.TSS.Value, mb.AC.Value}
@@ -240,23 +315,27 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 		out[q] = withValues(base, qs[q], va[q], vb[q])
 		out[q].Test = TestPermutation
 	}
-	if len(a) == 0 || len(b) == 0 {
+	if len(pool.a) == 0 || len(pool.b) == 0 {
 		for q := range out {
 			out[q].Reason = reasonEmpty
 		}
 		return out
 	}
-	pool := make([]Run, 0, len(a)+len(b))
-	pool = append(append(pool, a...), b...)
-	e := newPermEngine(pool, buildIndex(pool, permIDs), cfg)
+	if pool.len() > cfg.PermRunLevelMax {
+		permuteCounts(pool, pix, ma, mb, out, cfg)
+		return out
+	}
+	runs := make([]Run, 0, pool.len())
+	runs = append(append(runs, pool.a...), pool.b...)
+	e := newPermEngine(runs, pix, cfg)
 	if e.tss.sampled {
-		out[qTSS].Method = "sampled"
+		out[qTSS].Method = MethodSampled
 	}
 	if e.ac.sampled {
-		out[qAC].Method = "sampled"
+		out[qAC].Method = MethodSampled
 	}
-	na := len(a)
-	ident := make([]int32, len(pool))
+	na := len(pool.a)
+	ident := make([]int32, len(runs))
 	for i := range ident {
 		ident[i] = int32(i)
 	}
@@ -266,7 +345,7 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 	for q := range out {
 		switch {
 		case !sa[q].Valid || !sb[q].Valid:
-			out[q].Reason = fmt.Sprintf("%s is undefined in a cell (fewer than 2 runs, or no aligned calls)", qs[q])
+			out[q].Reason = undefinedReason(qs[q])
 		default:
 			obs[q], live[q] = sb[q].V-sa[q].V, true
 			out[q].Statistic = Some(obs[q])
@@ -275,7 +354,7 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 	if !slices.Contains(live[:], true) {
 		return out
 	}
-	perm := newPermuter(len(pool), na, cfg.Seed)
+	perm := newPermuter(len(runs), na, cfg.Seed)
 	var extreme, valid [numPermQ]int
 	for rep := 0; rep < cfg.Permutations; rep++ {
 		perm.next()
@@ -292,11 +371,15 @@ func comparePermutation(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Com
 	}
 	for q := range out {
 		if live[q] {
-			out[q].P = Some(float64(1+extreme[q]) / float64(valid[q]+1))
+			out[q].P, out[q].PSE = monteCarloP(extreme[q], valid[q])
 			out[q].Note = fmt.Sprintf("B = %d permutations (%d with the statistic defined), seed %d", cfg.Permutations, valid[q], cfg.Seed)
 		}
 	}
 	return out
+}
+
+func undefinedReason(q string) string {
+	return fmt.Sprintf("%s is undefined in a cell (fewer than 2 runs, or no aligned calls)", q)
 }
 
 func compareMWU(q string, a, b []Run, sa, sb Summary, f func(*Run) float64, base Comparison) Comparison {

@@ -214,7 +214,7 @@ func TestComparisonJSONFields(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"quantity", "cell_a", "cell_b", "value_a", "value_b", "difference", "test", "statistic", "p", "p_adjusted", "significant"} {
+	for _, k := range []string{"quantity", "cell_a", "cell_b", "value_a", "value_b", "difference", "test", "statistic", "p", "p_se", "p_adjusted", "significant"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}

@@ -41,11 +41,11 @@ func jackknifeGroups(n int, w []int64, loo func(g int) (float64, bool)) Value {
 
 // internTools maps each tools group's sequence to small integers so that
 // Levenshtein compares ints rather than strings.
-func internTools(runs []Run, g *grouping) [][]int32 {
+func internTools(runs pooled, g *grouping) [][]int32 {
 	names := map[string]int32{}
 	seqs := make([][]int32, g.distinct())
 	for k, r := range g.rep {
-		tools := runs[r].Tools
+		tools := runs.at(int(r)).Tools
 		s := make([]int32, len(tools))
 		for i, t := range tools {
 			id, ok := names[t]
@@ -143,14 +143,42 @@ func tssExact(n int, g *grouping, seqs [][]int32) Estimate {
 // budget bounds the work: a step whose cheaper method costs more than the
 // remaining budget (in pair or subset-table operations) stops the
 // computation and ok is false; budget < 0 means unlimited.
-func acExact(runs []Run, n int, g *grouping, budget int) (e Estimate, ok bool) {
+func acExact(runs pooled, n int, g *grouping, budget int) (e Estimate, ok bool) {
 	if n < 2 {
 		return Estimate{}, true
 	}
+	s, ok := acSums(runs, g, budget)
+	if !ok {
+		return Estimate{}, false
+	}
+	if s.den == 0 {
+		return Estimate{}, true
+	}
+	e = Estimate{Value: Some(s.num / s.den)}
+	e.SE = jackknifeGroups(n, g.count, func(k int) (float64, bool) {
+		dd := s.den - 2*s.denRow[k]
+		if dd <= 0 {
+			return 0, false
+		}
+		return (s.num - 2*s.numRow[k]) / dd, true
+	})
+	return e, true
+}
+
+// pairSums are the sums over ordered pairs of distinct runs of a ratio
+// statistic Σ num / Σ den, and each group's row sums: numRow[g] =
+// Σ_{j≠r} num(r, j) for a run r of group g, likewise denRow.
+type pairSums struct {
+	num, den       float64
+	numRow, denRow []float64
+}
+
+// acSums computes AC's pairSums exactly (see acExact for budget).
+func acSums(runs pooled, g *grouping, budget int) (pairSums, bool) {
 	d := g.distinct()
 	maxLen := 0
 	for _, r := range g.rep {
-		maxLen = max(maxLen, len(runs[r].Calls))
+		maxLen = max(maxLen, len(runs.at(int(r)).Calls))
 	}
 	numRow := make([]float64, d)
 	denRow := make([]float64, d)
@@ -170,7 +198,7 @@ func acExact(runs []Run, n int, g *grouping, budget int) (e Estimate, ok bool) {
 		arena = arena[:0] // the previous step's sets are no longer used
 		var m int64
 		for grp, r := range g.rep {
-			calls := runs[r].Calls
+			calls := runs.at(int(r)).Calls
 			if len(calls) <= k {
 				localOf = append(localOf, -1)
 				continue
@@ -204,7 +232,7 @@ func acExact(runs []Run, n int, g *grouping, budget int) (e Estimate, ok bool) {
 		}
 		if budget >= 0 {
 			if cost > budget {
-				return Estimate{}, false
+				return pairSums{}, false
 			}
 			budget -= cost
 		}
@@ -220,19 +248,7 @@ func acExact(runs []Run, n int, g *grouping, budget int) (e Estimate, ok bool) {
 			}
 		}
 	}
-	if den == 0 {
-		return Estimate{}, true
-	}
-	num := fs.value()
-	e = Estimate{Value: Some(num / float64(den))}
-	e.SE = jackknifeGroups(n, g.count, func(k int) (float64, bool) {
-		dd := float64(den) - 2*denRow[k]
-		if dd <= 0 {
-			return 0, false
-		}
-		return (num - 2*numRow[k]) / dd, true
-	})
-	return e, true
+	return pairSums{num: fs.value(), den: float64(den), numRow: numRow, denRow: denRow}, true
 }
 
 // acPairLoop is the D²/2 form of acSubsets.
@@ -400,14 +416,14 @@ func acPair(runs []Run) pairFunc {
 
 // acPairGrouped is acPair for repeated sampling (the permutation test):
 // leaf sets are parsed once per distinct argument sequence, on first use.
-func acPairGrouped(runs []Run, g *grouping) pairFunc {
+func acPairGrouped(runs pooled, g *grouping) pairFunc {
 	var p leafParser
 	sets := make([][][]uint64, g.distinct())
 	done := make([]bool, g.distinct())
 	get := func(i int) [][]uint64 {
 		id := g.id[i]
 		if !done[id] {
-			for _, c := range runs[g.rep[id]].Calls {
+			for _, c := range runs.at(int(g.rep[id])).Calls {
 				sets[id] = append(sets[id], p.leafSet(c.Args, nil))
 			}
 			done[id] = true

@@ -34,7 +34,7 @@ func newPermEngine(pool []Run, ix *index, cfg CompareConfig) *permEngine {
 	}
 	e.cnt = make([]int64, maxD)
 	tg := &ix.g[kTools]
-	seqs := internTools(pool, tg)
+	seqs := internTools(pooled{a: pool}, tg)
 	if tg.distinct() <= cfg.PermExactDistinct {
 		e.tss = denseTSS(tg, seqs)
 	} else {
@@ -42,9 +42,9 @@ func newPermEngine(pool []Run, ix *index, cfg CompareConfig) *permEngine {
 	}
 	ag := &ix.g[kArgs]
 	if ag.distinct() <= cfg.PermExactDistinct {
-		e.ac = denseAC(pool, ag)
+		e.ac = denseAC(pooled{a: pool}, ag)
 	} else {
-		e.ac = pairForm{sampled: true, pf: acPairGrouped(pool, ag), pairs: cfg.PermSamplePairs, r: newRNG(cfg.Seed, streamAC^streamPermutation)}
+		e.ac = pairForm{sampled: true, pf: acPairGrouped(pooled{a: pool}, ag), pairs: cfg.PermSamplePairs, r: newRNG(cfg.Seed, streamAC^streamPermutation)}
 	}
 	return e
 }
@@ -187,13 +187,13 @@ func denseTSS(g *grouping, seqs [][]int32) pairForm {
 	return f
 }
 
-func denseAC(pool []Run, g *grouping) pairForm {
+func denseAC(pool pooled, g *grouping) pairForm {
 	d := g.distinct()
 	f := pairForm{ids: g.id, d: d, num: make([]float64, d*d), den: make([]float64, d*d), cnt: make([]int64, d)}
 	var p leafParser
 	sets := make([][][]uint64, d)
 	for k, r := range g.rep {
-		for _, c := range pool[r].Calls {
+		for _, c := range pool.at(int(r)).Calls {
 			sets[k] = append(sets[k], p.leafSet(c.Args, nil))
 		}
 	}
