@@ -23,6 +23,20 @@ const (
 	RejectedJobsPrefix  = "ditto.rejected.jobs"
 	RejectedJobsSubject = RejectedJobsPrefix + ".>" // every rejected job
 
+	// SpansStream holds what producer serve accepted from OpenTelemetry exporters, raw: one
+	// message per span and per GenAI log record, on ditto.spans.<study>.<trace>.<record>, so
+	// that a trace is assembled into its run from the stream (by any serve replica) and an
+	// answered export is never only in a process's memory. Record is one of the Record* kinds.
+	SpansStream  = "DITTO_SPANS"
+	SpansPrefix  = "ditto.spans"
+	SpansSubject = SpansPrefix + ".>" // every span record
+
+	// AssemblerConsumer is the durable consumer on DITTO_SPANS that every producer serve shares
+	// for the root spans (a trace is assembled when its root arrived); AssemblerIdleConsumer the
+	// one for the first-seen markers (a trace whose root never comes is assembled incomplete).
+	AssemblerConsumer     = "ditto-assembler"
+	AssemblerIdleConsumer = "ditto-assembler-idle"
+
 	// WorkersConsumer is the default durable pull consumer on DITTO_JOBS that every harness
 	// worker shares; AnalyzerConsumer the default durable consumer of the analyzer on
 	// DITTO_EVENTS (one per DuckDB file).
@@ -34,6 +48,15 @@ const (
 	// it keeps every event subject far below a NATS server's control-line limit (4 KiB), past
 	// which the server closes the connection.
 	maxTypeLen = 128
+)
+
+// The records of a trace on DITTO_SPANS, the last token of their subject.
+const (
+	RecordSpan = "span" // a span that is not the trace's local root
+	RecordRoot = "root" // the local root span: its arrival starts the assembly
+	RecordLog  = "log"  // a GenAI event sent as an OpenTelemetry log record
+	RecordSeen = "seen" // the trace was first seen: starts the idle timeout
+	RecordDone = "done" // the trace was assembled, up to the stream sequence it names
 )
 
 // ValidateToken checks that s can be one token of a NATS subject: 1 to 128 bytes of
@@ -131,6 +154,47 @@ func RejectedJobSubject(study string) string {
 		return RejectedJobsPrefix + "._unknown"
 	}
 	return RejectedJobsPrefix + "." + study
+}
+
+// SpanSubject returns ditto.spans.<study>.<trace>.<record>. trace is a lowercase hex trace id.
+func SpanSubject(study, trace, record string) (string, error) {
+	if err := ValidateToken("study", study); err != nil {
+		return "", err
+	}
+	if err := ValidateToken("trace", trace); err != nil {
+		return "", err
+	}
+	switch record {
+	case RecordSpan, RecordRoot, RecordLog, RecordSeen, RecordDone:
+	default:
+		return "", fmt.Errorf("events: span record %q is not span, root, log, seen or done", record)
+	}
+	return SpansPrefix + "." + study + "." + trace + "." + record, nil
+}
+
+// TraceRecordsFilter returns the filter subject of every record of one trace.
+func TraceRecordsFilter(study, trace string) (string, error) {
+	if err := ValidateToken("study", study); err != nil {
+		return "", err
+	}
+	if err := ValidateToken("trace", trace); err != nil {
+		return "", err
+	}
+	return SpansPrefix + "." + study + "." + trace + ".*", nil
+}
+
+// SpanRecordsSubject returns the filter subject of every record of one kind, all studies and
+// traces (the assembler's consumers).
+func SpanRecordsSubject(record string) string { return SpansPrefix + ".*.*." + record }
+
+// ParseSpanSubject splits a DITTO_SPANS subject into study, trace and record.
+func ParseSpanSubject(subject string) (study, trace, record string, err error) {
+	rest, ok := strings.CutPrefix(subject, SpansPrefix+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", fmt.Errorf("events: subject %q is not %s.<study>.<trace>.<record>", subject, SpansPrefix)
+	}
+	return parts[0], parts[1], parts[2], nil
 }
 
 // ParseSubject splits an event subject into study, run and type.

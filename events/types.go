@@ -180,6 +180,19 @@ type ModelCalled struct {
 	Seed             *int64  `json:"seed,omitempty"`
 	TransportRetries int     `json:"transport_retries,omitempty"`
 	Error            string  `json:"error,omitempty"`
+
+	// What production traces record of a call beyond the above; all optional (readers that
+	// do not know them ignore them). ResponseModel is the model the provider says answered
+	// (Model is the one asked for); Temperature and TopP the sampling parameters sent;
+	// ToolCallIDs the ids of the tool calls the model asked for, in order (each matches the
+	// call_id of a tool.called when the agent executed it); Input and Output the messages
+	// sent and the choices returned, canonical JSON, when the instrumentation records content.
+	ResponseModel string          `json:"response_model,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	ToolCallIDs   []string        `json:"tool_call_ids,omitempty"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Output        json.RawMessage `json:"output,omitempty"`
 }
 
 // ToolCalled records a tool call that passed every gate and is executed.
@@ -379,7 +392,10 @@ func (p ModelCalled) Validate() error {
 	case p.LatencyMS < 0:
 		return invalid("payload.latency_ms", "negative")
 	}
-	return nil
+	if err := checkCanonical("payload.input", p.Input, true); err != nil {
+		return err
+	}
+	return checkCanonical("payload.output", p.Output, true)
 }
 
 func (p ToolCalled) Validate() error {

@@ -57,6 +57,20 @@ func (b *Bus) EnsureIngestConsumer(ctx context.Context, c IngestConsumer, after 
 	return cons, nil
 }
 
+// EnsureAssemblyConsumer creates the assembler's consumer c describes, or updates it to c, and
+// returns it for fetching span records.
+func (b *Bus) EnsureAssemblyConsumer(ctx context.Context, c AssemblyConsumer) (jetstream.Consumer, error) {
+	cfg, err := AssemblyConsumerConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, events.SpansStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: ensure consumer %s on %s: %w", cfg.Durable, events.SpansStream, err)
+	}
+	return cons, nil
+}
+
 // DeleteConsumer deletes a durable consumer of stream; one that does not exist is no error.
 func (b *Bus) DeleteConsumer(ctx context.Context, stream, durable string) error {
 	if err := b.jetStream().DeleteConsumer(ctx, stream, durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {

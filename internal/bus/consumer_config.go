@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/dittolab/ditto/events"
@@ -80,4 +81,42 @@ func IngestConsumerConfig(c IngestConsumer, start uint64) jetstream.ConsumerConf
 		cfg.OptStartSeq = start
 	}
 	return cfg
+}
+
+// AssemblyConsumer describes one of the two durable consumers on DITTO_SPANS that every
+// producer serve shares: the root spans (events.AssemblerConsumer) or the first-seen markers
+// (events.AssemblerIdleConsumer). Messages are acknowledged one by one once their trace's run
+// is in DITTO_EVENTS; a message not acknowledged within AckWait is delivered again, to any
+// replica, which is what makes an assembly interrupted by a crash happen again.
+type AssemblyConsumer struct {
+	Durable string // events.AssemblerConsumer or events.AssemblerIdleConsumer
+	// AckWait is how long a delivered record may go unacknowledged before it is delivered again.
+	AckWait time.Duration
+	// MaxAckPending bounds the records delivered and not yet acknowledged: for the idle
+	// consumer, the traces waiting for their root (each holds its marker until then).
+	MaxAckPending int
+}
+
+// AssemblyConsumerConfig is the consumer c describes: explicit acks, every record from the start
+// of the stream, filtered on the record kind the durable name implies.
+func AssemblyConsumerConfig(c AssemblyConsumer) (jetstream.ConsumerConfig, error) {
+	var filter, desc string
+	switch c.Durable {
+	case events.AssemblerConsumer:
+		filter, desc = events.SpanRecordsSubject(events.RecordRoot), "ditto assembler: root spans (shared by every producer serve)"
+	case events.AssemblerIdleConsumer:
+		filter, desc = events.SpanRecordsSubject(events.RecordSeen), "ditto assembler: first-seen markers, for traces whose root never comes (shared)"
+	default:
+		return jetstream.ConsumerConfig{}, fmt.Errorf("%w: assembly consumer %q is neither %s nor %s", ErrConfig, c.Durable, events.AssemblerConsumer, events.AssemblerIdleConsumer)
+	}
+	return jetstream.ConsumerConfig{
+		Durable:       c.Durable,
+		Description:   desc,
+		FilterSubject: filter,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.AckWait,
+		MaxDeliver:    -1, // a trace is retried until its run is stored; poison traces are acknowledged and counted
+		MaxAckPending: c.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}, nil
 }

@@ -1,7 +1,7 @@
 // Package bus owns ditto's connection to NATS JetStream: connecting to a server (or hosting an
 // embedded one), defining and creating the streams (DITTO_EVENTS, DITTO_JOBS,
-// DITTO_REJECTED_JOBS) and the consumers (the workers' shared consumer on DITTO_JOBS, the
-// analyzer's durable consumer on DITTO_EVENTS, ordered reads), and publishing with a bounded
+// DITTO_REJECTED_JOBS, DITTO_SPANS) and the consumers (the workers' shared consumer on DITTO_JOBS, the
+// analyzer's durable consumer on DITTO_EVENTS, the assembler's two on DITTO_SPANS, ordered reads), and publishing with a bounded
 // number in flight and a step that waits for every acknowledgement. No other package makes a
 // JetStream context, creates a stream or consumer, or publishes to JetStream; a test in this
 // package fails if one does. The names of the streams, subjects and durable consumers are
@@ -14,7 +14,7 @@
 //     with Wait reporting each publish that failed and WithAckFunc each that was a duplicate;
 //     and PublishIfLast, the one synchronous publish, stored only if the stream's last message
 //     on a filter is the one the caller expects (a compare-and-set).
-//   - EnsureJobsConsumer and EnsureIngestConsumer return a jetstream.Consumer to fetch from:
+//   - EnsureJobsConsumer, EnsureIngestConsumer and EnsureAssemblyConsumer return a jetstream.Consumer to fetch from:
 //     the ack, nak and term decisions on its messages are the point of the packages that
 //     consume (worker, warehouse) and stay there. DeleteConsumer removes a durable one.
 //   - Stream: a read-only handle on a stream (state, subject counts, stored messages, a

@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// EnsureStreams creates DITTO_EVENTS, DITTO_JOBS and DITTO_REJECTED_JOBS, or updates them to
+// EnsureStreams creates DITTO_EVENTS, DITTO_JOBS, DITTO_REJECTED_JOBS and DITTO_SPANS, or updates them to
 // the current config (replicas, duplicate window). It is idempotent and safe to call from every
 // process at start. It never lowers the replica count of an existing stream: a process started
 // without --replicas 3 against a cluster whose streams are R3 must not scale them down to R1
@@ -17,6 +17,7 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 		EventsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 		JobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 		RejectedJobsStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
+		SpansStreamConfig(b.cfg.Replicas, b.cfg.DuplicateWindow),
 	} {
 		if s, err := b.jetStream().Stream(ctx, cfg.Name); err == nil {
 			if have := s.CachedInfo().Config.Replicas; have > cfg.Replicas {

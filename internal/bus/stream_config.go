@@ -63,3 +63,31 @@ func RejectedJobsStreamConfig(replicas int, dupWindow time.Duration) jetstream.S
 		MaxMsgs:     -1,
 	}
 }
+
+// SpansMaxAge is how long DITTO_SPANS keeps a span record. A trace is assembled within seconds
+// of its root (or after the idle timeout, minutes); the raw records stay for inspection and
+// re-assembly for three days and then expire, so the stream does not grow without bound.
+const SpansMaxAge = 72 * time.Hour
+
+// SpansStreamConfig is DITTO_SPANS: the raw spans and GenAI log records producer serve
+// accepted, each stored before its export is answered, and the markers of the traces' assembly.
+// Limits retention with SpansMaxAge, file storage, a duplicate window on Nats-Msg-Id (derived
+// from the trace and span ids, so that a re-export stores nothing new) and direct gets (the
+// assembler reads a trace's markers by subject from any replica).
+func SpansStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.SpansStream,
+		Description: "ditto: raw OpenTelemetry spans and GenAI log records, assembled into runs on DITTO_EVENTS",
+		Subjects:    []string{events.SpansSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  dupWindow,
+		MaxMsgSize:  events.MaxEventSize,
+		MaxAge:      SpansMaxAge,
+		Discard:     jetstream.DiscardOld,
+		MaxBytes:    -1,
+		MaxMsgs:     -1,
+		AllowDirect: true,
+	}
+}

@@ -13,3 +13,6 @@ var (
 	ErrLate       = errors.New("otlpmap: late span for a trace already emitted")
 	ErrUnsafeName = errors.New("otlpmap: unsafe study name")
 )
+
+// ErrNotGenAIEvent refuses a log record that is not a GenAI event of an agent span.
+var ErrNotGenAIEvent = errors.New("otlpmap: not a GenAI event of a span")

@@ -42,12 +42,12 @@ var (
 	toolCallIDKeys = []string{"gen_ai.tool.call.id", "tool_call.id", "tool.call.id"}
 	toolArgKeys    = []string{"gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"}
 	toolResultKeys = []string{"gen_ai.tool.call.result", "output.value", "traceloop.entity.output"}
-	modelNameKeys  = []string{"gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model", "llm.request.model"}
+	modelNameKeys  = []string{"gen_ai.request.model", "llm.request.model", "llm.model_name", "gen_ai.response.model", "llm.response.model"}
 	inTokenKeys    = []string{"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens"}
 	outTokenKeys   = []string{"gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "llm.usage.completion_tokens"}
-	finishKeys     = []string{"gen_ai.response.finish_reasons", "llm.response.finish_reason"}
-	fingerKeys     = []string{"gen_ai.openai.response.system_fingerprint", "openai.response.system_fingerprint", "gen_ai.response.system_fingerprint"}
-	seedKeys       = []string{"gen_ai.request.seed", "llm.request.seed"}
+	finishKeys     = []string{"gen_ai.response.finish_reasons", "llm.response.finish_reason", "gen_ai.response.finish_reason"}
+	fingerKeys     = []string{"gen_ai.openai.response.system_fingerprint", "openai.response.system_fingerprint", "gen_ai.response.system_fingerprint", "gen_ai.openai.system_fingerprint"}
+	seedKeys       = []string{"gen_ai.request.seed", "openai.request.seed", "gen_ai.openai.request.seed", "llm.request.seed"}
 	planTextKeys   = []string{"ditto.plan", "gen_ai.output.messages", "output.value", "traceloop.entity.output"}
 	outputKeys     = []string{"ditto.output", "gen_ai.output.messages", "output.value", "traceloop.entity.output"}
 	stateNameKeys  = []string{"ditto.state", "gen_ai.agent.name", "traceloop.entity.name", "agent.name"}
@@ -242,7 +242,14 @@ func (m *mapper) cell() error {
 	if label := m.cfg.Bucket.Label(m.t0); label != "" {
 		r.Run = label + "-" + r.TraceID
 	}
-	if v, ok := m.lookup(m.cfg.TaskKeys); ok {
+	if v, ok := m.root.Attrs.Str(m.cfg.TaskKeys...); ok {
+		r.Task = v
+	} else if name := agentName(m.root); name != "" && m.kinds[m.root.SpanID] == KindAgent {
+		// An agent or chain span names the agent (OpenInference and many frameworks set no
+		// agent attribute): that is the task, not the service that ran it.
+		r.Task = name
+		m.note(m.root, "no task attribute on the agent span (%s); task from the span name", strings.Join(m.cfg.TaskKeys, ", "))
+	} else if v, ok := m.root.Resource.Str(m.cfg.TaskKeys...); ok {
 		r.Task = v
 	} else if m.root.Name != "" {
 		r.Task = m.root.Name
@@ -284,6 +291,18 @@ func (m *mapper) cell() error {
 	}
 	m.source = events.Source{Kind: events.SourceProduction, ID: clip(src, 128)}
 	return nil
+}
+
+// agentName is an agent span's name without the GenAI operation ("invoke_agent triage" →
+// "triage").
+func agentName(s *Span) string {
+	name := strings.TrimSpace(s.Name)
+	for _, op := range []string{"invoke_agent ", "invoke_workflow "} {
+		if rest, ok := strings.CutPrefix(name, op); ok && strings.TrimSpace(rest) != "" {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return name
 }
 
 func (m *mapper) emit(t time.Time, s *Span, role string, p events.Payload) {
@@ -444,15 +463,19 @@ func (m *mapper) modelCalled(s *Span) {
 		m.note(s, "inference span without token counts (%v input, %v output); missing counts are 0", okIn, okOut)
 	}
 	p.PromptTokens, p.CompletionTokens = max(in, 0), max(out, 0)
-	if reasons, ok := s.Attrs.Strs(finishKeys...); ok {
-		p.FinishReason = clip(strings.Join(reasons, ","), maxName)
+	d := details(s)
+	if len(d.finish) > 0 {
+		p.FinishReason = clip(strings.Join(d.finish, ","), maxName)
 	}
-	if v, ok := s.Attrs.Str(fingerKeys...); ok {
-		p.Fingerprint = clip(v, maxName)
+	p.Fingerprint = clip(d.fingerprint, maxName)
+	p.Seed = d.seed
+	p.ResponseModel = clip(d.responseModel, maxName)
+	p.Temperature, p.TopP = d.temperature, d.topP
+	for _, id := range d.toolCallIDs {
+		p.ToolCallIDs = append(p.ToolCallIDs, clip(id, maxName))
 	}
-	if seed, ok := s.Attrs.Int(seedKeys...); ok {
-		p.Seed = &seed
-	}
+	p.Input = m.messages(s, d.input)
+	p.Output = m.messages(s, d.output)
 	if s.Status == StatusError {
 		p.Error = errorMessage(s)
 	}
@@ -460,6 +483,24 @@ func (m *mapper) modelCalled(s *Span) {
 	m.totals.PromptTokens += p.PromptTokens
 	m.totals.CompletionTokens += p.CompletionTokens
 	m.emit(s.End, s, "model.called", p)
+}
+
+// messages stores recorded messages as canonical JSON, digested past MaxValueBytes.
+func (m *mapper) messages(s *Span, v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	c, err := events.CanonicalValue(v)
+	if err != nil {
+		m.note(s, "messages not representable as JSON (%v); not recorded", err)
+		return nil
+	}
+	if len(c) > m.cfg.MaxValueBytes {
+		sum := sha256.Sum256(c)
+		m.note(s, "messages of %d bytes replaced by their digest", len(c))
+		c = events.MustCanonical(map[string]any{"bytes": len(c), "sha256": hex.EncodeToString(sum[:]), "truncated": true})
+	}
+	return c
 }
 
 func (m *mapper) planProposed(s *Span) {
@@ -575,8 +616,17 @@ func errorMessage(s *Span) string {
 	msg := s.StatusMessage
 	if msg == "" {
 		for _, ev := range s.Events {
-			if v, ok := ev.Attrs.Str("exception.message", "exception.type"); ok {
-				msg = v
+			typ, _ := ev.Attrs.Str("exception.type")
+			text, _ := ev.Attrs.Str("exception.message")
+			switch {
+			case typ != "" && text != "":
+				msg = typ + ": " + text
+			case text != "":
+				msg = text
+			default:
+				msg = typ
+			}
+			if msg != "" {
 				break
 			}
 		}

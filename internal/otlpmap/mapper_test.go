@@ -83,7 +83,7 @@ func TestMapTrace(t *testing.T) {
 		},
 		{
 			name: "openllmetry", files: []string{"openllmetry.json"},
-			wantTask: "support_flow", wantModel: "gpt-4o-2024-08-06", wantCondition: "production",
+			wantTask: "support_flow", wantModel: "gpt-4o", wantCondition: "production",
 			wantTools: []string{"close_ticket"}, wantStates: []string{"classify"}, wantPlan: "close then notify",
 			wantPrompt: 90, wantComplete: 12, wantCalls: 1, wantStatus: events.StatusSucceeded,
 			wantOutput: `{"status":"closed","ticket":"T-1"}`, wantArgs: []string{`{"args":[],"kwargs":{"ticket":"T-1"}}`},

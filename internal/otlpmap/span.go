@@ -1,9 +1,12 @@
 package otlpmap
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -48,8 +51,11 @@ type Span struct {
 	Status        StatusCode
 	StatusMessage string
 	Events        []SpanEvent
+	// GenAI are the GenAI events of the span: its span events named gen_ai.*, and the log
+	// records of the span joined to it by AttachEvents.
+	GenAI []GenAIEvent
 	// Study is the ditto study the span is written to; the ingestion server sets it from the
-	// ditto.study attribute or the caller's default before buffering.
+	// ditto.study attribute or the caller's default before storing.
 	Study string
 }
 
@@ -165,8 +171,14 @@ func SpanFromProto(ps *tracepb.Span, resource Attrs) (Span, error) {
 		s.Status = StatusUnset
 	}
 	for _, ev := range ps.GetEvents() {
-		if ev.GetName() == "exception" {
-			s.Events = append(s.Events, SpanEvent{Name: ev.GetName(), Time: unixNano(ev.GetTimeUnixNano()), Attrs: attrs(ev.GetAttributes())})
+		switch name := ev.GetName(); {
+		case name == "exception":
+			s.Events = append(s.Events, SpanEvent{Name: name, Time: unixNano(ev.GetTimeUnixNano()), Attrs: attrs(ev.GetAttributes())})
+		case strings.HasPrefix(name, "gen_ai."):
+			// Instrumentations written before GenAI events became log records put them here,
+			// their content in attributes.
+			a := attrs(ev.GetAttributes())
+			s.GenAI = append(s.GenAI, GenAIEvent{TraceID: tid, SpanID: sid, Name: name, Time: unixNano(ev.GetTimeUnixNano()), Attrs: a})
 		}
 	}
 	return s, nil
@@ -229,3 +241,24 @@ func anyValue(v *commonpb.AnyValue, depth int) any {
 // parent, or its parent is remote (the agent was called with a propagated trace context). An
 // SDK exports it last, since it ends last.
 func (s *Span) LocalRoot() bool { return s.ParentID == "" || s.RemoteParent }
+
+// AttachEvents joins GenAI events (log records) to the spans of one trace by span id, in time
+// order, and returns the events whose span is not among spans.
+func AttachEvents(spans []Span, evs []GenAIEvent) (unattached []GenAIEvent) {
+	at := make(map[string]int, len(spans))
+	for i := range spans {
+		at[spans[i].SpanID] = i
+	}
+	for _, ev := range evs {
+		i, ok := at[ev.SpanID]
+		if !ok {
+			unattached = append(unattached, ev)
+			continue
+		}
+		spans[i].GenAI = append(spans[i].GenAI, ev)
+	}
+	for i := range spans {
+		slices.SortStableFunc(spans[i].GenAI, func(a, b GenAIEvent) int { return cmp.Compare(a.Time.UnixNano(), b.Time.UnixNano()) })
+	}
+	return unattached
+}

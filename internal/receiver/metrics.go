@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the server's Prometheus metrics, on their own registry so that several servers
@@ -51,6 +52,10 @@ func newMetrics(pending, spans, traces func() float64) *metrics {
 		Help: "Spans of incomplete traces held in memory."}, spans)
 	m.bufferedTraces = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ditto_ingest_buffered_traces",
 		Help: "Incomplete traces held in memory."}, traces)
+	// The standard Go runtime and process collectors, as on every ditto /metrics: memory,
+	// goroutines, GC, file descriptors and CPU of the producer are what an operator looks at
+	// first when ingestion slows down.
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.requests, m.accepted, m.rejected, m.throttled, m.spansReceived, m.spansRejected,
 		m.tracesDropped, m.runs, m.notes, m.duration, m.pending, m.bufferedSpans, m.bufferedTraces)
 	return m

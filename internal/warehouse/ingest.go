@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
@@ -144,6 +145,14 @@ type ingester struct {
 
 	forceReset bool // the next session deletes and recreates the consumer (after a stall)
 	stalls     int  // consumer resets since a message was last delivered
+
+	// delivered is when the fetcher last received a message (Unix nanoseconds), and
+	// behindSince when the watchdog first saw the stream hold messages beyond the watermark
+	// with none delivered since: the watchdog measures how long data has been available and
+	// not consumed, not how long ago the last batch was (which after a quiet spell is long
+	// even though the consumer is healthy).
+	delivered   atomic.Int64
+	behindSince time.Time
 }
 
 // batch is what the fetcher hands the committer.
@@ -231,7 +240,8 @@ func (ing *ingester) session(ctx context.Context) error {
 	// that a fetch loop polling a consumer that never delivers cannot hide a stall.
 	tick := time.NewTicker(ing.checkEvery())
 	defer tick.Stop()
-	lastDelivery := time.Now()
+	ing.delivered.Store(time.Now().UnixNano())
+	ing.behindSince = time.Time{}
 	for {
 		var b *batch
 		select {
@@ -240,7 +250,7 @@ func (ing *ingester) session(ctx context.Context) error {
 				return drain(nil)
 			}
 		case <-tick.C:
-			if err := ing.checkStall(ctx, s, wm, time.Since(lastDelivery)); err != nil {
+			if err := ing.checkStall(ctx, s, wm, time.Now()); err != nil {
 				return drain(err) // errStalled, or a broker error
 			}
 			continue
@@ -257,7 +267,7 @@ func (ing *ingester) session(ctx context.Context) error {
 			}
 			continue
 		}
-		lastDelivery, ing.stalls = time.Now(), 0
+		ing.stalls = 0
 		next, err := ing.commit(ctx, b, wm)
 		lag := b.lag
 		b.release()
@@ -285,30 +295,45 @@ func (ing *ingester) checkEvery() time.Duration {
 }
 
 // checkStall records the stream's lag beyond watermark wm and returns errStalled (wrapped) when
-// nothing was delivered for idle, longer than the stall timeout, while the stream holds
-// messages beyond wm. Each reset without a delivery since doubles the timeout, up to 32×, so a
-// stream whose last messages cannot be delivered (deleted one by one) is not reset in a loop.
-func (ing *ingester) checkStall(ctx context.Context, s *bus.Stream, wm uint64, idle time.Duration) error {
+// messages beyond wm have been available for longer than the stall timeout with nothing
+// delivered meanwhile. Available-since is when a tick first saw the stream beyond wm after
+// the last delivery: data that arrives after a quiet spell is not a stall just because the
+// last delivery was long ago (the batch it starts is handed over BatchWait later). Each reset
+// without a delivery since doubles the timeout, up to 32×, so a stream whose last messages
+// cannot be delivered (deleted one by one) is not reset in a loop.
+func (ing *ingester) checkStall(ctx context.Context, s *bus.Stream, wm uint64, now time.Time) error {
 	timeout := ing.cfg.StallTimeout << min(ing.stalls, 5)
+	delivered := time.Unix(0, ing.delivered.Load())
+	if ing.behindSince.Before(delivered) {
+		ing.behindSince = time.Time{} // something was delivered since the stream was seen behind
+	}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	info, err := s.Info(ictx)
 	cancel()
 	if err != nil {
 		// A broker busy electing a leader may fail this and still deliver: only when nothing
 		// has been delivered either does it end the session (a broker error: back-off, retry).
-		if idle < timeout {
+		if now.Sub(delivered) < timeout {
 			return nil
 		}
 		return fmt.Errorf("warehouse: stream info: %w", err)
 	}
 	last := deliverableLast(info.State)
 	ing.w.stats.streamState(last, wm)
-	if last <= wm || idle < timeout {
+	if last <= wm {
+		ing.behindSince = time.Time{}
+		return nil
+	}
+	if ing.behindSince.IsZero() {
+		ing.behindSince = now
+	}
+	waited := now.Sub(ing.behindSince)
+	if waited < timeout {
 		return nil
 	}
 	ing.stalls++
-	return fmt.Errorf("%w: nothing delivered for %v, stream last sequence %d, watermark %d",
-		errStalled, idle.Round(time.Millisecond), last, wm)
+	return fmt.Errorf("%w: messages beyond the watermark for %v with nothing delivered (last delivery %v ago), stream last sequence %d, watermark %d",
+		errStalled, waited.Round(time.Millisecond), now.Sub(delivered).Round(time.Millisecond), last, wm)
 }
 
 // deliverableLast is the stream's last sequence, or 0 if the stream holds no message.
@@ -357,6 +382,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 				bcancel()
 				bctx, bcancel = context.WithTimeout(ctx, ing.cfg.BatchWait)
 			}
+			ing.delivered.Store(time.Now().UnixNano())
 			item, pending := newItem(msg)
 			b.items = append(b.items, item)
 			b.bytes += len(item.raw)

@@ -12,6 +12,7 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -159,4 +160,61 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("%s not gathered", name)
 	return 0
+}
+
+// TestQuietThenTrafficIsNoStall: after 20 s without any message (longer than the default
+// stall timeout of 15 s), traffic resumes; the first batch is handed over BatchWait after its
+// first message, so a watchdog tick always falls between the message's arrival and its
+// commit. A watchdog measuring time since the last batch (as it did) called that a stall,
+// warned and recreated the consumer; one measuring how long data has been available and not
+// consumed does neither.
+func TestQuietThenTrafficIsNoStall(t *testing.T) {
+	t.Parallel()
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)
+	before, after := msgs[:len(msgs)/2], msgs[len(msgs)/2:]
+	warehousetest.Publish(t, b, before)
+	w := openWH(t, tempDB(t))
+	var logs syncBuffer
+	// The default stall timeout; a BatchWait of 1 s makes the watchdog tick every second
+	// (min(StallTimeout/4, 1s), at least BatchWait) and the hand-over of a batch take 1 s.
+	cfg := warehouse.IngestConfig{BatchWait: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Ingest(ctx, b, cfg) }()
+	catchUpWhileRunning(t, w, uint64(len(before)))
+
+	quiet := time.NewTimer(20 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-quiet.C:
+			waiting = false
+		case <-tick.C:
+			if s := w.Stats(); s.Resets != 0 || s.Restarts != 0 {
+				t.Fatalf("during the quiet spell: Stats() = Resets %d, Restarts %d; want none", s.Resets, s.Restarts)
+			}
+		}
+	}
+	warehousetest.Publish(t, b, after)
+	deadline := time.Now().Add(30 * time.Second)
+	for w.Stats().Watermark < uint64(len(msgs)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d after 30s, want %d (stats %+v)", w.Stats().Watermark, len(msgs), w.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Ingest() after cancel = %v, want nil", err)
+	}
+	checkExact(t, w, msgs)
+	if s := w.Stats(); s.Resets != 0 || s.Restarts != 0 {
+		t.Errorf("Stats() = Resets %d, Restarts %d after quiet then traffic; want 0, 0", s.Resets, s.Restarts)
+	}
+	if strings.Contains(logs.String(), "consumer stalled") {
+		t.Errorf("a stall warning was logged after quiet then traffic:\n%s", logs.String())
+	}
 }
