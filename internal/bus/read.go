@@ -157,3 +157,53 @@ func (s *Stream) Read(ctx context.Context, filter string, n uint64, fn func(jets
 	}
 	return nil
 }
+
+// ReadThrough calls fn with the messages on the subjects matching filter, in stream order, up
+// to and including the one at stream sequence last (which must match filter), through an
+// ordered consumer. It is for reading everything stored before a marker: the marker's own
+// sequence bounds the read, so no count is asked first. Every fetch asks only for what is
+// stored (no wait), which is all a read up to a stored sequence needs, and is drained before
+// ReadThrough returns, so nothing of it outlives the call. When the stream delivers nothing
+// more before last (a fetch comes back empty) it returns an error wrapping ErrShortRead.
+func (s *Stream) ReadThrough(ctx context.Context, filter string, last uint64, fn func(jetstream.Msg) error) error {
+	cons, err := s.s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		return fmt.Errorf("bus: read %s %s: %w", s.Name(), filter, err)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bus: read %s %s: %w", s.Name(), filter, err)
+		}
+		batch, err := cons.FetchNoWait(readBatch)
+		if err != nil {
+			return fmt.Errorf("bus: read %s %s: %w", s.Name(), filter, err)
+		}
+		k, done, ferr := 0, false, error(nil)
+		for m := range batch.Messages() {
+			k++
+			if done || ferr != nil {
+				continue // drain: the fetch ends when its messages are read
+			}
+			meta, err := m.Metadata()
+			switch {
+			case err != nil:
+				ferr = fmt.Errorf("bus: read %s %s: %w", s.Name(), filter, err)
+			case meta.Sequence.Stream > last:
+				done = true
+			default:
+				ferr = fn(m)
+				done = meta.Sequence.Stream == last
+			}
+		}
+		if ferr != nil || done {
+			return ferr
+		}
+		if k == 0 {
+			cause := ErrShortRead
+			if berr := batch.Error(); berr != nil && !errors.Is(berr, jetstream.ErrNoMessages) {
+				cause = fmt.Errorf("%w: %w", ErrShortRead, berr)
+			}
+			return fmt.Errorf("bus: read %s %s: nothing delivered before sequence %d: %w", s.Name(), filter, last, cause)
+		}
+	}
+}

@@ -22,7 +22,8 @@ type GenAIEvent struct {
 	Name            string
 	Time            time.Time
 	Attrs           Attrs
-	Body            any // the log record's body: usually a map (role, content, tool_calls, …)
+	Body            any   // the log record's body: usually a map (role, content, tool_calls, …)
+	Resource        Attrs // the attributes of the resource that sent it (log records only)
 }
 
 // LogRecord is one GenAI log record as stored on DITTO_SPANS: Data is the record with its
@@ -70,9 +71,11 @@ func LogRecords(req *collogspb.ExportLogsServiceRequest) ([]LogRecord, []Rejecte
 	var rej []Rejected
 	i := 0
 	for _, rl := range req.GetResourceLogs() {
+		res := attrs(rl.GetResource().GetAttributes())
 		for _, sl := range rl.GetScopeLogs() {
 			for _, lr := range sl.GetLogRecords() {
 				ev, err := genAIEvent(lr)
+				ev.Resource = res
 				if err == nil {
 					one := &logspb.LogsData{ResourceLogs: []*logspb.ResourceLogs{{
 						Resource: rl.GetResource(), SchemaUrl: rl.GetSchemaUrl(),

@@ -156,7 +156,12 @@ func newAuthenticator(tokens []Token, open bool) (*authenticator, error) {
 }
 
 func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
-	h := r.Header.Get("Authorization")
+	return a.authenticateHeader(r.Header.Get("Authorization"))
+}
+
+// authenticateHeader checks an Authorization header's value (HTTP, or gRPC's authorization
+// metadata).
+func (a *authenticator) authenticateHeader(h string) (*Principal, error) {
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		if a.open {

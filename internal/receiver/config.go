@@ -9,12 +9,14 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/cli"
-	"github.com/dittolab/ditto/internal/otlpmap"
 )
 
 // Config configures the server. Zero fields take the defaults below.
 type Config struct {
 	Addr string // listen address; default 127.0.0.1:4318 (the OTLP/HTTP port, loopback)
+	// GRPCAddr is the OTLP/gRPC listen address (the collector's TraceService and LogsService);
+	// default 127.0.0.1:4317, "off" for none.
+	GRPCAddr string
 
 	// Authentication: tokens from AuthFile and Tokens (see ParseToken and LoadAuthFile). With
 	// no token at all the server refuses to start unless InsecureNoAuth is set, in which case
@@ -35,16 +37,16 @@ type Config struct {
 	RetryAfter    time.Duration // Retry-After on 429/503; default 1s
 	AckTimeout    time.Duration // per publish; default 10s
 
-	Mapping  otlpmap.Config
-	Assembly otlpmap.AssemblerConfig
-	// FlushInterval is how often traces past their grace period or idle timeout are released;
-	// default 1s.
-	FlushInterval time.Duration
+	// DisableSeenCheck skips the look-up that decides whether a plain root span (not an agent
+	// span) closes an agent trace whose spans came earlier; such a root is then rejected like
+	// any non-agent span. For benchmarks of the transports only.
+	DisableSeenCheck bool
 }
 
 // Defaults.
 const (
 	DefaultAddr         = "127.0.0.1:4318"
+	DefaultGRPCAddr     = "127.0.0.1:4317"
 	DefaultStudy        = "production"
 	DefaultMaxBodyBytes = 8 << 20
 	DefaultMaxEvents    = 5_000
@@ -55,6 +57,9 @@ const (
 func (c Config) WithDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
+	}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = DefaultGRPCAddr
 	}
 	if c.DefaultStudy == "" {
 		c.DefaultStudy = DefaultStudy
@@ -80,11 +85,6 @@ func (c Config) WithDefaults() Config {
 	if c.AckTimeout <= 0 {
 		c.AckTimeout = 10 * time.Second
 	}
-	if c.FlushInterval <= 0 {
-		c.FlushInterval = time.Second
-	}
-	c.Mapping = c.Mapping.WithDefaults()
-	c.Assembly = c.Assembly.WithDefaults()
 	return c
 }
 
@@ -120,7 +120,8 @@ func (c Config) Validate() error {
 // DITTO_INGEST_TOKENS (entries separated by white space), which keeps secrets out of the
 // process list; the auth file's path from DITTO_INGEST_AUTH_FILE (cli.Parse applies both).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "addr", DefaultAddr, "listen address (host:port)")
+	fs.StringVar(&c.Addr, "addr", DefaultAddr, "OTLP/HTTP and /v1/events listen address (host:port)")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", DefaultGRPCAddr, "OTLP/gRPC listen address (host:port), or off")
 	cli.String(fs, &c.AuthFile, "auth-file", "DITTO_INGEST_AUTH_FILE", "", "JSON file of bearer tokens and the studies each may write")
 	cli.SecretList(fs, "token", "DITTO_INGEST_TOKENS", "bearer token as SECRET=study1,study2 (* for every study); repeatable", func(s string) error {
 		t, err := ParseToken(s)
@@ -137,28 +138,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", 16, "requests processed at once")
 	fs.DurationVar(&c.AdmitWait, "admit-wait", 200*time.Millisecond, "how long a request may wait for room before 429")
 	fs.DurationVar(&c.RetryAfter, "retry-after", time.Second, "Retry-After given with 429 and 503")
-	fs.Func("bucket", "time bucket folded into production run ids: none, hour, day (default), week, month", func(s string) error {
-		b, err := otlpmap.ParseBucket(s)
-		c.Mapping.Bucket = b
-		return err
-	})
-	fs.BoolVar(&c.Mapping.BucketCondition, "bucket-condition", false, "also append @<bucket> to the condition of production runs")
-	fs.Func("task-keys", "comma-separated span/resource attributes giving a production run's task (default "+strings.Join(otlpmap.DefaultTaskKeys, ",")+")", func(s string) error {
-		c.Mapping.TaskKeys = splitList(s)
-		return nil
-	})
-	fs.Func("model-keys", "attributes giving the model (default "+strings.Join(otlpmap.DefaultModelKeys, ",")+")", func(s string) error {
-		c.Mapping.ModelKeys = splitList(s)
-		return nil
-	})
-	fs.Func("condition-keys", "attributes giving the condition (default "+strings.Join(otlpmap.DefaultConditionKeys, ",")+")", func(s string) error {
-		c.Mapping.ConditionKeys = splitList(s)
-		return nil
-	})
-	fs.StringVar(&c.Mapping.DefaultCondition, "default-condition", "production", "condition of runs with none of the condition attributes")
-	fs.DurationVar(&c.Assembly.Grace, "trace-grace", 0, "wait this long after a trace's root span for late spans before emitting the run")
-	fs.DurationVar(&c.Assembly.IdleTimeout, "trace-idle", 5*time.Minute, "emit a trace whose root never arrived, as an aborted run, after this long without spans")
-	fs.IntVar(&c.Assembly.MaxSpans, "max-buffered-spans", 200_000, "spans of incomplete traces held in memory, server-wide, before 503")
 }
 
 func splitList(s string) []string {

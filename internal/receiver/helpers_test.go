@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/assembler"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/receiver"
@@ -28,7 +29,8 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// env is a test server: an embedded nats-server, a bus, the ingestion server on httptest.
+// env is a test server: an embedded nats-server, a bus, the ingestion server on httptest and
+// an assembler (as producer serve runs them).
 type env struct {
 	nats *bustest.Server
 	bus  *bus.Bus
@@ -36,12 +38,43 @@ type env struct {
 	ts   *httptest.Server
 }
 
+// newEnv starts an env whose assembler has the default config but no grace period and the
+// mapping's time bucket of the day.
 func newEnv(t testing.TB, mutate func(*receiver.Config)) *env {
+	return newEnvAsm(t, mutate, nil)
+}
+
+// newEnvAsm starts an env whose assembler config is changed by amutate (when not nil).
+func newEnvAsm(t testing.TB, mutate func(*receiver.Config), amutate func(*assembler.Config)) *env {
 	t.Helper()
 	ns := bustest.NewServer(t)
 	e := &env{nats: ns, bus: ns.Connect(t)}
 	e.start(t, mutate)
+	e.assemble(t, amutate)
 	return e
+}
+
+// assemble runs an assembler on the env's bus until the test ends.
+func (e *env) assemble(t testing.TB, amutate func(*assembler.Config)) {
+	t.Helper()
+	var cfg assembler.Config
+	if amutate != nil {
+		amutate(&cfg)
+	}
+	a, err := assembler.New(e.bus, cfg, nil)
+	if err != nil {
+		t.Fatalf("assembler.New() = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // start (re)starts the ingestion server on the env's bus.
@@ -114,6 +147,21 @@ func streamCount(t testing.TB, b *bus.Bus) uint64 {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
 	s, err := b.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// spanRecords returns how many records DITTO_SPANS holds.
+func spanRecords(t testing.TB, b *bus.Bus) uint64 {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	s, err := b.Stream(ctx, events.SpansStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/otlpmap"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 )
 
 // Server is the ingestion server. Create it with New, serve Handler (or call Serve), and
-// Close it to stop the background flusher and emit the traces still buffered.
+// Close it when done.
 type Server struct {
 	cfg  Config
 	bus  *bus.Bus
@@ -29,18 +30,12 @@ type Server struct {
 	m    *metrics
 	log  *slog.Logger
 	mux  *http.ServeMux
-	now  func() time.Time
 
-	mu  sync.Mutex // guards asm
-	asm *otlpmap.Assembler
-
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	spansMu sync.Mutex
+	spans   *bus.Stream // DITTO_SPANS, for the seen-marker look-ups; made at first use
 }
 
-// New returns a server publishing to b, and starts its background flusher (traces past their
-// grace period or idle timeout). log may be nil.
+// New returns a server publishing to b. log may be nil.
 func New(b *bus.Bus, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -63,17 +58,13 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, bus: b, auth: auth, gate: newGate(cfg.MaxPending), conc: make(chan struct{}, cfg.MaxConcurrent),
-		log: log, now: time.Now, asm: otlpmap.NewAssembler(cfg.Assembly),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		log: log,
 	}
-	s.m = newMetrics(
-		func() float64 { return float64(s.gate.inUse()) },
-		func() float64 { s.mu.Lock(); defer s.mu.Unlock(); _, n := s.asm.Stats(); return float64(n) },
-		func() float64 { s.mu.Lock(); defer s.mu.Unlock(); n, _ := s.asm.Stats(); return float64(n) },
-	)
+	s.m = newMetrics(func() float64 { return float64(s.gate.inUse()) })
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /v1/events", s.instrument("events", s.handleEvents))
 	s.mux.Handle("POST /v1/traces", s.instrument("traces", s.handleTraces))
+	s.mux.Handle("POST /v1/logs", s.instrument("logs", s.handleLogs))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -83,19 +74,19 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger) (*Server, error) {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	go s.flusher()
 	return s, nil
 }
 
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Registry returns the Prometheus registry of the server's metrics.
+// Registry returns the Prometheus registry of the server's metrics; the process registers its
+// other collectors (the assembler's) on it, so that one /metrics shows them all.
 func (s *Server) Registry() *prometheus.Registry { return s.m.reg }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully (in-flight requests finish,
-// buffered traces are emitted) within the given grace.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownGrace time.Duration) error {
+// Serve serves HTTP on ln (and, when grpcLn is not nil, OTLP/gRPC on grpcLn) until ctx ends,
+// then shuts down gracefully (in-flight requests finish) within the given grace.
+func (s *Server) Serve(ctx context.Context, ln, grpcLn net.Listener, shutdownGrace time.Duration) error {
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -104,72 +95,57 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownGrace time.
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	var gs *grpc.Server
+	if grpcLn != nil {
+		gs = s.GRPCServer()
+		go func() { errc <- gs.Serve(grpcLn) }()
+	}
+	stop := func(sctx context.Context) error {
+		err := hs.Shutdown(sctx)
+		if gs != nil {
+			done := make(chan struct{})
+			go func() { gs.GracefulStop(); close(done) }()
+			select {
+			case <-done:
+			case <-sctx.Done():
+				gs.Stop()
+			}
+		}
+		return err
+	}
 	select {
 	case err := <-errc:
-		_ = s.Close(context.Background())
+		_ = stop(context.Background())
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	err := hs.Shutdown(sctx)
-	if cerr := s.Close(sctx); err == nil {
-		err = cerr
-	}
-	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
+	err := stop(sctx)
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, grpc.ErrServerStopped) && err == nil {
 		err = e
 	}
 	return err
 }
 
-// Close stops the flusher and emits every trace still buffered (complete or not: a trace
-// whose root never came becomes an aborted run rather than being lost). It is idempotent.
-func (s *Server) Close(ctx context.Context) error {
-	var err error
-	s.closeOnce.Do(func() {
-		close(s.stop)
-		<-s.done
-		s.mu.Lock()
-		traces := s.asm.Drain()
-		s.mu.Unlock()
-		if failed := s.emit(ctx, traces, s.cfg.AckTimeout); len(failed) > 0 {
-			err = fmt.Errorf("%w: %d buffered trace(s) not stored at shutdown", ErrNotStored, len(failed))
-		}
-	})
-	return err
-}
+// Close releases nothing today (every accepted span is in JetStream before it is answered);
+// it is kept so that callers need not change when the server holds resources again.
+func (s *Server) Close(context.Context) error { return nil }
 
-func (s *Server) flusher() {
-	defer close(s.done)
-	t := time.NewTicker(s.cfg.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
+// spansStream returns the handle on DITTO_SPANS.
+func (s *Server) spansStream(ctx context.Context) (*bus.Stream, error) {
+	s.spansMu.Lock()
+	defer s.spansMu.Unlock()
+	if s.spans == nil {
+		st, err := s.bus.Stream(ctx, events.SpansStream)
+		if err != nil {
+			return nil, err
 		}
-		s.mu.Lock()
-		due := s.asm.Due(s.now())
-		s.mu.Unlock()
-		if len(due) == 0 {
-			continue
-		}
-		if failed := s.emit(context.Background(), due, s.cfg.FlushInterval); len(failed) > 0 {
-			s.restore(failed)
-		}
+		s.spans = st
 	}
-}
-
-func (s *Server) restore(traces []otlpmap.Trace) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for _, t := range traces {
-		s.asm.Restore(t, now)
-	}
+	return s.spans, nil
 }
 
 // statusRecorder remembers the status code written.

@@ -1,17 +1,13 @@
 package receiver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"strings"
-	"time"
+	"strconv"
 
-	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/otlpmap"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -24,199 +20,87 @@ var otlpCodes = map[int]int32{
 	http.StatusTooManyRequests: 8, http.StatusServiceUnavailable: 14,
 }
 
-func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) int {
-	const endpoint = "traces"
-	asJSON := false
+// otlpRequest reads the parts every OTLP/HTTP endpoint shares: the encoding, the token and the
+// (gunzipped, bounded) body. On failure it has answered and returns ok false.
+func (s *Server) otlpRequest(w http.ResponseWriter, r *http.Request) (p *Principal, body []byte, asJSON bool, code int, ok bool) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/x-protobuf", "application/protobuf":
 	case "application/json":
 		asJSON = true
 	default:
-		return writeOTLP(w, http.StatusUnsupportedMediaType, asJSON, &spb.Status{Code: 3,
-			Message: fmt.Sprintf("Content-Type %q: OTLP/HTTP takes application/x-protobuf or application/json", mt)})
-	}
-	fail := func(code int, err error) int {
-		return writeOTLP(w, code, asJSON, &spb.Status{Code: otlpCodes[code], Message: err.Error()})
+		return nil, nil, false, writeOTLP(w, http.StatusUnsupportedMediaType, false, &spb.Status{Code: 3,
+			Message: fmt.Sprintf("Content-Type %q: OTLP/HTTP takes application/x-protobuf or application/json", mt)}), false
 	}
 	p, err := s.auth.authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ditto"`)
-		return fail(http.StatusUnauthorized, err)
+		return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusUnauthorized, err}), false
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err = readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var he *httpError
 		switch {
 		case errors.Is(err, ErrTooLarge):
-			return fail(http.StatusRequestEntityTooLarge, err)
+			return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusRequestEntityTooLarge, err}), false
 		case errors.As(err, &he):
-			return fail(he.code, err)
+			return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{he.code, err}), false
 		}
-		return fail(http.StatusBadRequest, err)
+		return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusBadRequest, err}), false
 	}
-	var req *coltracepb.ExportTraceServiceRequest
+	return p, body, asJSON, 0, true
+}
+
+// failOTLP answers an export error as a google.rpc.Status, with Retry-After when the client
+// should try again.
+func (s *Server) failOTLP(w http.ResponseWriter, asJSON bool, e *exportError) int {
+	if e.code == http.StatusTooManyRequests || e.code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.retryAfter().Seconds())))
+	}
+	return writeOTLP(w, e.code, asJSON, &spb.Status{Code: otlpCodes[e.code], Message: e.err.Error()})
+}
+
+func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) int {
+	p, body, asJSON, code, ok := s.otlpRequest(w, r)
+	if !ok {
+		return code
+	}
+	decode := otlpmap.DecodeProto
 	if asJSON {
-		req, err = otlpmap.DecodeJSON(body)
-	} else {
-		req, err = otlpmap.DecodeProto(body)
+		decode = otlpmap.DecodeJSON
 	}
+	req, err := decode(body)
 	if err != nil {
-		return fail(http.StatusBadRequest, err)
+		return s.failOTLP(w, asJSON, &exportError{http.StatusBadRequest, err})
 	}
-	spans, rejected := otlpmap.Spans(req)
-	s.m.spansReceived.Add(float64(len(spans) + len(rejected)))
-	var rej []string
-	note := func(reason string, n int, msg string) {
-		s.m.spansRejected.WithLabelValues(reason).Add(float64(n))
-		if len(rej) < 5 {
-			rej = append(rej, msg)
-		}
-	}
-	for _, x := range rejected {
-		note("invalid", 1, fmt.Sprintf("span %d: %v", x.Index, x.Err))
-	}
-	nRejected, forbidden := len(rejected), 0
-	kept := spans[:0]
-	for _, sp := range spans {
-		study := p.DefaultStudy(s.cfg.DefaultStudy)
-		if v, ok := sp.Attrs.Str("ditto.study"); ok {
-			study = v
-		} else if v, ok := sp.Resource.Str("ditto.study"); ok {
-			study = v
-		}
-		if err := events.ValidateToken("study", study); err != nil {
-			nRejected++
-			note("unsafe_id", 1, fmt.Sprintf("span %s: %v", sp.SpanID, err))
-			continue
-		}
-		if !p.May(study) {
-			nRejected++
-			forbidden++
-			note("forbidden", 1, fmt.Sprintf("span %s: %v: %q (token %s)", sp.SpanID, ErrForbidden, study, p.Name))
-			continue
-		}
-		sp.Study = study
-		kept = append(kept, sp)
-	}
-	if forbidden > 0 && len(kept) == 0 && nRejected == forbidden {
-		return fail(http.StatusForbidden, fmt.Errorf("%w: %s", ErrForbidden, strings.Join(rej, "; ")))
-	}
-	if len(kept) > 0 && s.gate.full() {
-		// JetStream is behind: refuse before buffering anything, so that the retry is clean.
-		s.throttle(w, endpoint, http.StatusTooManyRequests)
-		return fail(http.StatusTooManyRequests, ErrThrottled)
-	}
-	s.mu.Lock()
-	ready, late, err := s.asm.Add(kept, s.now())
-	s.mu.Unlock()
-	if err != nil { // the span buffer is full: incomplete traces are waiting for their roots
-		s.throttle(w, endpoint, http.StatusServiceUnavailable)
-		return fail(http.StatusServiceUnavailable, err)
-	}
-	for _, x := range late {
-		nRejected++
-		reason := "late"
-		if errors.Is(x.Err, otlpmap.ErrTooMany) {
-			reason = "too_many"
-		}
-		note(reason, 1, fmt.Sprintf("span %s of trace %s: %v", x.SpanID, x.TraceID, x.Err))
-	}
-	// The traces this request completed are stored before the answer, so a 200 means their
-	// runs are in JetStream. Spans of traces still open are held in memory (bounded) until
-	// their root span arrives.
-	if failed := s.emit(r.Context(), ready, s.cfg.AdmitWait); len(failed) > 0 {
-		s.restore(failed)
-		s.throttle(w, endpoint, http.StatusServiceUnavailable)
-		return fail(http.StatusServiceUnavailable, fmt.Errorf("%w: %d trace(s) could not be stored yet; they are kept and retried", ErrNotStored, len(failed)))
-	}
-	resp := &coltracepb.ExportTraceServiceResponse{}
-	if nRejected > 0 {
-		resp.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: int64(nRejected), ErrorMessage: strings.Join(rej, "; ")}
+	resp, xerr := s.exportTraces(r.Context(), p, req)
+	if xerr != nil {
+		return s.failOTLP(w, asJSON, xerr)
 	}
 	return writeOTLP(w, http.StatusOK, asJSON, resp)
 }
 
-// emit maps each trace to its run and publishes the run's events, waiting for JetStream. It
-// returns the traces that could not be stored (throttled or not acknowledged), for the caller
-// to restore into the assembler; a trace that maps to no run is counted and dropped.
-func (s *Server) emit(ctx context.Context, traces []otlpmap.Trace, wait time.Duration) (failed []otlpmap.Trace) {
-	for _, t := range traces {
-		msgs, err := s.mapTrace(t)
-		if err != nil {
-			reason := "map_error"
-			switch {
-			case errors.Is(err, otlpmap.ErrNoGenAI):
-				reason = "no_genai"
-			case errors.Is(err, otlpmap.ErrUnsafeName):
-				reason = "unsafe_study"
-			}
-			s.m.tracesDropped.WithLabelValues(reason).Inc()
-			s.log.Debug("ingest: trace produced no run", "trace", t.ID, "spans", len(t.Spans), "err", err)
-			continue
-		}
-		// A very long trace is published in chunks that each fit the gate; a chunk that
-		// fails leaves the trace to be published again whole (event ids make that a no-op for
-		// the chunks already stored).
-		chunk := max(s.cfg.MaxPending/4, 1)
-		ok := true
-		for i := 0; i < len(msgs) && ok; i += chunk {
-			bad, err := s.publish(ctx, msgs[i:min(i+chunk, len(msgs))], wait)
-			if err != nil || len(bad) > 0 {
-				ok = false
-				s.log.Warn("ingest: run not stored; trace kept", "trace", t.ID, "err", err, "unacked", len(bad))
-			}
-		}
-		if !ok {
-			failed = append(failed, t)
-			continue
-		}
-		s.m.accepted.WithLabelValues("traces").Add(float64(len(msgs)))
-		s.m.runs.WithLabelValues(fmt.Sprint(t.Complete)).Inc()
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) int {
+	p, body, asJSON, code, ok := s.otlpRequest(w, r)
+	if !ok {
+		return code
 	}
-	return failed
+	decode := otlpmap.DecodeLogsProto
+	if asJSON {
+		decode = otlpmap.DecodeLogsJSON
+	}
+	req, err := decode(body)
+	if err != nil {
+		return s.failOTLP(w, asJSON, &exportError{http.StatusBadRequest, err})
+	}
+	resp, xerr := s.exportLogs(r.Context(), p, req)
+	if xerr != nil {
+		return s.failOTLP(w, asJSON, xerr)
+	}
+	return writeOTLP(w, http.StatusOK, asJSON, resp)
 }
 
-// mapTrace maps a trace and encodes its events. If an event exceeds the event size limit
-// (large values whose JSON escaping grew), the trace is mapped again with a smaller value cap.
-func (s *Server) mapTrace(t otlpmap.Trace) ([]pubMsg, error) {
-	cfg := s.cfg.Mapping
-	for attempt := 0; ; attempt++ {
-		res, err := otlpmap.MapTrace(t.Spans, cfg, t.Complete)
-		if err != nil {
-			return nil, err
-		}
-		msgs := make([]pubMsg, 0, len(res.Events))
-		tooLarge := false
-		for i := range res.Events {
-			e := &res.Events[i]
-			data, err := events.Encode(e)
-			if errors.Is(err, events.ErrTooLarge) && attempt == 0 {
-				tooLarge = true
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("otlpmap produced an unencodable event: %w", err)
-			}
-			subject, err := events.SubjectOf(e)
-			if err != nil {
-				return nil, err
-			}
-			msgs = append(msgs, pubMsg{subject: subject, id: e.ID, data: data})
-		}
-		if tooLarge {
-			cfg.MaxValueBytes = 16 << 10
-			continue
-		}
-		s.m.notes.Add(float64(len(res.Notes)))
-		for _, n := range res.Notes {
-			s.log.Debug("ingest: mapping note", "trace", t.ID, "span", n.SpanID, "name", n.Name, "note", n.Reason)
-		}
-		return msgs, nil
-	}
-}
-
-// writeOTLP answers in the request's encoding: an ExportTraceServiceResponse on success, a
+// writeOTLP answers in the request's encoding: an Export…ServiceResponse on success, a
 // google.rpc.Status otherwise (OTLP/HTTP).
 func writeOTLP(w http.ResponseWriter, code int, asJSON bool, m proto.Message) int {
 	var b []byte

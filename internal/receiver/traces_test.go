@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/assembler"
 	"github.com/dittolab/ditto/internal/otlpmap"
 	"github.com/dittolab/ditto/internal/receiver"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -56,7 +57,7 @@ func exportResp(t *testing.T, asJSON bool, b []byte) *coltracepb.ExportTraceServ
 }
 
 func TestTracesVocabulariesBothEncodings(t *testing.T) {
-	e := newEnv(t, func(c *receiver.Config) { c.Mapping.Bucket = otlpmap.BucketNone })
+	e := newEnvAsm(t, nil, func(c *assembler.Config) { c.Mapping.Bucket = otlpmap.BucketNone })
 	files := []string{"genai.json", "openinference.json", "openllmetry.json", "missing_attrs.json", "unknown_kinds.json", "nested_agents.json"}
 	for i, f := range files {
 		body, ctype := payload(t, f), "application/json"
@@ -74,8 +75,7 @@ func TestTracesVocabulariesBothEncodings(t *testing.T) {
 			t.Errorf("%s: answered in %s, want %s", f, got, ctype)
 		}
 	}
-	// Each completed trace was stored before its answer: no polling needed.
-	runs := folds(t, stored(t, e.bus))
+	runs := waitFinished(t, e.bus, 6)
 	want := map[string][]string{
 		"production/5b8efff798038103d269b633813fc60c": {"fetch_invoice", "route"},
 		"production/1f2e3d4c5b6a79880011223344556677": {"calculator"},
@@ -101,6 +101,10 @@ func TestTracesAcrossRequestsAndIdempotent(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("part 1 = %d %q", resp.StatusCode, raw)
 	}
+	// Answered 200: the spans are in DITTO_SPANS (and the trace's seen marker), no run yet.
+	if n := spanRecords(t, e.bus); n != 3 {
+		t.Fatalf("DITTO_SPANS holds %d records after part 1, want its 2 spans and the seen marker", n)
+	}
 	if n := streamCount(t, e.bus); n != 0 {
 		t.Fatalf("%d events stored before the root span arrived, want 0", n)
 	}
@@ -108,7 +112,7 @@ func TestTracesAcrossRequestsAndIdempotent(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("part 2 = %d", resp.StatusCode)
 	}
-	runs := folds(t, stored(t, e.bus))
+	runs := waitFinished(t, e.bus, 1)
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
@@ -117,20 +121,23 @@ func TestTracesAcrossRequestsAndIdempotent(t *testing.T) {
 			t.Errorf("run = %d model calls, tools %q, %d prompt tokens; want 2, [lookup], 30", r.ModelCalls, r.Tools, r.PromptTokens)
 		}
 	}
-	before := streamCount(t, e.bus)
-	// A straggler for the emitted trace is refused in partial_success, not made a second run.
-	resp, raw = e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part1.json"))
-	if r := exportResp(t, true, raw); resp.StatusCode != http.StatusOK || r.GetPartialSuccess().GetRejectedSpans() != 2 ||
-		!strings.Contains(r.GetPartialSuccess().GetErrorMessage(), "late") {
-		t.Errorf("late spans = %d %v, want 200 with 2 rejected as late", resp.StatusCode, r.PartialSuccess)
+	before, records := streamCount(t, e.bus), spanRecords(t, e.bus)
+	// A re-export (an exporter's retry after a lost answer, to this server or to a restarted
+	// one) stores nothing new: the records' message ids come from the trace and span ids.
+	for range 2 {
+		for _, f := range []string{"split_part1.json", "split_part2.json"} {
+			resp, raw = e.post(t, "/v1/traces", tokAll, "application/json", payload(t, f))
+			if r := exportResp(t, true, raw); resp.StatusCode != http.StatusOK || r.GetPartialSuccess() != nil {
+				t.Errorf("re-export of %s = %d %v, want 200 without rejections", f, resp.StatusCode, r.PartialSuccess)
+			}
+		}
+		e.start(t, nil)
 	}
-	// A server that forgot the trace (restarted) maps a re-export to the same event ids:
-	// JetStream stores nothing new.
-	e.start(t, nil)
-	e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part1.json"))
-	e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part2.json"))
+	if n := spanRecords(t, e.bus); n != records {
+		t.Errorf("DITTO_SPANS holds %d records after re-exports, want %d", n, records)
+	}
 	if n := streamCount(t, e.bus); n != before {
-		t.Errorf("stream holds %d events after a re-export, want %d", n, before)
+		t.Errorf("stream holds %d events after re-exports, want %d", n, before)
 	}
 }
 
@@ -175,7 +182,7 @@ func TestTracesBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || r.GetPartialSuccess().GetRejectedSpans() != 1 {
 		t.Fatalf("one bad span id = %d %v, want 200 with 1 rejected span", resp.StatusCode, r.PartialSuccess)
 	}
-	runs := folds(t, stored(t, e.bus))
+	runs := waitFinished(t, e.bus, 1)
 	if len(runs) != 1 {
 		t.Fatalf("%d runs stored, want 1", len(runs))
 	}
@@ -191,10 +198,7 @@ func TestTracesBadInput(t *testing.T) {
 }
 
 func TestTracesIncompleteFlushedAsAborted(t *testing.T) {
-	e := newEnv(t, func(c *receiver.Config) {
-		c.Assembly.IdleTimeout = 100 * time.Millisecond
-		c.FlushInterval = 20 * time.Millisecond
-	})
+	e := newEnvAsm(t, nil, func(c *assembler.Config) { c.IdleTimeout = 100 * time.Millisecond })
 	if resp, _ := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part1.json")); resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST = %d", resp.StatusCode)
 	}
@@ -209,10 +213,7 @@ func TestTracesIncompleteFlushedAsAborted(t *testing.T) {
 // TestTracesRootFirstWithGrace: with a grace period, children exported after their root (spans
 // of one trace from several processes) still join the run.
 func TestTracesRootFirstWithGrace(t *testing.T) {
-	e := newEnv(t, func(c *receiver.Config) {
-		c.Assembly.Grace = 200 * time.Millisecond
-		c.FlushInterval = 20 * time.Millisecond
-	})
+	e := newEnvAsm(t, nil, func(c *assembler.Config) { c.Grace = 200 * time.Millisecond })
 	for _, f := range []string{"split_part2.json", "split_part1.json"} { // root first
 		if resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, f)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d %s", f, resp.StatusCode, raw)
@@ -235,26 +236,47 @@ func TestTracesUnsafeStudyAttribute(t *testing.T) {
 	}
 }
 
-// TestTracesBufferFull: when incomplete traces fill the span buffer, an export that would add
-// to it is answered 503 with Retry-After and nothing of it is buffered; an export of complete
-// traces still goes through.
-func TestTracesBufferFull(t *testing.T) {
-	e := newEnv(t, func(c *receiver.Config) { c.Assembly.MaxSpans = 3 })
-	if resp, _ := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "split_part1.json")); resp.StatusCode != http.StatusOK {
-		t.Fatalf("first export = %d", resp.StatusCode)
+// TestTracesNotAgentPartialSuccess: a trace with no agent span is refused, and the answer says
+// so (partial_success with the count and the reason), on both encodings; nothing of it is
+// stored. In an export mixing it with an agent trace only its spans are refused.
+func TestTracesNotAgentPartialSuccess(t *testing.T) {
+	e := newEnv(t, nil)
+	plain := payload(t, "no_genai.json")
+	nPlain := len(mustDecode(t, plain).GetResourceSpans()[0].GetScopeSpans()[0].GetSpans())
+	for _, asJSON := range []bool{true, false} {
+		body, ctype := plain, "application/json"
+		if !asJSON {
+			body, ctype = asProto(t, plain), "application/x-protobuf"
+		}
+		resp, raw := e.post(t, "/v1/traces", tokAll, ctype, body)
+		ps := exportResp(t, asJSON, raw).GetPartialSuccess()
+		if resp.StatusCode != http.StatusOK || ps.GetRejectedSpans() != int64(nPlain) || !strings.Contains(ps.GetErrorMessage(), "agent span") {
+			t.Errorf("non-agent trace (json %v) = %d %v, want 200 with %d spans rejected as not agent spans", asJSON, resp.StatusCode, ps, nPlain)
+		}
 	}
-	incomplete := strings.Replace(string(payload(t, "genai.json")), `"parentSpanId": ""`, `"parentSpanId": "0badc0de0badc0de"`, 1)
-	resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", []byte(incomplete))
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("export into a full buffer = %d %q (Retry-After %q), want 503 with Retry-After", resp.StatusCode, raw, resp.Header.Get("Retry-After"))
+	if n := spanRecords(t, e.bus); n != 0 {
+		t.Errorf("DITTO_SPANS holds %d records of a refused trace, want 0", n)
 	}
-	if v := gauge(t, e.srv.Registry(), "ditto_ingest_buffered_spans"); v != 2 {
-		t.Errorf("buffered spans = %v, want 2 (the refused export added none)", v)
+	mixed := mustDecode(t, payload(t, "genai.json"))
+	mixed.ResourceSpans = append(mixed.ResourceSpans, mustDecode(t, plain).ResourceSpans...)
+	body, _ := protojson.Marshal(mixed)
+	resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", body)
+	if ps := exportResp(t, true, raw).GetPartialSuccess(); resp.StatusCode != http.StatusOK || ps.GetRejectedSpans() != int64(nPlain) {
+		t.Errorf("mixed export = %d %v, want 200 with the %d plain spans rejected", resp.StatusCode, ps, nPlain)
 	}
-	if resp, raw := e.post(t, "/v1/traces", tokAll, "application/json", payload(t, "openinference.json")); resp.StatusCode != http.StatusOK {
-		t.Errorf("complete trace with a full buffer = %d %q, want 200", resp.StatusCode, raw)
+	if runs := waitFinished(t, e.bus, 1); len(runs) != 1 {
+		t.Errorf("%d runs from the mixed export, want the agent trace's", len(runs))
 	}
-	if runs := folds(t, stored(t, e.bus)); len(runs) != 1 {
-		t.Errorf("%d runs stored, want the complete one", len(runs))
+	if got := counterSum(t, e.srv.Registry(), "ditto_ingest_spans_rejected_total"); got != float64(3*nPlain) {
+		t.Errorf("ditto_ingest_spans_rejected_total = %v, want %d", got, 3*nPlain)
 	}
+}
+
+func mustDecode(t *testing.T, js []byte) *coltracepb.ExportTraceServiceRequest {
+	t.Helper()
+	req, err := otlpmap.DecodeJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
