@@ -18,7 +18,7 @@ var program = cli.Program{
 		{Name: "study status", Usage: "[flags] NAME", Run: runStudyStatus,
 			Summary: "progress and outcomes of a submitted study"},
 		{Name: "serve", Run: runServe,
-			Summary: "ingestion server for production agents: POST /v1/events, OTLP/HTTP /v1/traces, /metrics"},
+			Summary: "ingestion server for production agents: POST /v1/events, OTLP/HTTP /v1/traces and /v1/logs, OTLP/gRPC, /metrics; assembles traces into runs"},
 		{Name: "import", Usage: "[flags] FILE...   (- reads stdin)", Run: runImport,
 			Summary: "publish events from JSON-lines files; report each invalid line (exit status 1 if any)"},
 		{Name: "summary", Run: runSummary,
