@@ -1,0 +1,277 @@
+package repos
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/tools/txtar"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed data/*.txtar data/*.yaml
+var dataFS embed.FS
+
+// Candidate kinds.
+const (
+	KindFix        = "fix"         // the tests pass after it
+	KindNearMiss   = "near_miss"   // a plausible patch that still fails
+	KindSymptom    = "symptom"     // hides the visible symptom, still fails
+	KindWeakenTest = "weaken_test" // edits a test so that it stops checking the defect
+)
+
+// Edit replaces the one occurrence of Old in the file at Path by New.
+type Edit struct {
+	Path string `yaml:"path"`
+	Old  string `yaml:"old"`
+	New  string `yaml:"new"`
+}
+
+// Candidate is one patch of an instance's catalogue: edits against the defective tree.
+type Candidate struct {
+	ID    string `yaml:"id"`
+	Kind  string `yaml:"kind"`
+	Edits []Edit `yaml:"edits"`
+}
+
+// Instance is one seeded defect of a repository.
+type Instance struct {
+	ID     string            `yaml:"id"`
+	Class  string            `yaml:"class"`  // the defect class, e.g. nil_map
+	Prompt string            `yaml:"prompt"` // what the agent is asked (the issue text)
+	Race   bool              `yaml:"race"`   // the tests run with -race
+	Defect []Edit            `yaml:"defect"` // applied to the base
+	Tests  map[string]string `yaml:"tests"`  // test files added with the defect
+	// Candidates is the catalogue of patches, in file order.
+	Candidates []Candidate `yaml:"candidates"`
+
+	// Repo is the repository's name.
+	Repo string `yaml:"-"`
+	// Files is the defective tree: the base with Defect applied and Tests added.
+	Files map[string]string `yaml:"-"`
+	// Locus is where the defect is: the file and 1-based line of the first defect edit's new
+	// text (the personas' notion of "the diagnostic names the defect").
+	Locus Locus `yaml:"-"`
+}
+
+// Locus is a file and line.
+type Locus struct {
+	File string
+	Line int
+}
+
+// Repository is one shipped repository and its instances.
+type Repository struct {
+	Name      string
+	Summary   string            // the txtar comment
+	Base      map[string]string // path → content of the correct tree
+	Instances []*Instance
+}
+
+var loaded = sync.OnceValues(load)
+
+// All returns the shipped repositories, sorted by name. They are shared and must not be
+// modified.
+func All() ([]*Repository, error) { return loaded() }
+
+// Get returns the instance id of repository repo.
+func Get(repo, id string) (*Instance, error) {
+	rs, err := All()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if r.Name != repo {
+			continue
+		}
+		for _, in := range r.Instances {
+			if in.ID == id {
+				return in, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: repository %s has no instance %q", ErrUnknown, repo, id)
+	}
+	return nil, fmt.Errorf("%w: no repository %q", ErrUnknown, repo)
+}
+
+func load() ([]*Repository, error) {
+	names, err := fs.Glob(dataFS, "data/*.txtar")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Repository
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".txtar")
+		r, err := loadRepo(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func loadRepo(name string) (*Repository, error) {
+	ar, err := dataFS.ReadFile("data/" + name + ".txtar")
+	if err != nil {
+		return nil, err
+	}
+	a := txtar.Parse(ar)
+	r := &Repository{Name: name, Summary: strings.TrimSpace(string(a.Comment)), Base: map[string]string{}}
+	for _, f := range a.Files {
+		if err := CheckPath(f.Name); err != nil {
+			return nil, fmt.Errorf("repos: %s.txtar: %w", name, err)
+		}
+		r.Base[f.Name] = string(f.Data)
+	}
+	if _, ok := r.Base["go.mod"]; !ok {
+		return nil, fmt.Errorf("repos: %s.txtar: no go.mod", name)
+	}
+	y, err := dataFS.ReadFile("data/" + name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("repos: %s: no instances file: %w", name, err)
+	}
+	var doc struct {
+		Repo      string      `yaml:"repo"`
+		Instances []*Instance `yaml:"instances"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(y))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("repos: %s.yaml: %w", name, err)
+	}
+	if doc.Repo != name {
+		return nil, fmt.Errorf("repos: %s.yaml: repo is %q, want %q", name, doc.Repo, name)
+	}
+	seen := map[string]bool{}
+	for i, in := range doc.Instances {
+		where := fmt.Sprintf("repos: %s.yaml: instances[%d] (%s)", name, i, in.ID)
+		if in.ID == "" || seen[in.ID] {
+			return nil, fmt.Errorf("%s: missing or repeated id", where)
+		}
+		seen[in.ID] = true
+		in.Repo = name
+		if err := in.build(r.Base); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	r.Instances = doc.Instances
+	return r, nil
+}
+
+// build makes the defective tree and checks the catalogue against it.
+func (in *Instance) build(base map[string]string) error {
+	if strings.TrimSpace(in.Prompt) == "" || in.Class == "" {
+		return fmt.Errorf("prompt and class are required")
+	}
+	files := maps.Clone(base)
+	if len(in.Defect) == 0 {
+		return fmt.Errorf("no defect")
+	}
+	if err := ApplyEdits(files, in.Defect); err != nil {
+		return fmt.Errorf("defect: %w", err)
+	}
+	first := in.Defect[0]
+	before, _, _ := strings.Cut(files[first.Path], first.New)
+	in.Locus = Locus{File: first.Path, Line: strings.Count(before, "\n") + 1}
+	if len(in.Tests) == 0 {
+		return fmt.Errorf("no tests")
+	}
+	for p, body := range in.Tests {
+		if err := CheckPath(p); err != nil {
+			return fmt.Errorf("tests: %w", err)
+		}
+		if !IsTestFile(p) {
+			return fmt.Errorf("tests: %s is not a test file", p)
+		}
+		if _, dup := files[p]; dup {
+			return fmt.Errorf("tests: %s is already in the base", p)
+		}
+		files[p] = body
+	}
+	in.Files = files
+	kinds := map[string]bool{}
+	for j, c := range in.Candidates {
+		switch c.Kind {
+		case KindFix, KindNearMiss, KindSymptom, KindWeakenTest:
+		default:
+			return fmt.Errorf("candidates[%d] (%s): unknown kind %q", j, c.ID, c.Kind)
+		}
+		kinds[c.Kind] = true
+		if err := ApplyEdits(maps.Clone(files), c.Edits); err != nil {
+			return fmt.Errorf("candidates[%d] (%s): %w", j, c.ID, err)
+		}
+		weakens := slices.ContainsFunc(c.Edits, func(e Edit) bool { return IsTestFile(e.Path) })
+		if weakens != (c.Kind == KindWeakenTest) {
+			return fmt.Errorf("candidates[%d] (%s): a %s patch must edit test files exactly when it weakens the tests", j, c.ID, c.Kind)
+		}
+	}
+	if !kinds[KindFix] {
+		return fmt.Errorf("the catalogue has no fix")
+	}
+	return nil
+}
+
+// ApplyEdits applies edits in order to files (path → content), each replacing the one
+// occurrence of its Old text. It stops at the first edit whose Old is empty, absent or not
+// unique, or whose file does not exist; files is then partly edited.
+func ApplyEdits(files map[string]string, edits []Edit) error {
+	for i, e := range edits {
+		body, ok := files[e.Path]
+		if !ok {
+			return fmt.Errorf("edit %d: %w: %s", i, ErrNoFile, e.Path)
+		}
+		nb, err := Replace(body, e.Old, e.New)
+		if err != nil {
+			return fmt.Errorf("edit %d (%s): %w", i, e.Path, err)
+		}
+		files[e.Path] = nb
+	}
+	return nil
+}
+
+// Replace returns body with the one occurrence of old replaced by new.
+func Replace(body, old, new string) (string, error) {
+	switch n := strings.Count(body, old); {
+	case old == "":
+		return "", ErrEmptyOld
+	case n == 0:
+		return "", ErrOldNotFound
+	case n > 1:
+		return "", fmt.Errorf("%w (%d occurrences)", ErrOldNotUnique, n)
+	}
+	return strings.Replace(body, old, new, 1), nil
+}
+
+// IsTestFile reports whether p (slash-separated, relative) is protected as a test file: a
+// *_test.go file or anything under a testdata directory.
+func IsTestFile(p string) bool {
+	p = path.Clean(p)
+	if strings.HasSuffix(p, "_test.go") {
+		return true
+	}
+	return slices.Contains(strings.Split(p, "/"), "testdata")
+}
+
+// CheckPath checks that p is a clean relative slash path that stays inside its tree.
+func CheckPath(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return fmt.Errorf("%w: empty path", ErrPath)
+	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\") || (len(p) > 1 && p[1] == ':'):
+		return fmt.Errorf("%w: %q is absolute", ErrPath, p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%w: %q is not clean", ErrPath, p)
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("%w: %q leaves the tree", ErrPath, p)
+	case p == ".git" || strings.HasPrefix(p, ".git/"):
+		return fmt.Errorf("%w: %q is inside .git", ErrPath, p)
+	}
+	return nil
+}
