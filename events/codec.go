@@ -235,6 +235,16 @@ func decodePayload(t Type, version int, raw []byte) (Payload, error) {
 		return decodeAs[RunEscalated](raw)
 	case TypeReportPublished:
 		return decodeAs[ReportPublished](raw)
+	case TypeWorkspaceCreated:
+		return decodeAs[WorkspaceCreated](raw)
+	case TypeWorkspaceDiscarded:
+		return decodeAs[WorkspaceDiscarded](raw)
+	case TypeVerificationRan:
+		return decodeAs[VerificationRan](raw)
+	case TypeDiagnosticsDistilled:
+		return decodeAs[DiagnosticsDistilled](raw)
+	case TypeFileChanged:
+		return decodeAs[FileChanged](raw)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }

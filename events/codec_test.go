@@ -40,6 +40,14 @@ func samples() map[Type]Payload {
 		TypeRetryScheduled:  RetryScheduled{State: "CALCULATE", Attempt: 1, Reason: "output invalid"},
 		TypeRunEscalated:    RunEscalated{Reason: "plan rejected 3 times", State: ""},
 		TypeReportPublished: ReportPublished{Name: "s1-20261130", Path: "reports/s1/index.html", Formats: []string{"md", "html", "json"}, Studies: []string{"s1"}},
+		TypeWorkspaceCreated: WorkspaceCreated{Repo: "inventory", Instance: "nil-map", Commit: "9f1c2e4b7a0d3c5e8f6a1b2c3d4e5f6a7b8c9d0e",
+			Isolation: "network netns, timeout 2m0s, output cap 65536 bytes, CPU 120s per process"},
+		TypeWorkspaceDiscarded: WorkspaceDiscarded{Repo: "inventory", Instance: "nil-map", Commit: "9f1c2e4b7a0d3c5e8f6a1b2c3d4e5f6a7b8c9d0e"},
+		TypeVerificationRan: VerificationRan{Turn: 1, Command: "go build ./... && go vet ./... && go test -count=1 -v ./...", ExitCode: 1,
+			DurationMS: 2150.5, FailingTests: 1, TestFilesChanged: []string{"stock_test.go"}, RawBytes: 912},
+		TypeDiagnosticsDistilled: DiagnosticsDistilled{Turn: 1, Diagnostics: []Diagnostic{{File: "stock.go", Line: 21, Kind: "panic",
+			Message: "panic: assignment to entry in nil map"}}, Total: 1, RawBytes: 912, DistilledBytes: 61, RawTokens: 228, DistilledTokens: 16, Distilled: true},
+		TypeFileChanged: FileChanged{CallID: "call_3", Path: "stock.go", Added: 1, Removed: 1, Repatch: true},
 	}
 }
 

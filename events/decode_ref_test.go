@@ -93,6 +93,16 @@ func decodePayloadReference(t Type, version int, raw json.RawMessage) (Payload, 
 		return unmarshalAs[RunEscalated](raw)
 	case TypeReportPublished:
 		return unmarshalAs[ReportPublished](raw)
+	case TypeWorkspaceCreated:
+		return unmarshalAs[WorkspaceCreated](raw)
+	case TypeWorkspaceDiscarded:
+		return unmarshalAs[WorkspaceDiscarded](raw)
+	case TypeVerificationRan:
+		return unmarshalAs[VerificationRan](raw)
+	case TypeDiagnosticsDistilled:
+		return unmarshalAs[DiagnosticsDistilled](raw)
+	case TypeFileChanged:
+		return unmarshalAs[FileChanged](raw)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }
@@ -207,6 +217,16 @@ func payloadTakesFastPath(t Type, raw []byte) bool {
 		_, ok = jsonscan.Decode[RunEscalated](raw)
 	case TypeReportPublished:
 		_, ok = jsonscan.Decode[ReportPublished](raw)
+	case TypeWorkspaceCreated:
+		_, ok = jsonscan.Decode[WorkspaceCreated](raw)
+	case TypeWorkspaceDiscarded:
+		_, ok = jsonscan.Decode[WorkspaceDiscarded](raw)
+	case TypeVerificationRan:
+		_, ok = jsonscan.Decode[VerificationRan](raw)
+	case TypeDiagnosticsDistilled:
+		_, ok = jsonscan.Decode[DiagnosticsDistilled](raw)
+	case TypeFileChanged:
+		_, ok = jsonscan.Decode[FileChanged](raw)
 	}
 	return ok
 }

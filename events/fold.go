@@ -45,6 +45,9 @@ type Run struct {
 	RejectedToolCalls int
 	ValidationsFailed int
 
+	// Coding is the fold of a coding run's workspace events (zero for other runs).
+	Coding Coding
+
 	planAccepted bool
 	pending      map[string]string // call id → tool, for calls not yet returned
 	fsm          bool
@@ -167,6 +170,9 @@ func (r *Run) apply(e *Envelope) error {
 		r.Calls = append(r.Calls, Call{Tool: p.Tool, Args: p.Args})
 	case ToolRejected:
 		r.RejectedToolCalls++
+		if p.Reason == RejectTestProtected {
+			r.Coding.ProtectedAttempts++
+		}
 	case ToolReturned:
 		tool, ok := r.pending[p.CallID]
 		if !ok {
@@ -183,6 +189,10 @@ func (r *Run) apply(e *Envelope) error {
 	case RunEscalated:
 		r.Escalated = true
 	case OutputValidated:
+	case WorkspaceCreated, WorkspaceDiscarded, VerificationRan, DiagnosticsDistilled, FileChanged:
+		if err := r.applyCoding(p); err != nil {
+			return illegal("%v", err)
+		}
 	case Unknown:
 		// A newer producer's event: skipped when marked ignorable, as Decode would have.
 		if !e.Ignorable {

@@ -36,6 +36,7 @@ func Types() []Type {
 		TypePlanRejected, TypeStateEntered, TypeStateExited, TypeModelCalled, TypeToolCalled,
 		TypeToolRejected, TypeToolReturned, TypeOutputValidated, TypeOutputInvalid,
 		TypeRetryScheduled, TypeRunEscalated, TypeReportPublished,
+		TypeWorkspaceCreated, TypeWorkspaceDiscarded, TypeVerificationRan, TypeDiagnosticsDistilled, TypeFileChanged,
 	}
 }
 
@@ -416,7 +417,7 @@ func (p ToolRejected) Validate() error {
 		return missing("payload.tool")
 	}
 	switch p.Reason {
-	case RejectUnauthorized, RejectSchema, RejectPermission, RejectBudget:
+	case RejectUnauthorized, RejectSchema, RejectPermission, RejectBudget, RejectTestProtected, RejectUnread:
 	case "":
 		return missing("payload.reason")
 	default:
