@@ -18,6 +18,11 @@ type Components struct {
 	SchemaGate         bool
 	PermissionGate     bool
 	CircuitBreaker     bool
+
+	// Coding runs (internal/coding): the action space, the diagnostics' form, test protection.
+	BashOnly       bool // one bash tool instead of the file tools (read, list, search, edit, create)
+	Distilled      bool // diagnostics go back distilled (tuples), not raw
+	TestProtection bool // test files (*_test.go, testdata/) are read-only to the agent
 }
 
 // Limits bound the components. Zero fields take DefaultLimits' values.
@@ -83,6 +88,9 @@ var componentFields = []struct {
 	{events.ComponentSchemaGate, func(c *Components) *bool { return &c.SchemaGate }},
 	{events.ComponentPlanning, func(c *Components) *bool { return &c.StructuredPlanning }},
 	{events.ComponentValidation, func(c *Components) *bool { return &c.Validation }},
+	{events.ComponentBashOnly, func(c *Components) *bool { return &c.BashOnly }},
+	{events.ComponentDistilled, func(c *Components) *bool { return &c.Distilled }},
+	{events.ComponentTestProtection, func(c *Components) *bool { return &c.TestProtection }},
 }
 
 // ComponentNames lists every component name, sorted.

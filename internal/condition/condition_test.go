@@ -10,7 +10,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	all := condition.ComponentNames()
+	all := []string{"circuit_breaker", "forced_tool", "fsm", "permission_gate", "retry", "schema_gate", "structured_planning", "validation"}
 	tests := []struct {
 		give    string
 		want    []string
@@ -29,6 +29,7 @@ func TestParse(t *testing.T) {
 		{give: "fsm+harness", wantErr: true},
 		{give: "harness+", wantErr: true},
 		{give: "harness+warp_drive", wantErr: true},
+		{give: "circuit_breaker+distilled_diagnostics+test_protection+bash_only", want: []string{"bash_only", "circuit_breaker", "distilled_diagnostics", "test_protection"}},
 	}
 	for _, tt := range tests {
 		c, err := condition.Parse(tt.give)

@@ -124,7 +124,7 @@ func checkList(ps *problems, field string, list []string, check func(string) str
 
 func (s *Spec) checkTask(name string) string {
 	if _, err := tasks.Get(name); err != nil {
-		return fmt.Sprintf("unknown task %q (known: %s)", name, strings.Join(tasks.Names(), ", "))
+		return fmt.Sprintf("unknown task %q (known: %s)", name, strings.Join(append(tasks.Names(), tasks.CodingNames()...), ", "))
 	}
 	return ""
 }

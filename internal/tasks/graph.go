@@ -79,6 +79,9 @@ func (s *State) Successor(output []byte) (string, error) {
 // every successor defined, every branching state routed, every tool authorized in exactly one
 // state, a final tool, and every state reachable from Start can reach a terminal state.
 func (t *Task) Validate() error {
+	if t.Coding != nil {
+		return t.validateCoding()
+	}
 	if _, ok := t.StateByName(t.Start); !ok {
 		return fmt.Errorf("tasks: %s: unknown start state %q", t.Name, t.Start)
 	}

@@ -22,6 +22,13 @@ func load() {
 		}
 		registry.tasks[t.Name] = t
 	}
+	coding, err := codingTasks()
+	if err != nil {
+		panic(err) // the embedded repositories are checked by their own tests
+	}
+	for _, t := range coding {
+		registry.tasks[t.Name] = t
+	}
 }
 
 // Get returns the registered task with the given name, or an error wrapping ErrUnknownTask.
@@ -32,18 +39,26 @@ func Get(name string) (*Task, error) {
 	t, ok := registry.tasks[name]
 	registry.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownTask, name, Names())
+		return nil, fmt.Errorf("%w %q (known: %v, and the coding tasks %v)", ErrUnknownTask, name, Names(), CodingNames())
 	}
 	return t, nil
 }
 
-// Names returns the names of the registered tasks, sorted.
-func Names() []string {
+// Names returns the names of the registered tasks of the state graph, sorted. Coding tasks
+// (Task.Coding set) are listed by CodingNames; Get finds both.
+func Names() []string { return names(false) }
+
+// CodingNames returns the names of the registered coding tasks, sorted.
+func CodingNames() []string { return names(true) }
+
+func names(coding bool) []string {
 	registry.once.Do(load)
 	registry.mu.RLock()
 	names := make([]string, 0, len(registry.tasks))
-	for n := range registry.tasks {
-		names = append(names, n)
+	for n, t := range registry.tasks {
+		if (t.Coding != nil) == coding {
+			names = append(names, n)
+		}
 	}
 	registry.mu.RUnlock()
 	slices.Sort(names)

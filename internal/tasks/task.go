@@ -34,6 +34,8 @@ type Task struct {
 	// File is the task file the task was read from (its canonical JSON is what a study sends
 	// to its workers); nil for a task built in Go.
 	File *taskfile.Task
+	// Coding is set for a coding task (see Coding); nil for a task of the state graph.
+	Coding *Coding
 }
 
 // ToolResult is one tool call and its result as it appears in a conversation.

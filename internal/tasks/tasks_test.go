@@ -306,3 +306,19 @@ func TestToolsReadOtherDatasetsWithoutGate(t *testing.T) {
 		t.Fatal("portfolio-b is in instance a's scope")
 	}
 }
+
+func TestCodingTasks(t *testing.T) {
+	names := CodingNames()
+	if len(names) < 8 {
+		t.Fatalf("CodingNames() = %v, want the 8 shipped instances or more", names)
+	}
+	for _, n := range names {
+		task, err := Get(n)
+		if err != nil || task.Coding == nil || len(task.Instances) != 1 || CodingTaskName(task.Coding.Repo, task.Coding.Instance) != n {
+			t.Errorf("Get(%q) = %+v, %v", n, task, err)
+		}
+		if slices.Contains(Names(), n) {
+			t.Errorf("Names() lists the coding task %s", n)
+		}
+	}
+}
