@@ -231,4 +231,3 @@ func (r *Run) applyCoding(p Payload) error {
 	}
 	return nil
 }
-
