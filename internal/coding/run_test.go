@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/coding"
