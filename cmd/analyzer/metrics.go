@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/cli"
@@ -32,6 +35,7 @@ type metricsConfig struct {
 	seed         uint64
 	pairs        string
 	store        bool
+	noWait       bool
 	opts         analysis.Options
 }
 
@@ -56,7 +60,8 @@ func (c *metricsConfig) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.permutations, "permutations", metrics.DefaultPermutations, "B, the permutations of each permutation test")
 	fs.Uint64Var(&c.seed, "seed", DefaultMetricsSeed, "seed of the permutation tests and sampled estimates (same seed, same events: same report)")
 	fs.StringVar(&c.pairs, "pairs", "", `conditions compared within each task and model, "A:B,…" (B may be *); default "baseline:*,harness:harness_sp", consecutive releases for production studies`)
-	fs.BoolVar(&c.store, "store", true, "replace the study's rows of the tables metrics and comparisons (needs the database file, not the API)")
+	fs.BoolVar(&c.store, "store", true, "replace the study's rows of the tables metrics and comparisons (a serving analyzer stores them itself)")
+	fs.BoolVar(&c.noWait, "no-wait", false, "through a serving analyzer, compute on the events stored so far instead of waiting for ingestion to reach the end of the stream")
 }
 
 func (c *metricsConfig) validate(fs *flag.FlagSet) error {
@@ -68,27 +73,56 @@ func (c *metricsConfig) validate(fs *flag.FlagSet) error {
 	case c.permutations < 1:
 		return fmt.Errorf("%w: --permutations %d, want at least 1", cli.ErrUsage, c.permutations)
 	}
-	c.opts = analysis.Options{Permutations: c.permutations, Seed: c.seed}
-	if c.pairs != "" {
-		c.opts.Pairs = []analysis.Pair{}
-		for _, p := range strings.Split(c.pairs, ",") {
-			a, b, ok := strings.Cut(strings.TrimSpace(p), ":")
-			if !ok {
-				return fmt.Errorf("%w: --pairs %q: want A:B items", cli.ErrUsage, c.pairs)
-			}
-			c.opts.Pairs = append(c.opts.Pairs, analysis.Pair{A: a, B: b})
-		}
-	}
-	if err := c.opts.Validate(); err != nil {
+	opts, err := metricsOptions(c.permutations, c.seed, c.pairs)
+	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
+	c.opts = opts
 	return nil
 }
 
+// metricsOptions builds the analysis options from analyzer metrics' flags (pairs as "A:B,…"),
+// for the command and for serve's POST /v1/metrics alike.
+func metricsOptions(permutations int, seed uint64, pairs string) (analysis.Options, error) {
+	opts := analysis.Options{Permutations: permutations, Seed: seed}
+	if pairs != "" {
+		opts.Pairs = []analysis.Pair{}
+		for _, p := range strings.Split(pairs, ",") {
+			a, b, ok := strings.Cut(strings.TrimSpace(p), ":")
+			if !ok {
+				return opts, fmt.Errorf("pairs %q: want A:B items", pairs)
+			}
+			opts.Pairs = append(opts.Pairs, analysis.Pair{A: a, B: b})
+		}
+	}
+	return opts, opts.Validate()
+}
+
 func metricsCommand(ctx context.Context, cfg metricsConfig, stdout, stderr io.Writer) error {
-	rep, err := computeMetrics(ctx, cfg, stderr)
+	out, err := metricsOutput(ctx, cfg, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.out == "" {
+		_, err = stdout.Write(out)
+		return err
+	}
+	return writeFileAtomic(cfg.out, out)
+}
+
+// metricsOutput asks a serving analyzer when one answers (it holds the database file, so it
+// computes and stores), and otherwise opens the file read-write, computes and stores.
+func metricsOutput(ctx context.Context, cfg metricsConfig, stderr io.Writer) ([]byte, error) {
+	c, err := cfg.target.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		return metricsRemote(ctx, c, cfg, stderr)
+	}
+	rep, err := computeLocal(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
 	if cfg.json {
@@ -96,27 +130,10 @@ func metricsCommand(ctx context.Context, cfg metricsConfig, stdout, stderr io.Wr
 	} else {
 		err = report.WriteMetricsTables(&buf, rep)
 	}
-	if err != nil {
-		return err
-	}
-	if cfg.out == "" {
-		_, err = stdout.Write(buf.Bytes())
-		return err
-	}
-	return writeFileAtomic(cfg.out, buf.Bytes())
+	return buf.Bytes(), err
 }
 
-// computeMetrics reads through a serving analyzer's API when one answers (the file is then
-// locked by it, and the report cannot be stored), and otherwise opens the file read-write,
-// computes and stores.
-func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*analysis.Result, error) {
-	c, err := cfg.target.client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if c != nil {
-		return computeRemote(ctx, c, cfg, stderr)
-	}
+func computeLocal(ctx context.Context, cfg metricsConfig) (*analysis.Result, error) {
 	if _, err := os.Stat(cfg.target.dbPath); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no database at %s (has the analyzer ingested anything? see --data-dir, --db)", cfg.target.dbPath)
 	}
@@ -142,16 +159,94 @@ func computeMetrics(ctx context.Context, cfg metricsConfig, stderr io.Writer) (*
 	return rep, w.Close()
 }
 
-func computeRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) (*analysis.Result, error) {
-	rep, err := analysis.ComputeFrom(ctx, c.Querier(), cfg.study, cfg.opts)
-	if err != nil {
+// ingestionPoll is how often analyzer metrics asks a serving analyzer whether ingestion has
+// caught up, and ingestionNote how often it says it is still waiting.
+const (
+	ingestionPoll = 200 * time.Millisecond
+	ingestionNote = 10 * time.Second
+)
+
+// metricsRemote has the serving analyzer compute (and store) the study, once its ingestion
+// has stored every event the stream held when asked, unless --no-wait.
+func metricsRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, stderr io.Writer) ([]byte, error) {
+	if err := awaitIngestion(ctx, c, cfg.noWait, stderr); err != nil {
 		return nil, err
 	}
-	if cfg.store {
-		fmt.Fprintf(stderr, "analyzer metrics: computed through the serving analyzer at %s; NOT stored in the tables metrics and comparisons "+
-			"(the API is read-only): run analyzer metrics where the database file is open (stop analyzer serve) to store, or pass --store=false\n", c.BaseURL)
+	req := MetricsRequest{Study: cfg.study, Permutations: cfg.permutations, Seed: cfg.seed, Pairs: cfg.pairs, Store: cfg.store, Format: "tables"}
+	if cfg.json {
+		req.Format = "json"
 	}
-	return rep, nil
+	resp, err := c.Do(ctx, http.MethodPost, MetricsPath, req)
+	var se *queryapi.StatusError
+	switch {
+	case errors.As(err, &se) && se.Kind == "no_study":
+		return nil, fmt.Errorf("analyzer at %s: %w: %q (no stored event names it; analyzer status lists the studies)", c.BaseURL, analysis.ErrNoStudy, cfg.study)
+	case errors.As(err, &se) && se.Kind == "no_runs":
+		return nil, fmt.Errorf("analyzer at %s: %w: %s", c.BaseURL, analysis.ErrNoRuns, se.Message)
+	case err != nil:
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("analyzer at %s: %w", c.BaseURL, err)
+	}
+	if cfg.store && resp.Header.Get(HeaderStored) == "true" {
+		fmt.Fprintf(stderr, "analyzer metrics: computed and stored by the serving analyzer at %s\n", c.BaseURL)
+	}
+	return out, nil
+}
+
+// awaitIngestion waits until the serving analyzer has stored every event the stream held at
+// the first ask, saying so on stderr; with noWait it only says how far behind it is.
+func awaitIngestion(ctx context.Context, c *queryapi.Client, noWait bool, stderr io.Writer) error {
+	first, err := ingestion(ctx, c)
+	if err != nil || first.Behind == 0 {
+		return err
+	}
+	if noWait || !first.Ingesting {
+		why := "--no-wait"
+		if !first.Ingesting {
+			why = "it does not ingest (--no-ingest)"
+		}
+		fmt.Fprintf(stderr, "analyzer metrics: ingestion is %d events behind; not waiting (%s): computing on the events stored so far\n", first.Behind, why)
+		return nil
+	}
+	fmt.Fprintf(stderr, "analyzer metrics: ingestion is %d events behind; waiting (--no-wait computes on the events stored so far)\n", first.Behind)
+	tick := time.NewTicker(ingestionPoll)
+	defer tick.Stop()
+	noted := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		now, err := ingestion(ctx, c)
+		if err != nil {
+			return err
+		}
+		if now.Watermark >= first.StreamLast {
+			return nil
+		}
+		if time.Since(noted) >= ingestionNote {
+			fmt.Fprintf(stderr, "analyzer metrics: ingestion is %d events behind; waiting\n", first.StreamLast-now.Watermark)
+			noted = time.Now()
+		}
+	}
+}
+
+func ingestion(ctx context.Context, c *queryapi.Client) (Ingestion, error) {
+	var i Ingestion
+	resp, err := c.Do(ctx, http.MethodGet, IngestionPath, nil)
+	if err != nil {
+		return i, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&i); err != nil {
+		return i, fmt.Errorf("analyzer at %s: %s: %w", c.BaseURL, IngestionPath, err)
+	}
+	return i, nil
 }
 
 // writeFileAtomic writes b to path through a temporary file in the same directory, so a

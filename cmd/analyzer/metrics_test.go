@@ -7,14 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"net/http/httptest"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
@@ -104,26 +108,6 @@ func TestMetricsCommand(t *testing.T) {
 		t.Errorf("stored %d metrics rows and %d comparisons, want some and 7", nm, nc)
 	}
 
-	// Through a serving analyzer's API (the file held by it): the same report, not stored.
-	srv, err := queryapi.NewServer(db, queryapi.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	var remote bytes.Buffer
-	stderr.Reset()
-	cfg = metricsCfg(t, path, "--study", "sample-prod", "--json", "--url", hs.URL)
-	if err := metricsCommand(ctx, cfg, &remote, &stderr); err != nil {
-		t.Fatalf("metrics through the API = %v", err)
-	}
-	if !bytes.Equal(remote.Bytes(), first) {
-		t.Errorf("report through the API differs from the local one")
-	}
-	if !strings.Contains(stderr.String(), "NOT stored") {
-		t.Errorf("stderr = %q, want the not-stored notice", stderr.String())
-	}
-	hs.Close()
 	db.Close()
 
 	// Tables for people.
@@ -144,6 +128,101 @@ func TestMetricsCommand(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.duckdb")
 	if err := metricsCommand(ctx, metricsCfg(t, missing, "--study", "x"), &tables, &stderr); err == nil || !strings.Contains(err.Error(), "no database") {
 		t.Errorf("missing database = %v, want a no-database error", err)
+	}
+}
+
+// TestMetricsThroughServe runs analyzer metrics while analyzer serve holds the database and
+// the study's events are still arriving: serve commits a batch only 10 s after its first event,
+// so ingestion is behind when the command asks. The command says so and waits, the serving
+// analyzer computes the same report as the file gives and stores it (FROM metrics answers);
+// with --no-wait the command says how far behind ingestion is and computes on what is stored.
+func TestMetricsThroughServe(t *testing.T) {
+	path := metricsDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var local bytes.Buffer
+	if err := metricsCommand(ctx, metricsCfg(t, path, "--study", "sample-prod", "--json", "--store=false"), &local, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	dataDir := t.TempDir()
+	const token = "metrics-token"
+	var cfg serveConfig
+	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
+	cfg.ingest.BatchWait = 10 * time.Second
+	cfg.listen = "127.0.0.1:0"
+	cfg.token = token
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- serve(sctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var c *queryapi.Client
+	waitFor(t, "analyzer.url", func() (bool, error) {
+		var err error
+		c, err = queryapi.Discover(ctx, dataDir, token)
+		return err == nil, err
+	})
+	viaServe := func(args ...string) metricsConfig {
+		cfg := metricsCfg(t, filepath.Join(dataDir, warehouse.DefaultFile), args...)
+		cfg.target.token = token
+		return cfg
+	}
+
+	// The whole study arrives just now: the command waits for it instead of "no such study".
+	publishLines(t, b, string(samples.Traces))
+	var remote, stderr bytes.Buffer
+	if err := metricsCommand(ctx, viaServe("--study", "sample-prod", "--json"), &remote, &stderr); err != nil {
+		t.Fatalf("metrics through serve = %v\n%s", err, stderr.String())
+	}
+	if !regexp.MustCompile(`ingestion is [1-9][0-9]* events behind; waiting`).MatchString(stderr.String()) {
+		t.Errorf("stderr = %q, want the waiting notice", stderr.String())
+	}
+	if !bytes.Equal(remote.Bytes(), local.Bytes()) {
+		t.Errorf("report through serve differs from the one computed on the file:\n%s\nwant\n%s", remote.String(), local.String())
+	}
+	if !strings.Contains(stderr.String(), "stored by the serving analyzer") {
+		t.Errorf("stderr = %q, want the stored notice", stderr.String())
+	}
+	tab, err := c.Query(ctx, queryapi.SQLRequest{SQL: "SELECT (SELECT count(*) FROM metrics WHERE study = 'sample-prod'), (SELECT count(*) FROM comparisons WHERE study = 'sample-prod')"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nm, nc := fmt.Sprint(tab.Rows[0][0]), fmt.Sprint(tab.Rows[0][1]); nm == "0" || nc != "7" {
+		t.Errorf("stored through serve: %s metrics rows and %s comparisons, want some and 7", nm, nc)
+	}
+
+	// Another study arrives: --no-wait says how far behind ingestion is and does not wait
+	// (the study is not stored yet); without it, the command waits and finds it.
+	publishLines(t, b, serveTestLines(t))
+	stderr.Reset()
+	err = metricsCommand(ctx, viaServe("--study", "beta", "--no-wait"), io.Discard, &stderr)
+	if !errors.Is(err, analysis.ErrNoStudy) {
+		t.Errorf("--no-wait before ingestion = %v, want ErrNoStudy", err)
+	}
+	if !regexp.MustCompile(`ingestion is [1-9][0-9]* events behind; not waiting`).MatchString(stderr.String()) {
+		t.Errorf("--no-wait stderr = %q, want the behind notice", stderr.String())
+	}
+	var tables bytes.Buffer
+	stderr.Reset()
+	if err := metricsCommand(ctx, viaServe("--study", "beta"), &tables, &stderr); err != nil {
+		t.Fatalf("metrics --study beta through serve = %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(tables.String(), "study beta (Study beta") {
+		t.Errorf("tables of beta:\n%s", tables.String())
+	}
+	// An unknown study, ingestion caught up: no such study.
+	if err := metricsCommand(ctx, viaServe("--study", "nope"), io.Discard, io.Discard); !errors.Is(err, analysis.ErrNoStudy) {
+		t.Errorf("unknown study through serve = %v, want ErrNoStudy", err)
 	}
 }
 

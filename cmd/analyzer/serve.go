@@ -141,7 +141,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			"listen", addr.String())
 	}
 	baseURL := serveBaseURL(addr)
-	hs := &http.Server{Handler: withReports(srv, cfg.reports.dir, cfg.token), ReadHeaderTimeout: 10 * time.Second}
+	ms := newMetricsService(w.DB(), b, w.Stats, !cfg.noIngest, log)
+	hs := &http.Server{Handler: withReports(withMetrics(srv, ms, cfg.token), cfg.reports.dir, cfg.token), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -68,19 +68,26 @@ func (c *reportsConfig) validate() error {
 func withReports(api http.Handler, dir, token string) http.Handler {
 	mux := http.NewServeMux()
 	reports := report.Handler(dir, ReportsPrefix)
-	mux.Handle(ReportsPrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		reports.ServeHTTP(w, r)
-	}))
+	mux.Handle(ReportsPrefix, bearer(token, reports))
 	mux.Handle("/", api)
 	return mux
+}
+
+// bearer lets a request through to next only with "Authorization: Bearer <token>"; an empty
+// token lets every request through.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // startReports starts the report scheduler when a schedule is set (a missed run is made at

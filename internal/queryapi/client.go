@@ -186,3 +186,10 @@ func ReadManifest(dir string) (*ExportManifest, error) {
 }
 
 var errNoManifest = errors.New("no manifest")
+
+// Do sends method to path with body (if not nil) as JSON and returns the answer when its
+// status is 2xx, else a *StatusError: for the endpoints served beside the query API (analyzer
+// serve's /v1/ingestion and /v1/metrics). The caller closes the answer's body.
+func (c *Client) Do(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	return c.do(ctx, method, path, body, "")
+}
