@@ -22,6 +22,7 @@ const (
 	Ingest               // run by the ingester, with parameters or registered Arrow views
 	Analysis             // run by package analysis (metrics reports), with parameters
 	Report               // run by package report (a report's own accounting), with parameters
+	Console              // run by package console (the web console's pages), with parameters
 )
 
 // Statement is one embedded SQL statement.
@@ -106,6 +107,19 @@ var (
 	ReportWindowCells = load("report_window_cells", Report)
 )
 
+// Console statements (package console): what the web console's pages read, through the same
+// read-only guard as the query API.
+var (
+	ConsoleStudies      = load("console_studies", Console)
+	ConsoleWatermark    = load("console_watermark", Console)
+	ConsoleCells        = load("console_cells", Console)
+	ConsoleCellGroups   = load("console_cell_groups", Console)
+	ConsoleCellUnscored = load("console_cell_unscored", Console)
+	ConsoleCellRuns     = load("console_cell_runs", Console)
+	ConsoleRun          = load("console_run", Console)
+	ConsoleRunEvents    = load("console_run_events", Console)
+)
+
 // Schema returns the statements that create the projection, in the order to run them. They are
 // idempotent (IF NOT EXISTS, OR REPLACE).
 func Schema() []Statement {
@@ -125,6 +139,8 @@ func All() []Statement {
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,
+		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
+		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents,
 	)
 }
 

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/cli"
+	"github.com/dittolab/ditto/internal/console"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/internal/warehouse"
@@ -142,7 +144,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	}
 	baseURL := serveBaseURL(addr)
 	ms := newMetricsService(w.DB(), b, w.Stats, !cfg.noIngest, log)
-	hs := &http.Server{Handler: withReports(withMetrics(srv, ms, cfg.token), cfg.reports.dir, cfg.token), ReadHeaderTimeout: 10 * time.Second}
+	con, err := console.New(w.DB(), console.Config{Token: cfg.token, Limits: cfg.limits, ReportsDir: cfg.reports.dir,
+		ReportsPrefix: ReportsPrefix, Analysis: analysis.Options{Seed: DefaultMetricsSeed}, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer con.Close()
+	hs := &http.Server{Handler: con.Handler(withReports(withMetrics(srv, ms, cfg.token), cfg.reports.dir, cfg.token)),
+		ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(con.Close) // the Studies page's event streams end with the console
 	errc := make(chan error, 2)
 	go func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -174,7 +184,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			log.Warn("remove url file", "err", err)
 		}
 	}()
-	log.Info("serving", "url", baseURL, "db", cfg.db.Path, "nats", b.URL(), "ingest", !cfg.noIngest,
+	log.Info("serving", "url", baseURL, "console", baseURL+"/", "db", cfg.db.Path, "nats", b.URL(), "ingest", !cfg.noIngest,
 		"token", cfg.token != "", "load", warehouse.LoadPath)
 
 	select {

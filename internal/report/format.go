@@ -75,3 +75,7 @@ func percentChange(a, b metrics.Value) (string, bool) {
 
 // setting prints a setting (a level, a rate) in its shortest exact form: 0.05.
 func setting(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// Number prints v with digits decimals ("—" when null): this file's formatter for renderers
+// outside the package (the web console), so that a number prints the same there.
+func Number(v metrics.Value, digits int) string { return num(v, digits) }

@@ -58,6 +58,8 @@ func TestQueriesGolden(t *testing.T) {
 				t.Skip("executed with golden results by internal/analysis (TestQueriesGolden there)")
 			case queries.Report:
 				t.Skip("executed with golden results by internal/report (TestReportQueriesGolden there)")
+			case queries.Console:
+				t.Skip("executed with golden results by internal/console (TestConsoleQueriesGolden there)")
 			}
 			warehousetest.CheckGolden(t, s.Name, got+"\n")
 		})
