@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/demo"
@@ -40,5 +41,18 @@ func runDemo(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	if errors.Is(err, demo.ErrNotDemoDir) {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "\nThe console on this data: %s serve --data-dir %s\n(then open http://%s/)\n",
+		shellWord(os.Args[0]), shellWord(cfg.DataDir), DefaultListen)
+	return nil
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

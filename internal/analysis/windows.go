@@ -122,25 +122,7 @@ func compareWindowsOnce(ctx context.Context, q Querier, cell CellFilter, a, b Wi
 	if _, err := loadStudy(ctx, q, cell.Study); err != nil {
 		return nil, err
 	}
-	load := func(w Window) ([]metrics.Run, error) {
-		sel := selection{study: cell.Study, task: cell.Task, model: cell.Model, condition: cell.Condition}
-		sel.fromUS, sel.toUS = w.bounds()
-		byCell, err := loadRuns(ctx, q, sel, false)
-		if err != nil {
-			return nil, err
-		}
-		// Pool the matching cells in a fixed order (cell, then run id).
-		keys := make([]CellKey, 0, len(byCell))
-		for k := range byCell {
-			keys = append(keys, k)
-		}
-		sortKeys(keys)
-		var runs []metrics.Run
-		for _, k := range keys {
-			runs = append(runs, byCell[k]...)
-		}
-		return runs, nil
-	}
+	load := func(w Window) ([]metrics.Run, error) { return loadWindow(ctx, q, cell, w) }
 	ra, err := load(a)
 	if err != nil {
 		return nil, err
@@ -164,6 +146,69 @@ func compareWindowsOnce(ctx context.Context, q Querier, cell CellFilter, a, b Wi
 		return nil, fmt.Errorf("analysis: compare %s with %s: %w", lb, la, err)
 	}
 	metrics.AdjustBH(out.Comparisons)
+	return out, nil
+}
+
+// loadWindow returns the runs of cell started in w, the matching cells pooled in a fixed order
+// (cell, then run id).
+func loadWindow(ctx context.Context, q Querier, cell CellFilter, w Window) ([]metrics.Run, error) {
+	sel := selection{study: cell.Study, task: cell.Task, model: cell.Model, condition: cell.Condition}
+	sel.fromUS, sel.toUS = w.bounds()
+	byCell, err := loadRuns(ctx, q, sel, false)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]CellKey, 0, len(byCell))
+	for k := range byCell {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	var runs []metrics.Run
+	for _, k := range keys {
+		runs = append(runs, byCell[k]...)
+	}
+	return runs, nil
+}
+
+// WindowSeriesFrom computes a cell (see CellFilter) in each of consecutive windows of run
+// start times, without comparing them: the cell's metrics over time (the console draws them
+// as a drift chart). Runs count as in Compute. A window without runs has N = 0 and null
+// metrics. Errors wrap ErrNoStudy or ErrInvalidOptions.
+func WindowSeriesFrom(ctx context.Context, q Querier, cell CellFilter, windows []Window, opts Options) ([]WindowCell, error) {
+	if cell.Study == "" {
+		return nil, fmt.Errorf("%w: CellFilter.Study is required", ErrInvalidOptions)
+	}
+	for _, w := range windows {
+		if !w.From.IsZero() && !w.To.IsZero() && !w.From.Before(w.To) {
+			return nil, fmt.Errorf("%w: window %s is empty", ErrInvalidOptions, w)
+		}
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if _, err := loadStudy(ctx, q, cell.Study); err != nil {
+		return nil, err
+	}
+	out := make([]WindowCell, len(windows))
+	for i, w := range windows {
+		var runs []metrics.Run
+		var err error
+		// Each window is read on its own: a window whose runs changed while read is read
+		// again, as Compute does.
+		for range maxAttempts {
+			if runs, err = loadWindow(ctx, q, cell, w); !errors.Is(err, ErrChanged) {
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = WindowCell{Window: w, Label: cell.String() + " " + w.String()}
+		if out[i].Metrics, err = metrics.ComputeCell(runs, opts.Cell); err != nil {
+			return nil, fmt.Errorf("analysis: %s: %w", out[i].Label, err)
+		}
+	}
 	return out, nil
 }
 

@@ -134,6 +134,11 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(assetFS, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	// Pages name their icon; a browser still asks for /favicon.ico on the reports' pages.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, assets, "favicon.svg")
+	})
 	mux.HandleFunc("GET /login", c.loginForm)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("POST /logout", c.logout)

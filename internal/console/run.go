@@ -123,6 +123,8 @@ type bar struct {
 	Label, Class string
 	Seq          int64
 	TextX, TextY int
+	Anchor       string // the label's text-anchor: start or end
+	Inside       bool   // the label is drawn on the bar
 }
 
 type runView struct {
@@ -187,22 +189,22 @@ func timeline(v *runView, rows [][]any) {
 		return
 	}
 	t0 := integer(rows[0][1])
-	end := integer(rows[len(rows)-1][1])
+	end := integer(rows[len(rows)-1][1]) - t0
 	type span struct {
-		from, to int64 // µs since t0
+		from, to int64 // µs since the attempt's first event; a call began before its event
 		label    string
 		class    string
 		seq      int64
 	}
 	var spans []span
 	for _, row := range rows {
-		seq, at, typ := integer(row[0]), integer(row[1]), str(row[2])
+		seq, at, typ := integer(row[0]), integer(row[1])-t0, str(row[2])
 		payload := str(row[7])
 		var p map[string]any
 		d := json.NewDecoder(strings.NewReader(payload))
 		d.UseNumber()
 		_ = d.Decode(&p)
-		e := entry{Seq: seq, At: fmt.Sprintf("+%.1f ms", float64(at-t0)/1000), Type: typ, Class: family(typ)}
+		e := entry{Seq: seq, At: fmt.Sprintf("+%.1f ms", float64(at)/1000), Type: typ, Class: family(typ)}
 		e.Headline, e.Bad = headline(typ, p)
 		e.Fields = fields(p)
 		e.Raw = rawEvent(row, payload)
@@ -210,28 +212,35 @@ func timeline(v *runView, rows [][]any) {
 		switch typ {
 		case "model.called":
 			lat, _ := num(p["latency_ms"])
-			from := at - int64(lat*1000)
-			spans = append(spans, span{from, at, fmt.Sprintf("#%d %s %s · %s ms · %s+%s tokens", seq, s(p["model"]), s(p["purpose"]),
+			spans = append(spans, span{at - int64(lat*1000), at, fmt.Sprintf("#%d %s %s · %s ms · %s+%s tokens", seq, s(p["model"]), s(p["purpose"]),
 				trimNum(p["latency_ms"]), s(p["prompt_tokens"]), s(p["completion_tokens"])), "model", seq})
 		case "tool.returned":
 			dur, _ := num(p["duration_ms"])
 			spans = append(spans, span{at - int64(dur*1000), at, fmt.Sprintf("#%d %s · %s ms", seq, s(p["tool"]), trimNum(p["duration_ms"])), "tool", seq})
 		}
 	}
+	// The chart begins at the earliest call's start (a first model call began before the
+	// attempt's first event was written) and ends at the last event.
 	first := int64(0)
 	for _, sp := range spans {
 		first = min(first, sp.from)
 	}
 	total := max(end-first, 1)
-	v.Duration = fmt.Sprintf("%.1f ms", float64(end-t0)/1000)
+	v.Duration = fmt.Sprintf("%.1f ms", float64(end-first)/1000)
 	const rowH = 16
 	for i, sp := range spans {
 		x := int((sp.from - first) * 1000 / total)
 		wd := max(int((sp.to-sp.from)*1000/total), 2)
 		b := bar{Y: i * rowH, X: x, W: wd, Label: sp.label, Class: sp.class, Seq: sp.seq, TextY: i*rowH + 11}
-		b.TextX = x + wd + 4
-		if b.TextX > 600 {
-			b.TextX = 4
+		// The label goes after the bar, or before it when the bar ends late; a bar spanning
+		// most of the chart carries its label inside (Inside: drawn light on the bar).
+		b.TextX, b.Anchor = x+wd+4, "start"
+		switch {
+		case b.TextX <= 600:
+		case x >= 400:
+			b.TextX, b.Anchor = x-4, "end"
+		default:
+			b.TextX, b.Inside = x+4, true
 		}
 		v.Bars = append(v.Bars, b)
 	}
