@@ -29,7 +29,7 @@ var consoleCases = map[string][][]any{
 		{"c1", "lookup", "sim-a", "nope"}, // no such cell: no rows
 	},
 	"console_cell_runs": {
-		{"c1", "lookup", "sim-a", "harness", nil},   // every scored run, h-0 by its second attempt
+		{"c1", "lookup", "sim-a", "harness", nil},    // every scored run, h-0 by its second attempt
 		{"c1", "lookup", "sim-a", "harness", "nope"}, // no such group: no rows
 	},
 	"console_cell_unscored": {
