@@ -2,17 +2,13 @@ package events
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 )
 
 // goldenEvents returns the encoded golden event of every type.
 func goldenEvents(tb testing.TB) [][]byte {
 	tb.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no golden events: %v", err)
-	}
+	files := goldenFiles(tb)
 	var out [][]byte
 	for _, name := range files {
 		raw, err := os.ReadFile(name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,23 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func ptr[T any](v T) *T { return &v }
 
-// samples holds one payload of every event type, as the golden files freeze them.
+// samples holds one payload of every event type of the current schema version, as the golden
+// files of testdata/v2 freeze them: those of version 1 with what version 2 added.
 func samples() map[Type]Payload {
+	s := samplesV1()
+	started := s[TypeRunStarted].(RunStarted)
+	started.InputKey, started.Input = "portfolio-a", MustCanonical(map[string]any{"portfolio": "a", "as_of": "2026-11-30"})
+	s[TypeRunStarted] = started
+	s[TypeRunFinished] = RunFinished{Status: StatusErrored, Error: "model: llm: chat failed after 1 attempt(s): 401 Unauthorized",
+		Totals: Totals{ModelCalls: 1, LatencyMS: 4.5},
+		Cause: Cause{Kind: CauseUnauthorized, Permanent: true, Endpoint: "openai", HTTPStatus: 401, Attempts: 1,
+			Detail: "the endpoint refused the API key (HTTP 401 Unauthorized)"}}
+	return s
+}
+
+// samplesV1 holds one payload of every event type as schema version 1 knows them; the golden
+// files of testdata/ freeze them.
+func samplesV1() map[Type]Payload {
 	return map[Type]Payload{
 		TypeStudyDefined: StudyDefined{Name: "s1", Cells: []Cell{{Task: "credit_ecl", Model: "sim-steady", Condition: "baseline", Runs: 2}},
 			ExpectedRuns: 2, Paired: true, Simulated: []string{"sim-steady"}, Spec: MustCanonical(map[string]any{"name": "s1"})},
@@ -52,54 +68,87 @@ func samples() map[Type]Payload {
 }
 
 func sampleEnvelope(t Type, p Payload) Envelope {
+	return sampleEnvelopeV(SchemaVersion, t, p)
+}
+
+func sampleEnvelopeV(version int, t Type, p Payload) Envelope {
 	run := "run-0001"
 	if t == TypeStudyDefined || t == TypeReportPublished {
 		run = StudyRun
 	}
 	return Envelope{
-		Schema: SchemaVersion, ID: "01JDQ8Z7Y0000000000000000" + string(rune('A'+len(t)%20)), Type: t,
+		Schema: version, ID: "01JDQ8Z7Y0000000000000000" + string(rune('A'+len(t)%20)), Type: t,
 		Time: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Study: "s1", Run: run, Attempt: 1, Seq: 1,
 		Source: Source{Kind: SourceHarness, ID: "worker-1"}, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
 		Payload: p,
 	}
 }
 
-func TestGoldenRoundTrip(t *testing.T) {
-	s := samples()
-	for _, typ := range Types() {
-		p, ok := s[typ]
-		if !ok {
-			t.Fatalf("no sample for %s", typ)
+// goldenDirs are the golden files of each schema version. Those of a version, once written,
+// never change: versions are added, never mutated.
+var goldenDirs = map[int]string{1: "testdata", 2: filepath.Join("testdata", "v2")}
+
+// goldenFiles lists the golden events of every version.
+func goldenFiles(t testing.TB) []string {
+	var out []string
+	for v := 1; v <= SchemaVersion; v++ {
+		files, err := filepath.Glob(filepath.Join(goldenDirs[v], "*.json"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no golden files for version %d in %s: %v", v, goldenDirs[v], err)
 		}
-		t.Run(string(typ), func(t *testing.T) {
-			env := sampleEnvelope(typ, p)
-			got, err := Encode(&env)
-			if err != nil {
-				t.Fatalf("Encode(%s) error %v", typ, err)
+		out = append(out, files...)
+	}
+	return out
+}
+
+func TestGoldenRoundTrip(t *testing.T) {
+	for v := 1; v <= SchemaVersion; v++ {
+		s := samplesV1()
+		if v == 2 {
+			s = samples()
+		}
+		for _, typ := range Types() {
+			p, ok := s[typ]
+			if !ok {
+				t.Fatalf("no sample for %s", typ)
 			}
-			path := filepath.Join("testdata", string(typ)+".json")
-			if *update {
-				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			want = bytes.TrimSpace(want)
-			if !bytes.Equal(got, want) {
-				t.Errorf("Encode(%s) =\n%s\nwant\n%s", typ, got, want)
-			}
-			dec, err := Decode(want)
-			if err != nil {
-				t.Fatalf("Decode(golden %s) error %v", typ, err)
-			}
-			again, err := Encode(&dec)
-			if err != nil || !bytes.Equal(again, want) {
-				t.Errorf("round trip of %s = %s, %v", typ, again, err)
-			}
-		})
+			t.Run(fmt.Sprintf("v%d/%s", v, typ), func(t *testing.T) {
+				goldenRoundTrip(t, goldenDirs[v], sampleEnvelopeV(v, typ, p))
+			})
+		}
+	}
+}
+
+func goldenRoundTrip(t *testing.T, dir string, env Envelope) {
+	typ := env.Type
+	got, err := Encode(&env)
+	if err != nil {
+		t.Fatalf("Encode(%s) error %v", typ, err)
+	}
+	path := filepath.Join(dir, string(typ)+".json")
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	want = bytes.TrimSpace(want)
+	if !bytes.Equal(got, want) {
+		t.Errorf("Encode(%s) =\n%s\nwant\n%s", typ, got, want)
+	}
+	dec, err := Decode(want)
+	if err != nil {
+		t.Fatalf("Decode(golden %s) error %v", typ, err)
+	}
+	again, err := Encode(&dec)
+	if err != nil || !bytes.Equal(again, want) {
+		t.Errorf("round trip of %s = %s, %v", typ, again, err)
 	}
 }
 
@@ -119,7 +168,7 @@ func TestDecodeBadInput(t *testing.T) {
 		{"malformed json", []byte(`{"schema":1,`), ErrMalformed, ""},
 		{"trailing data", append(append([]byte{}, goodJSON...), []byte(` {}`)...), ErrMalformed, ""},
 		{"unknown type", replace(`"type":"tool.called"`, `"type":"tool.exploded"`), ErrUnknownType, "type"},
-		{"unknown version", replace(`"schema":1`, `"schema":99`), ErrUnknownVersion, "schema"},
+		{"unknown version", replace(`"schema":2`, `"schema":99`), ErrUnknownVersion, "schema"},
 		{"missing payload field", replace(`"tool":"load_portfolio",`, ``), ErrMissingField, "payload.tool"},
 		{"missing id", replace(`"id":"`, `"xid":"`), ErrMissingField, "id"},
 		{"missing payload", replace(`"payload":`, `"xpayload":`), ErrMissingField, "payload"},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -158,7 +157,7 @@ var fastPathSeeds = []string{
 // TestDecodeMatchesReference checks the fast path against encoding/json on the golden events
 // and on inputs at its edges (each also seeds FuzzDecodeFast).
 func TestDecodeMatchesReference(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	files := goldenFiles(t)
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		if err != nil {
@@ -235,7 +234,7 @@ func payloadTakesFastPath(t Type, raw []byte) bool {
 // and decodeReference (encoding/json only) agree on every input, errors included.
 // It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 5000000x ./events
 func FuzzDecodeFast(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	files := goldenFiles(f)
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		if err != nil {

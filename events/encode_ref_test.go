@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 // FuzzEncodeFast: for every event Decode accepts, Encode and encodeReference agree.
 // It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzEncodeFast -fuzztime 5000000x ./events
 func FuzzEncodeFast(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	files := goldenFiles(f)
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		if err != nil {

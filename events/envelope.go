@@ -5,8 +5,12 @@ import (
 	"time"
 )
 
-// SchemaVersion is the version Encode writes. Decode also accepts every earlier version.
-const SchemaVersion = 1
+// SchemaVersion is the version New writes. Decode also accepts every earlier version.
+//
+// Version 2 adds the run statuses errored (with RunFinished.Cause) and overflow, and
+// RunStarted.InputKey and Input. Everything else is as in version 1, and an event of version
+// 1 reads as it always did; a version 1 event that uses what version 2 added is invalid.
+const SchemaVersion = 2
 
 // MaxEventSize is the largest encoded event accepted, envelope included: 1 MiB, the default
 // max_payload of a NATS server, so that every valid event can be published as one message.
@@ -136,6 +140,11 @@ func (e *Envelope) Validate() error {
 	if e.Payload.EventType() != e.Type {
 		return invalid("payload", "payload is %s but type is %s", e.Payload.EventType(), e.Type)
 	}
+	if e.Schema < 2 {
+		if err := checkV1(e.Payload); err != nil {
+			return err
+		}
+	}
 	return e.Payload.Validate()
 }
 
@@ -147,6 +156,30 @@ func validateID(id string) error {
 		if c := id[i]; c <= ' ' || c > '~' {
 			return &FieldError{Field: "id", Err: ErrUnsafeToken,
 				Msg: fmt.Sprintf("byte %#x at %d; use printable ASCII without spaces", c, i)}
+		}
+	}
+	return nil
+}
+
+// checkV1 refuses, in an event of schema version 1, what version 2 added.
+func checkV1(p Payload) error {
+	v2 := func(field string) error {
+		return &FieldError{Field: field, Err: ErrUnknownVersion, Msg: "added in schema version 2; this event says version 1"}
+	}
+	switch p := p.(type) {
+	case RunFinished:
+		switch {
+		case p.Status == StatusErrored || p.Status == StatusOverflow:
+			return v2("payload.status")
+		case p.Cause != (Cause{}):
+			return v2("payload.cause")
+		}
+	case RunStarted:
+		switch {
+		case p.InputKey != "":
+			return v2("payload.input_key")
+		case len(p.Input) > 0:
+			return v2("payload.input")
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -12,7 +11,7 @@ import (
 // accepts it can store and read back unchanged. The seed corpus is the golden event of every
 // type plus a few malformed shapes; it runs in every `go test`.
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	files := goldenFiles(f)
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		if err != nil {

@@ -40,13 +40,62 @@ func Types() []Type {
 	}
 }
 
-// Run statuses, as recorded by run.finished.
+// Run statuses, as recorded by run.finished. Succeeded, failed, escalated and overflow are the
+// agent's behaviour and are scored; errored (infrastructure) and aborted (interrupted) are not.
+// Errored and overflow are schema version 2.
 const (
 	StatusSucceeded = "succeeded" // finished and the ground-truth check passed
 	StatusFailed    = "failed"    // finished without a correct output
 	StatusEscalated = "escalated" // the harness gave up and escalated to a person
 	StatusAborted   = "aborted"   // interrupted (shutdown, crash recovery, cancelled)
+	// StatusOverflow: the conversation outgrew the model's context window.
+	StatusOverflow = "overflow"
+	// StatusErrored: the model or a tool server was never reached or never answered (a
+	// missing key, 401/403, an unknown model, a refused connection, timeouts past the retry
+	// budget). RunFinished.Cause says which.
+	StatusErrored = "errored"
 )
+
+// Scored reports whether a run that finished with status counts in the agent metrics: its
+// outcome is the agent's behaviour, not the infrastructure's or an interruption.
+func Scored(status string) bool {
+	switch status {
+	case StatusSucceeded, StatusFailed, StatusEscalated, StatusOverflow:
+		return true
+	}
+	return false
+}
+
+// Cause kinds: what failed in an errored run.
+const (
+	CauseMissingKey    = "missing_key"     // the endpoint's API key variable is unset or empty
+	CauseUnauthorized  = "unauthorized"    // HTTP 401 or 403
+	CauseModelNotFound = "model_not_found" // HTTP 404, or the endpoint does not know the model
+	CauseBadRequest    = "bad_request"     // another 4xx: the endpoint refused the request
+	CauseUnreachable   = "unreachable"     // connection refused or reset, DNS, TLS
+	CauseTimeout       = "timeout"         // no answer within the timeout, retries included
+	CauseRateLimited   = "rate_limited"    // HTTP 429 past the retry budget
+	CauseServerError   = "server_error"    // HTTP 5xx past the retry budget
+	CauseBadResponse   = "bad_response"    // an answer that is not a chat completion
+	CauseToolServer    = "tool_server"     // a tool's server was not reached or did not answer
+	CauseConfig        = "config"          // the job cannot be run on this worker as configured
+)
+
+// Cause is why a run errored: what failed, whether trying again could have helped, and the
+// error as it was reported (never a secret). Schema version 2.
+type Cause struct {
+	Kind string `json:"kind"` // one of the Cause* kinds
+	// Permanent says trying again cannot help (a missing key, 401/403, an unknown model): such
+	// a run errors at its first attempt, without retries.
+	Permanent  bool   `json:"permanent"`
+	Endpoint   string `json:"endpoint,omitempty"`    // the endpoint's name or base URL, or the tool
+	HTTPStatus int    `json:"http_status,omitempty"` // of the last attempt, when there was an answer
+	Attempts   int    `json:"attempts,omitempty"`    // calls made before giving up
+	Detail     string `json:"detail"`
+}
+
+// String is the cause as one line: "kind: detail".
+func (c Cause) String() string { return c.Kind + ": " + c.Detail }
 
 // Tool rejection reasons.
 const (
@@ -98,6 +147,13 @@ type RunStarted struct {
 	// the fold can check transitions of runs under finite-state execution.
 	Start string              `json:"start,omitempty"`
 	Graph map[string][]string `json:"graph,omitempty"`
+	// InputKey names the input the run processed, so that production runs of the same input
+	// can be compared with each other (an input group). Set by the client; when it is absent,
+	// the analyzer derives it from Input (InputKeyOf). Schema version 2.
+	InputKey string `json:"input_key,omitempty"`
+	// Input is the run's input as the agent received it, canonical JSON (optional; large
+	// inputs are better named by InputKey). Schema version 2.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // Component names recorded in RunStarted.Components.
@@ -131,6 +187,9 @@ type RunFinished struct {
 	Success bool            `json:"success"`
 	Totals  Totals          `json:"totals"`
 	Error   string          `json:"error,omitempty"`
+	// Cause is why an errored run errored: set (non-zero) exactly when Status is errored.
+	// Schema version 2.
+	Cause Cause `json:"cause,omitzero"`
 }
 
 // PlanProposed records the plan text a model proposed (raw, as returned).
@@ -324,12 +383,15 @@ func (p RunStarted) Validate() error {
 			return invalid("payload.start", "state %q is not in the graph", p.Start)
 		}
 	}
-	return nil
+	if len(p.InputKey) > 256 {
+		return invalid("payload.input_key", "longer than 256 bytes")
+	}
+	return checkCanonical("payload.input", p.Input, true)
 }
 
 func (p RunFinished) Validate() error {
 	switch p.Status {
-	case StatusSucceeded, StatusFailed, StatusEscalated, StatusAborted:
+	case StatusSucceeded, StatusFailed, StatusEscalated, StatusAborted, StatusOverflow, StatusErrored:
 	case "":
 		return missing("payload.status")
 	default:
@@ -337,6 +399,19 @@ func (p RunFinished) Validate() error {
 	}
 	if p.Success && p.Status != StatusSucceeded {
 		return invalid("payload.success", "true with status %s", p.Status)
+	}
+	hasCause := p.Cause != (Cause{})
+	switch {
+	case p.Status == StatusErrored && !hasCause:
+		return missing("payload.cause")
+	case p.Status != StatusErrored && hasCause:
+		return invalid("payload.cause", "only an errored run has a cause (status is %s)", p.Status)
+	case hasCause && p.Cause.Kind == "":
+		return missing("payload.cause.kind")
+	case hasCause && p.Cause.Detail == "":
+		return missing("payload.cause.detail")
+	case p.Cause.Attempts < 0 || p.Cause.HTTPStatus < 0:
+		return invalid("payload.cause", "negative attempts or http_status")
 	}
 	return checkCanonical("payload.output", p.Output, true)
 }
