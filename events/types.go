@@ -79,6 +79,7 @@ const (
 	CauseBadResponse   = "bad_response"    // an answer that is not a chat completion
 	CauseToolServer    = "tool_server"     // a tool's server was not reached or did not answer
 	CauseConfig        = "config"          // the job cannot be run on this worker as configured
+	CauseOther         = "other"           // the model's client failed without saying how
 )
 
 // Cause is why a run errored: what failed, whether trying again could have helped, and the

@@ -3,6 +3,7 @@ package harness
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,7 +90,14 @@ func (r *runner) handleCall(sent llm.ToolCall) (accepted bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	return r.accept(&c, ret)
+	if errors.Is(ret.err, tasks.ErrToolUnavailable) {
+		// The tool's server never answered: the run cannot go on, and how it ends says
+		// nothing about the agent.
+		r.cause = events.Cause{Kind: events.CauseToolServer, Endpoint: c.tool.Name, Attempts: 1, Detail: clip(ret.err.Error(), maxCauseBytes)}
+		r.errText = clip("tool "+c.tool.Name+": "+ret.err.Error(), maxTextBytes)
+		return false, nil
+	}
+	return r.accept(&c, ret.ToolReturned)
 }
 
 // gate decides whether a call may run. It checks, in this order, that the arguments are small
@@ -150,17 +158,17 @@ func (r *runner) reject(c *toolCall, f *callFailure) error {
 
 // execute runs a call the gates let through. Under free execution it first enters the state of
 // the call's tool (accept or fail leaves it). It records tool.called, runs the tool and records
-// tool.returned, which it returns: OK with the canonical JSON of the output, or not OK with the
+// tool.returned, which it returns with the tool's error: OK with the canonical JSON of the output, or not OK with the
 // error when the tool failed or its output is not JSON (a failed return, not an error). err is
 // an emit failure.
-func (r *runner) execute(c *toolCall) (events.ToolReturned, error) {
+func (r *runner) execute(c *toolCall) (returned, error) {
 	if !r.graph {
 		if err := r.enter(c.st.Name, ""); err != nil {
-			return events.ToolReturned{}, err
+			return returned{}, err
 		}
 	}
 	if err := r.emit(events.ToolCalled{CallID: c.id, Tool: c.tool.Name, Args: c.args, State: c.st.Name}); err != nil {
-		return events.ToolReturned{}, err
+		return returned{}, err
 	}
 	t0 := time.Now()
 	out, xerr := c.tool.Exec(r.ctx, r.inst, c.raw)
@@ -178,7 +186,14 @@ func (r *runner) execute(c *toolCall) (events.ToolReturned, error) {
 	if xerr != nil {
 		ret.Error = xerr.Error()
 	}
-	return ret, r.emit(ret)
+	return returned{ret, xerr}, r.emit(ret)
+}
+
+// returned is a recorded tool.returned with the tool's error, whose kind (a tool server that
+// is down, tasks.ErrToolUnavailable) the event's text does not keep.
+type returned struct {
+	events.ToolReturned
+	err error
 }
 
 // accept decides whether an executed call made progress. Its output is not accepted when the

@@ -77,7 +77,9 @@ type runner struct {
 	done       bool         // the terminal state's tool was accepted
 	final      json.RawMessage
 	aborted    bool
-	escalation string // the reason of run.escalated
+	overflow   bool         // the model refused the conversation: longer than its context window
+	cause      events.Cause // why the run errored (Kind "" while it has not)
+	escalation string       // the reason of run.escalated
 	status     string // of run.finished
 	success    bool
 	errText    string // why the run stopped early, when known
@@ -138,7 +140,7 @@ func (r *runner) result() Result {
 	totals.LatencyMS = ms(r.latency)
 	return Result{Status: r.status, Success: r.success, Output: r.books.Output, Plan: r.books.Plan,
 		States: r.books.States, Tools: r.books.Tools, EscalationReason: r.escalation, Error: r.errText,
-		Totals: totals, Latency: r.latency}
+		Cause: r.cause, Totals: totals, Latency: r.latency}
 }
 
 func (r *runner) started() events.RunStarted {
@@ -155,7 +157,9 @@ func (r *runner) started() events.RunStarted {
 }
 
 // call sends one request with the run's pinned parameters and records model.called. ok is
-// false when the call failed; the run then stops (aborted if ctx ended, else failed).
+// false when the call failed; the run then stops: aborted if ctx ended, overflow if the
+// conversation outgrew the context window, else errored with the failure as its cause (the
+// model never answered: that is the infrastructure's failure, not the agent's).
 func (r *runner) call(purpose string, req llm.Request) (resp llm.Response, ok bool, err error) {
 	if r.ctx.Err() != nil {
 		r.aborted = true
@@ -183,15 +187,37 @@ func (r *runner) call(purpose string, req llm.Request) (resp llm.Response, ok bo
 		return llm.Response{}, false, err
 	}
 	if cerr != nil {
-		if r.ctx.Err() != nil {
+		var ce *llm.CallError
+		switch {
+		case r.ctx.Err() != nil:
 			r.aborted = true
 			r.errText = "cancelled: " + r.ctx.Err().Error()
-		} else {
-			r.errText = "model: " + cerr.Error()
+			return llm.Response{}, false, nil
+		case errors.As(cerr, &ce) && ce.Kind == llm.KindContextLength:
+			r.overflow = true
+		default:
+			r.cause = causeOf(cerr, r.spec.Endpoint)
 		}
+		r.errText = clip("model: "+cerr.Error(), maxTextBytes)
 		return llm.Response{}, false, nil
 	}
 	return resp, true, nil
+}
+
+// causeOf is the cause of an errored run whose model call failed with err.
+func causeOf(err error, endpoint string) events.Cause {
+	c := events.Cause{Kind: events.CauseOther, Endpoint: endpoint, Attempts: 1, Detail: clip(err.Error(), maxCauseBytes)}
+	var ce *llm.CallError
+	if errors.As(err, &ce) { // else a Model that does not return a *CallError, against its contract
+		c.Permanent, c.HTTPStatus, c.Attempts = ce.Permanent(), ce.StatusCode, ce.Attempts
+		if ce.Kind != "" {
+			c.Kind = ce.Kind
+		}
+		if ce.Detail != "" {
+			c.Detail = clip(ce.Detail, maxCauseBytes)
+		}
+	}
+	return c
 }
 
 // overBudget trips the circuit breaker's token budget.
@@ -307,6 +333,9 @@ func (r *runner) act() error {
 			if err != nil {
 				return err
 			}
+			if r.cause.Kind != "" {
+				return nil // a tool server is down: the run errored
+			}
 			progress, failed = progress || accepted, failed || !accepted
 		}
 		if r.done {
@@ -393,6 +422,10 @@ func (r *runner) finish() error {
 		r.status = events.StatusEscalated
 	case r.aborted:
 		r.status = events.StatusAborted
+	case r.cause.Kind != "":
+		r.status = events.StatusErrored
+	case r.overflow:
+		r.status = events.StatusOverflow
 	case r.final != nil && r.task.Check(r.inst, r.final):
 		r.status, r.success = events.StatusSucceeded, true
 	default:
@@ -409,14 +442,16 @@ func (r *runner) finish() error {
 	r.latency = time.Since(r.start)
 	totals := r.books.Totals()
 	totals.LatencyMS = ms(r.latency)
-	return r.emit(events.RunFinished{Status: r.status, Output: r.final, Success: r.success, Totals: totals, Error: r.errText})
+	return r.emit(events.RunFinished{Status: r.status, Output: r.final, Success: r.success, Totals: totals, Error: r.errText,
+		Cause: r.cause})
 }
 
 // Bounds on model-provided values copied into events, so that every event stays well under
 // events.MaxEventSize whatever a model returns.
 const (
-	maxTextBytes = 64 << 10
-	maxArgsBytes = 256 << 10
+	maxTextBytes  = 64 << 10
+	maxArgsBytes  = 256 << 10
+	maxCauseBytes = 1 << 10
 )
 
 // clip truncates s to at most n bytes (on a rune boundary) and says how much was cut.

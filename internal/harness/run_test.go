@@ -444,8 +444,10 @@ func TestModelFailureAndCancellation(t *testing.T) {
 	m := &harnesstest.Script{Turns: []harnesstest.Turn{harnesstest.Ideal(task), harnesstest.Fail(errors.New("boom"))}}
 	res, rec := run(t, spec(t, "credit_ecl", "harness", 0), m)
 	mc := rec.Payloads(events.TypeModelCalled)
-	if res.Status != events.StatusFailed || !strings.Contains(res.Error, "boom") || mc[len(mc)-1].(events.ModelCalled).Error == "" {
-		t.Fatalf("status %s error %q", res.Status, res.Error)
+	// A model that never answered is the infrastructure's failure, not the agent's.
+	if res.Status != events.StatusErrored || !strings.Contains(res.Error, "boom") || mc[len(mc)-1].(events.ModelCalled).Error == "" ||
+		res.Cause.Kind != events.CauseOther || !strings.Contains(res.Cause.Detail, "boom") {
+		t.Fatalf("status %s error %q cause %+v", res.Status, res.Error, res.Cause)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -43,7 +43,10 @@ func (s RunSpec) Validate() error {
 // the fold of the emitted events (events.Run), so they agree with what a consumer folds; the
 // other fields are what run.escalated and run.finished record.
 type Result struct {
-	Status  string          // events.StatusSucceeded, StatusFailed, StatusEscalated or StatusAborted
+	// Status is events.StatusSucceeded, StatusFailed, StatusEscalated, StatusOverflow,
+	// StatusErrored (the model or a tool server never answered; Cause says why) or
+	// StatusAborted.
+	Status  string
 	Success bool            // Task.Check passed on Output (false unless Status is succeeded)
 	Output  json.RawMessage // canonical JSON of the final output; nil when the run produced none
 	// Plan is the canonical JSON of the accepted plan under Structured Planning, else the raw
@@ -52,7 +55,8 @@ type Result struct {
 	States           []string // states entered, repeats included
 	Tools            []string // tools executed, retries included
 	EscalationReason string
-	Error            string // why the run stopped early (model error, cancellation, step cap), when known
+	Error            string       // why the run stopped early (model error, cancellation, step cap), when known
+	Cause            events.Cause `json:",omitzero"` // why an errored run errored (zero otherwise)
 	Totals           events.Totals
 	Latency          time.Duration
 }

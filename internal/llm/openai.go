@@ -7,8 +7,11 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dittolab/ditto/events"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -97,7 +100,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	if cfg.APIKeyEnv != "" {
 		key = os.Getenv(cfg.APIKeyEnv)
 		if key == "" {
-			return nil, fmt.Errorf("%w: environment variable %s is unset or empty", ErrConfig, cfg.APIKeyEnv)
+			return nil, fmt.Errorf("%w: %w: environment variable %s is unset or empty", ErrConfig, ErrMissingKey, cfg.APIKeyEnv)
 		}
 	}
 	oc := openai.DefaultConfig(key)
@@ -118,19 +121,22 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (Response, error) {
 		if err == nil {
 			out, cerr := fromOpenAI(resp)
 			if cerr != nil {
-				return Response{}, &CallError{Attempts: attempt, Retries: retries, Err: cerr}
+				return Response{}, &CallError{Attempts: attempt, Retries: retries, Kind: events.CauseBadResponse,
+					Detail: cerr.Error(), Err: cerr}
 			}
 			out.Latency, out.Retries = time.Since(start), retries
 			return out, nil
 		}
-		status, retryable, reason := classify(ctx, err)
-		if !retryable || attempt > c.cfg.MaxRetries {
-			return Response{}, &CallError{Attempts: attempt, StatusCode: status, Retryable: retryable, Retries: retries, Err: err}
+		f := classify(ctx, err, c.cfg.Timeout)
+		if !f.retryable || attempt > c.cfg.MaxRetries {
+			return Response{}, &CallError{Attempts: attempt, StatusCode: f.status, Retryable: f.retryable, Kind: f.kind,
+				Detail: f.detail, Retries: retries, Err: err}
 		}
 		backoff := c.backoff(attempt)
-		retries = append(retries, Retry{Attempt: attempt, StatusCode: status, Reason: reason, Backoff: backoff})
+		retries = append(retries, Retry{Attempt: attempt, StatusCode: f.status, Reason: f.reason, Backoff: backoff})
 		if serr := c.cfg.Sleep(ctx, backoff); serr != nil {
-			return Response{}, &CallError{Attempts: attempt, StatusCode: status, Retryable: true, Retries: retries, Err: serr}
+			return Response{}, &CallError{Attempts: attempt, StatusCode: f.status, Retryable: true, Kind: KindCancelled,
+				Detail: "cancelled while waiting to retry: " + serr.Error(), Retries: retries, Err: serr}
 		}
 	}
 }
@@ -145,30 +151,82 @@ func (c *OpenAI) backoff(attempt int) time.Duration {
 	return d
 }
 
-// classify decides whether err is a transient transport failure.
-func classify(parent context.Context, err error) (status int, retryable bool, reason string) {
+// failure is what classify makes of a failed attempt.
+type failure struct {
+	status    int    // HTTP status, 0 without an answer
+	retryable bool   // transient: worth another attempt after a backoff
+	kind      string // an events.Cause* kind, KindContextLength or KindCancelled
+	reason    string // short, for Retry.Reason
+	detail    string // for people, never holding the key
+}
+
+// classify says what failed and whether it is transient. Permanent: 401/403 (the key), 404 or
+// an error code model_not_found (the model), an exhausted quota, a context window exceeded,
+// other 4xx. Transient: timeouts, 408, 409, 429, 5xx and failures without an answer (refused
+// or reset connections, DNS).
+func classify(parent context.Context, err error, timeout time.Duration) failure {
 	if parent.Err() != nil { // the caller gave up: never retry
-		return 0, false, "cancelled"
+		return failure{kind: KindCancelled, reason: "cancelled", detail: "cancelled: " + parent.Err().Error()}
 	}
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
+	var status int
+	var code, message string
 	switch {
 	case errors.As(err, &apiErr):
-		status = apiErr.HTTPStatusCode
+		status, message = apiErr.HTTPStatusCode, apiErr.Message
+		if s, ok := apiErr.Code.(string); ok {
+			code = s
+		}
 	case errors.As(err, &reqErr):
 		status = reqErr.HTTPStatusCode
 	case errors.Is(err, context.DeadlineExceeded):
-		return 0, true, "timeout"
+		return failure{retryable: true, kind: events.CauseTimeout, reason: "timeout",
+			detail: fmt.Sprintf("no answer within %s", timeout)}
 	default:
-		return 0, true, "transport error"
+		return failure{retryable: true, kind: events.CauseUnreachable, reason: "transport error",
+			detail: "no answer: " + clip(err.Error(), 300)}
+	}
+	f := failure{status: status, reason: fmt.Sprintf("http %d", status)}
+	said := func(what string) string {
+		if message == "" {
+			return fmt.Sprintf("%s (HTTP %d)", what, status)
+		}
+		return fmt.Sprintf("%s (HTTP %d): %s", what, status, clip(message, 300))
 	}
 	switch {
-	case status == http.StatusRequestTimeout, status == http.StatusConflict, status == http.StatusTooManyRequests, status >= 500:
-		return status, true, fmt.Sprintf("http %d", status)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The message is left out: providers quote part of a wrong key in it.
+		f.kind, f.detail = events.CauseUnauthorized, fmt.Sprintf("the endpoint refused the API key (HTTP %d)", status)
+	case code == "model_not_found" || status == http.StatusNotFound:
+		f.kind, f.detail = events.CauseModelNotFound, said("the endpoint does not serve the model")
+	case code == "context_length_exceeded" || strings.Contains(message, "maximum context length"):
+		f.kind, f.detail = KindContextLength, said("the conversation exceeds the model's context window")
+	case code == "insufficient_quota":
+		f.kind, f.detail = events.CauseRateLimited, said("the account's quota is exhausted")
+	case status == http.StatusRequestTimeout:
+		f.retryable, f.kind, f.detail = true, events.CauseTimeout, said("the endpoint timed out")
+	case status == http.StatusTooManyRequests:
+		f.retryable, f.kind, f.detail = true, events.CauseRateLimited, said("rate limited")
+	case status == http.StatusConflict || status >= 500:
+		f.retryable, f.kind, f.detail = true, events.CauseServerError, said("the endpoint failed")
 	case status == 0:
-		return 0, true, "transport error"
+		f.retryable, f.kind, f.reason, f.detail = true, events.CauseUnreachable, "transport error", "no answer: "+clip(err.Error(), 300)
+	default:
+		f.kind, f.detail = events.CauseBadRequest, said("the endpoint refused the request")
 	}
-	return status, false, fmt.Sprintf("http %d", status)
+	return f
+}
+
+// clip shortens s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
@@ -291,16 +292,18 @@ func startedOf(job *study.Job) events.RunStarted {
 	}
 }
 
-// exhaust records a job delivered more than MaxAttempts times as a failed final attempt and
-// terminates it. If the record cannot be stored, the job is Nak'ed: the consumer keeps
-// deliveries beyond MaxAttempts for exactly this. It returns false without settling the job
-// when another attempt claimed the run first (see attempt.claim).
+// exhaust records a job delivered more than MaxAttempts times as an errored final attempt and
+// terminates it. The cause is the real one as far as this worker can tell (exhaustCause). If
+// the record cannot be stored, the job is Nak'ed: the consumer keeps deliveries beyond
+// MaxAttempts for exactly this. It returns false without settling the job when another
+// attempt claimed the run first (see attempt.claim).
 func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, expect uint64, log *slog.Logger) (settled bool) {
 	w.m.errors.WithLabelValues(errExhausted).Inc()
 	reason := fmt.Sprintf("deliveries exhausted: the job was delivered %d times and no attempt finished (max attempts %d)", n, w.cfg.MaxAttempts)
+	cause := w.exhaustCause(job, n)
 	a, err := w.newAttempt(job, n, expect)
 	if err == nil {
-		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusFailed, Error: reason}, w.cfg.AckTimeout)
+		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusErrored, Error: reason, Cause: cause}, w.cfg.AckTimeout)
 	}
 	if errors.Is(err, ErrSuperseded) {
 		return false
@@ -309,13 +312,53 @@ func (w *Worker) exhaust(msg jetstream.Msg, job *study.Job, n int, expect uint64
 		w.requeue(msg, w.nakDelay(n), errInfra, log, "could not record an exhausted job", err)
 		return true
 	}
-	w.m.runs.WithLabelValues(events.StatusFailed).Inc()
+	w.m.runs.WithLabelValues(events.StatusErrored).Inc()
 	if err := msg.TermWithReason(reason); err != nil {
 		w.m.errors.WithLabelValues(errAck).Inc()
 	}
 	w.stats.Exhausted.Add(1)
-	log.Warn("job exhausted its deliveries; recorded as failed", "attempts", n)
+	log.Warn("job exhausted its deliveries; recorded as errored", "attempts", n, "cause", cause.String())
 	return true
+}
+
+// clipCause bounds a cause's detail (1 KiB, on a rune boundary).
+func clipCause(s string) string {
+	const n = 1 << 10
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// exhaustCause finds why the attempts of an exhausted job never finished: the model client
+// still cannot be built (the error says why), else the error an earlier attempt was closed
+// with (a panic, events JetStream did not acknowledge), else attempts that stopped without a
+// word (their workers died or were cut off).
+func (w *Worker) exhaustCause(job *study.Job, n int) events.Cause {
+	c := events.Cause{Kind: events.CauseOther, Endpoint: job.Endpoint.Name, Attempts: n - 1}
+	if _, err := w.model(job); err != nil {
+		c.Kind = events.CauseUnreachable
+		if sc, ok := w.setupCause(job, err); ok {
+			c.Kind, c.Permanent = sc.Kind, true
+		}
+		c.Detail = clipCause(fmt.Sprintf("the job's model cannot be reached: %v (worker %s)", err, w.cfg.ID))
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subject, _ := events.Subject(job.Study, job.Run, events.TypeRunFinished)
+	if _, e, err := w.lastEvent(ctx, subject); err == nil && e != nil {
+		if f, ok := e.Payload.(events.RunFinished); ok && f.Error != "" {
+			c.Detail = clipCause(fmt.Sprintf("attempt %d ended: %s", e.Attempt, f.Error))
+			return c
+		}
+	}
+	c.Detail = fmt.Sprintf("none of %d attempts finished: their workers stopped or lost the broker mid-run", n-1)
+	return c
 }
 
 // reject keeps a malformed job on DITTO_REJECTED_JOBS with its reason, records it as a failed
@@ -359,7 +402,8 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 			a, err = w.newAttempt(job, attemptN, expect)
 		}
 		if err == nil {
-			err = a.record(started, events.RunFinished{Status: events.StatusFailed, Error: "malformed job: " + reason}, w.cfg.AckTimeout)
+			cause := events.Cause{Kind: events.CauseConfig, Permanent: true, Endpoint: job.Endpoint.Name, Detail: clipCause("malformed job: " + reason)}
+			err = a.record(started, events.RunFinished{Status: events.StatusErrored, Error: cause.Detail, Cause: cause}, w.cfg.AckTimeout)
 		}
 		if errors.Is(err, ErrSuperseded) {
 			// Another delivery of the same job recorded it, or is recording it, first.
@@ -368,7 +412,7 @@ func (w *Worker) reject(msg jetstream.Msg, meta *jetstream.MsgMetadata, job *stu
 			w.requeue(msg, w.cfg.NakDelay, errInfra, log, "could not record a rejected job", err)
 			return
 		} else {
-			w.m.runs.WithLabelValues(events.StatusFailed).Inc()
+			w.m.runs.WithLabelValues(events.StatusErrored).Inc()
 		}
 	}
 	if len(reason) > 512 {

@@ -56,12 +56,21 @@
 //
 // # Failure classes
 //
-//   - The run's own failures (a model returning garbage, timing out, a run escalating) are
-//     outcomes: the harness records them and the job is acknowledged.
-//   - Infrastructure failures (events not acknowledged by JetStream, an endpoint this worker
-//     cannot reach or has no key for) are retried. Events JetStream did not acknowledge are
-//     first published again (same Nats-Msg-Id, so stored at most once), a few times with a
-//     growing pause; if that fails too, or the endpoint is unusable, the job is
+//   - The run's own failures (a model returning garbage, a run escalating, a context window
+//     exceeded) are outcomes: the harness records them and the job is acknowledged.
+//   - A model or tool server that never answered (401/403, an unknown model, a refused
+//     connection, timeouts past the client's bounded retries: package llm classifies them)
+//     ends the run as errored, with the cause in run.finished; the job is acknowledged.
+//     Errored runs are the infrastructure's failures: the analyzer counts and shows them with
+//     their causes and keeps them out of every agent metric.
+//   - A model client that cannot be built for a reason trying again cannot fix (the
+//     endpoint's key variable unset or empty on this worker, an invalid endpoint) is recorded
+//     at once as an errored run with that cause (Stats.Errored), not retried delivery after
+//     delivery.
+//   - Infrastructure failures of the worker itself (events not acknowledged by JetStream, no
+//     simulated models on this worker, a model factory's own failure) are retried. Events
+//     JetStream did not acknowledge are first published again (same Nats-Msg-Id, so stored at
+//     most once), a few times with a growing pause; if that fails too, the job is
 //     NakWithDelay'ed, the delay doubling with each delivery (Config.NakDelay, capped at two
 //     minutes) so that an outage spends a job's attempts over minutes, and re-run as a new
 //     attempt.
@@ -69,15 +78,16 @@
 //     with a reason (TermWithReason). Its raw bytes and the reason are kept on the
 //     DITTO_REJECTED_JOBS stream (subject ditto.rejected.jobs.<study>), and when the job
 //     names its study, run, task, model and condition, the run is also recorded in
-//     DITTO_EVENTS as failed, so that it counts in the study.
+//     DITTO_EVENTS as errored (cause config), so that it counts in the study.
 //   - A run that panics (a bug in the harness or a model client) is recovered: the attempt
 //     is closed as aborted with the panic as its error and the job is retried like an
 //     infrastructure failure; the worker's other runs go on.
 //   - A job delivered more than Config.MaxAttempts times is not run again: the worker records
-//     a final attempt whose run.finished is failed with an error saying the deliveries were
-//     exhausted, then terminates the job. The consumer's MaxDeliver leaves 30 deliveries
-//     beyond MaxAttempts for that record (about an hour of outage at the capped Nak delay),
-//     so a run is not silently dropped.
+//     a final attempt whose run.finished is errored, with the real cause as far as it can tell
+//     (the model client's error, else the error an earlier attempt was closed with, else
+//     attempts that stopped without a word), then terminates the job. The consumer's
+//     MaxDeliver leaves 30 deliveries beyond MaxAttempts for that record (about an hour of
+//     outage at the capped Nak delay), so a run is not silently dropped.
 //
 // # Shutdown
 //

@@ -61,18 +61,20 @@ func TestMalformedJobsAreRejectedAndKept(t *testing.T) {
 	if _, err := s.LastMsg(ctx, events.RejectedJobSubject("")); err != nil {
 		t.Errorf("the undecodable job is not kept: %v", err)
 	}
-	// The job that named its run is recorded as a failed run of its study.
+	// The job that named its run is recorded as an errored run of its study (a configuration
+	// error: the agent never ran).
 	hs := histories(t, e.readStudy(ctx, "badtask"))
 	r, err := events.Fold(hs[attemptKey{bad.Run, 1}])
-	if err != nil || !r.Done() || r.Finished.Status != events.StatusFailed || !strings.Contains(r.Finished.Error, "malformed job") {
-		t.Errorf("recorded run = %+v, %v; want failed with a malformed-job error", r.Finished, err)
+	if err != nil || !r.Done() || r.Finished.Status != events.StatusErrored || r.Finished.Cause.Kind != events.CauseConfig ||
+		!strings.Contains(r.Finished.Cause.Detail, "malformed job") {
+		t.Errorf("recorded run = %+v, %v; want errored, cause config, with a malformed-job detail", r.Finished, err)
 	}
 	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
 		t.Errorf("%d jobs left", n)
 	}
 }
 
-func TestExhaustedJobIsRecordedAsFailed(t *testing.T) {
+func TestExhaustedJobIsRecordedAsErrored(t *testing.T) {
 	e := newEnv(t, 0)
 	ctx := testCtx(t, 30*time.Second)
 	job := oneJob(t, e, ctx, "exhaust")
@@ -88,8 +90,10 @@ func TestExhaustedJobIsRecordedAsFailed(t *testing.T) {
 		t.Fatalf("attempts %v, want only the recorded third", keys(hs))
 	}
 	r, err := events.Fold(hs[attemptKey{job.Run, 3}])
-	if err != nil || !r.Done() || r.Finished.Status != events.StatusFailed || !strings.Contains(r.Finished.Error, "deliveries exhausted") {
-		t.Fatalf("attempt 3 = %+v, %v; want failed, deliveries exhausted", r.Finished, err)
+	// The cause is the real one (the endpoint), not "deliveries exhausted".
+	if err != nil || !r.Done() || r.Finished.Status != events.StatusErrored || !strings.Contains(r.Finished.Error, "deliveries exhausted") ||
+		r.Finished.Cause.Kind != events.CauseUnreachable || !strings.Contains(r.Finished.Cause.Detail, "endpoint unreachable") {
+		t.Fatalf("attempt 3 = %+v, %v; want errored, the endpoint's error as its cause", r.Finished, err)
 	}
 	if r.Started.Task != job.Task || r.Started.Condition != job.Condition || r.Started.Model != job.Model {
 		t.Errorf("recorded run.started = %+v", r.Started)
@@ -277,7 +281,7 @@ type panicky struct{}
 func (panicky) Chat(context.Context, llm.Request) (llm.Response, error) { panic("model bug") }
 
 // TestPanickingRunDoesNotKillTheWorker: a run that panics is closed as aborted and retried;
-// when its attempts are spent it is recorded as failed, and the worker keeps working.
+// when its attempts are spent it is recorded as errored, and the worker keeps working.
 func TestPanickingRunDoesNotKillTheWorker(t *testing.T) {
 	e := newEnv(t, 0)
 	ctx := testCtx(t, 30*time.Second)
@@ -294,8 +298,8 @@ func TestPanickingRunDoesNotKillTheWorker(t *testing.T) {
 	if !a1.Done() || a1.Finished.Status != events.StatusAborted || !strings.Contains(a1.Finished.Error, "panicked") {
 		t.Errorf("attempt 1 = %+v, want aborted by the panic", a1.Finished)
 	}
-	if !a2.Done() || a2.Finished.Status != events.StatusFailed {
-		t.Errorf("attempt 2 = %+v, want failed (deliveries exhausted)", a2.Finished)
+	if !a2.Done() || a2.Finished.Status != events.StatusErrored || !strings.Contains(a2.Finished.Cause.Detail, "panicked") {
+		t.Errorf("attempt 2 = %+v, want errored, the panic as its cause", a2.Finished)
 	}
 	select {
 	case <-w.done:

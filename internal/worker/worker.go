@@ -35,7 +35,10 @@ type Stats struct {
 	Acked     atomic.Int64 // jobs acknowledged: their run attempt is recorded
 	Requeued  atomic.Int64 // jobs Nak'ed for redelivery (infrastructure error or shutdown)
 	Rejected  atomic.Int64 // malformed jobs terminated
-	Exhausted atomic.Int64 // jobs terminated after MaxAttempts deliveries, recorded as failed
+	Exhausted atomic.Int64 // jobs terminated after MaxAttempts deliveries, recorded as errored
+	// Errored counts runs recorded as errored without running: their model client could not be
+	// built for a reason trying again cannot fix (a missing key, an invalid endpoint).
+	Errored atomic.Int64
 	// AlreadyRecorded counts jobs acknowledged without re-running because an earlier attempt
 	// of their run is stored complete (a lost ack, a crash after the events, a delivery count
 	// the server forgot).
@@ -283,18 +286,68 @@ func (w *Worker) decide(ctx context.Context, msg jetstream.Msg, job *study.Job, 
 // run runs attempt n of the job on its model. It returns false, leaving the job to the caller,
 // when the attempt lost its claim on the run.
 func (w *Worker) run(ctx context.Context, msg jetstream.Msg, job *study.Job, n int, expect uint64, log *slog.Logger) bool {
-	var model llm.Model
-	var err error
-	if w.cfg.Models != nil {
-		model, err = w.cfg.Models(job.Endpoint, w.cfg.SimBaseURL)
-	} else {
-		model, err = w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
-	}
+	model, err := w.model(job)
 	if err != nil {
+		if c, permanent := w.setupCause(job, err); permanent {
+			// Trying again cannot help (a missing key, an invalid endpoint): the run errors now,
+			// with the cause, rather than after every delivery has been spent on it.
+			return w.recordErrored(msg, job, n, expect, c, log)
+		}
 		w.requeue(msg, w.nakDelay(n), errInfra, log, "cannot reach the job's model", err)
 		return true
 	}
 	return w.execute(ctx, msg, job, n, expect, model, log)
+}
+
+// model builds the model client of the job's endpoint.
+func (w *Worker) model(job *study.Job) (llm.Model, error) {
+	if w.cfg.Models != nil {
+		return w.cfg.Models(job.Endpoint, w.cfg.SimBaseURL)
+	}
+	return w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
+}
+
+// setupCause classifies an error building the job's model client: a missing key or an invalid
+// endpoint configuration is permanent on this worker; anything else (no simulated models
+// here, a factory's own failure) is left to another delivery.
+func (w *Worker) setupCause(job *study.Job, err error) (events.Cause, bool) {
+	c := events.Cause{Permanent: true, Endpoint: job.Endpoint.Name, Detail: clipCause(fmt.Sprintf("%v (worker %s)", err, w.cfg.ID))}
+	switch {
+	case errors.Is(err, llm.ErrMissingKey):
+		c.Kind = events.CauseMissingKey
+	case errors.Is(err, llm.ErrConfig):
+		c.Kind = events.CauseConfig
+	default:
+		return events.Cause{}, false
+	}
+	return c, true
+}
+
+// recordErrored records attempt n of the job, which was not run, as errored with cause c and
+// acknowledges the job. It returns false without settling the job when another attempt
+// claimed the run first.
+func (w *Worker) recordErrored(msg jetstream.Msg, job *study.Job, n int, expect uint64, c events.Cause, log *slog.Logger) bool {
+	a, err := w.newAttempt(job, n, expect)
+	if err == nil {
+		err = a.record(startedOf(job), events.RunFinished{Status: events.StatusErrored, Error: c.String(), Cause: c}, w.cfg.AckTimeout)
+	}
+	if errors.Is(err, ErrSuperseded) {
+		return false
+	}
+	if err != nil {
+		w.requeue(msg, w.nakDelay(n), errInfra, log, "could not record an errored run", err)
+		return true
+	}
+	w.m.runs.WithLabelValues(events.StatusErrored).Inc()
+	w.stats.Errored.Add(1)
+	if err := doubleAck(msg); err != nil {
+		w.m.errors.WithLabelValues(errAck).Inc()
+		log.Warn("job ack not confirmed", "err", err)
+		return true
+	}
+	w.stats.Acked.Add(1)
+	log.Warn("run errored before it started", "cause", c.String())
+	return true
 }
 
 // execute runs the harness for one attempt and settles the job, unless the attempt lost its
