@@ -17,9 +17,10 @@ import (
 
 // Run executes one agent run of spec against model and reports every step to em, in order:
 // run.started, the plan events, then state, model, tool, validation, retry and escalation
-// events as they happen, and run.finished last. The run's own failures (a model that keeps
-// erring, an escalation, a cancelled ctx) are outcomes recorded in the Result and in
-// run.finished, not errors. Run returns an error only when the spec is invalid (nothing is
+// events as they happen, and run.finished last. How a run ends is an outcome recorded in the
+// Result and in run.finished, not an error: the agent's own failures (a wrong output, an
+// escalation, a context window exceeded), a model or tool server that never answered (errored,
+// with its cause) and a cancelled ctx (aborted). Run returns an error only when the spec is invalid (nothing is
 // emitted) or when em fails (wrapped in ErrEmit; the events are then incomplete and the
 // caller must not treat the run as recorded).
 //
