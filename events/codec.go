@@ -154,6 +154,91 @@ func decodeWire(b []byte) (wire.Envelope, error) {
 	return w, nil
 }
 
+// DecodeCanonicalizing is Decode for events written by hand or by other tools: the JSON values
+// an event carries for comparison (tool arguments and outputs, a run's input and output, a
+// study's spec) may be any valid JSON, in any key order and spacing, and are rewritten in their
+// canonical form (RFC 8785) before the event is validated. Canonical form is ditto's storage
+// form, not a client's burden. canonicalized reports whether a value was rewritten: the event
+// then differs from b, and a store must keep Encode(&e), not b. A value that is not valid JSON
+// (or has no canonical form: duplicate keys, a number beyond a double) is still an error
+// wrapping ErrNotCanonical, naming its field. Other errors are Decode's.
+func DecodeCanonicalizing(b []byte) (e Envelope, canonicalized bool, err error) {
+	if len(b) > MaxEventSize {
+		return Envelope{}, false, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
+	}
+	w, ok := wire.Scan(b)
+	if !ok {
+		if w, err = decodeWire(b); err != nil {
+			return Envelope{}, false, err
+		}
+	}
+	e = Envelope{
+		Schema: w.Schema, ID: w.ID, Type: Type(w.Type), Time: w.Time, Study: w.Study, Run: w.Run,
+		Attempt: w.Attempt, Seq: w.Seq, Source: Source{Kind: SourceKind(w.Source.Kind), ID: w.Source.ID},
+		TraceID: w.TraceID, SpanID: w.SpanID, Ignorable: w.Ignorable,
+	}
+	if e.Type == "" {
+		return e, false, missing("type")
+	}
+	if len(w.Payload) == 0 || string(w.Payload) == "null" {
+		return e, false, missing("payload")
+	}
+	p, err := decodePayload(e.Type, e.Schema, w.Payload)
+	if err != nil {
+		if e.Ignorable && isUnknownType(err) {
+			e.Payload = Unknown{Type: e.Type, Raw: bytes.Clone(w.Payload)}
+			return e, false, e.Validate()
+		}
+		return e, false, err
+	}
+	if p, canonicalized, err = canonicalize(p); err != nil {
+		return e, false, err
+	}
+	e.Payload = p
+	return e, canonicalized, e.Validate()
+}
+
+// canonicalize rewrites the JSON values of a payload in canonical form and reports whether any
+// changed.
+func canonicalize(p Payload) (Payload, bool, error) {
+	changed := false
+	canon := func(field string, raw *json.RawMessage) error {
+		if len(*raw) == 0 {
+			return nil
+		}
+		c, err := Canonical(*raw)
+		if err != nil {
+			return &FieldError{Field: field, Err: ErrNotCanonical, Msg: err.Error()}
+		}
+		if !bytes.Equal(c, *raw) {
+			*raw, changed = c, true
+		}
+		return nil
+	}
+	var err error
+	switch v := p.(type) {
+	case ToolCalled:
+		err = canon("payload.args", &v.Args)
+		p = v
+	case ToolRejected:
+		err = canon("payload.args", &v.Args)
+		p = v
+	case ToolReturned:
+		err = canon("payload.output", &v.Output)
+		p = v
+	case RunFinished:
+		err = canon("payload.output", &v.Output)
+		p = v
+	case RunStarted:
+		err = canon("payload.input", &v.Input)
+		p = v
+	case StudyDefined:
+		err = canon("payload.spec", &v.Spec)
+		p = v
+	}
+	return p, changed, err
+}
+
 // DecodePayload sets e.Payload from raw, the JSON of a payload of type e.Type written with
 // schema version e.Schema, as Decode reads the payload member of an event, then validates e.
 // It is for readers that keep an event's envelope fields apart from its payload (a table's

@@ -265,3 +265,85 @@ func TestNewIDSortable(t *testing.T) {
 		t.Errorf("NewID(later) = %q, not after %q", later, prev)
 	}
 }
+
+func TestDecodeCanonicalizing(t *testing.T) {
+	good := sampleEnvelope(TypeToolCalled, samples()[TypeToolCalled])
+	goodJSON, err := Encode(&good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(old, new string) []byte {
+		if !bytes.Contains(goodJSON, []byte(old)) {
+			t.Fatalf("%s not in %s", old, goodJSON)
+		}
+		return bytes.Replace(goodJSON, []byte(old), []byte(new), 1)
+	}
+	tests := []struct {
+		name      string
+		give      []byte
+		wantArgs  string
+		wantCanon bool
+		wantErr   error
+	}{
+		{"canonical already", goodJSON, `{"path":"data/a"}`, false, nil},
+		{"keys out of order, spaces, 1.0", replace(`"args":{"path":"data/a"}`, `"args":{ "z": 1.0, "path" : "data/a" }`), `{"path":"data/a","z":1}`, true, nil},
+		{"escaped string", replace(`"args":{"path":"data/a"}`, `"args":{"path":"data\/\u0061"}`), `{"path":"data/a"}`, true, nil},
+		{"not JSON", replace(`"args":{"path":"data/a"}`, `"args":{"path":}`), "", false, ErrMalformed},
+		{"duplicate keys", replace(`"args":{"path":"data/a"}`, `"args":{"path":"a","path":"b"}`), "", false, ErrNotCanonical},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, canon, err := DecodeCanonicalizing(tt.give)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("DecodeCanonicalizing() error = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeCanonicalizing() error = %v", err)
+			}
+			if got := string(e.Payload.(ToolCalled).Args); got != tt.wantArgs || canon != tt.wantCanon {
+				t.Errorf("DecodeCanonicalizing() args = %s (canonicalized %v), want %s (%v)", got, canon, tt.wantArgs, tt.wantCanon)
+			}
+			if _, err := Decode(tt.give); tt.wantCanon && !errors.Is(err, ErrNotCanonical) {
+				t.Errorf("Decode() of the same event = %v, want ErrNotCanonical (Decode stays strict)", err)
+			}
+			again, err := Encode(&e)
+			if err != nil {
+				t.Fatalf("Encode() = %v", err)
+			}
+			if _, err := Decode(again); err != nil {
+				t.Errorf("Decode(Encode(canonicalized)) = %v", err)
+			}
+		})
+	}
+	// Every payload with a JSON value is canonicalized: run.started's input, run.finished's and
+	// tool.returned's output, a study's spec.
+	for _, typ := range []Type{TypeRunStarted, TypeRunFinished, TypeToolReturned, TypeToolRejected, TypeStudyDefined} {
+		env := sampleEnvelope(typ, samples()[typ])
+		b, _ := Encode(&env)
+		field := map[Type]string{TypeRunStarted: `"input":{`, TypeRunFinished: `"output":{`, TypeToolReturned: `"output":{`,
+			TypeToolRejected: `"args":{`, TypeStudyDefined: `"spec":{`}[typ]
+		if typ == TypeRunFinished {
+			env = sampleEnvelope(typ, samplesV1()[typ])
+			b, _ = Encode(&env)
+		}
+		if typ == TypeToolRejected {
+			p := samples()[typ].(ToolRejected)
+			p.Args = MustCanonical(map[string]any{"b": 1})
+			env = sampleEnvelope(typ, p)
+			b, _ = Encode(&env)
+		}
+		messy := bytes.Replace(b, []byte(field), []byte(field+`"zz": [ 1.50 ], `), 1)
+		e, canon, err := DecodeCanonicalizing(messy)
+		if err != nil || !canon {
+			t.Errorf("%s: DecodeCanonicalizing(%s) = %v, canonicalized %v", typ, messy, err, canon)
+			continue
+		}
+		out, _ := Encode(&e)
+		if !bytes.Contains(out, []byte(`"zz":[1.5]}`)) {
+			t.Errorf("%s: re-encoded %s, want the value canonical", typ, out)
+		}
+	}
+}

@@ -38,7 +38,11 @@ func runImport(ctx context.Context, fs *flag.FlagSet, args []string) error {
 		for _, r := range res.Rejected {
 			fmt.Fprintf(os.Stderr, "%s:%d: %v\n", path, r.Line, r.Err)
 		}
-		fmt.Printf("%s: %d lines, %d published, %d rejected\n", path, res.Lines, res.Published, len(res.Rejected))
+		fmt.Printf("%s: %d lines, %d published, %d rejected", path, res.Lines, res.Published, len(res.Rejected))
+		if res.Canonicalized > 0 {
+			fmt.Printf(" (%d stored with their JSON values in canonical form)", res.Canonicalized)
+		}
+		fmt.Println()
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

@@ -2,11 +2,13 @@ package receiver
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/dittolab/ditto/events"
 )
@@ -15,7 +17,25 @@ import (
 type EventsResponse struct {
 	Accepted int             `json:"accepted"`
 	Rejected []RejectedEvent `json:"rejected"`
-	Error    string          `json:"error,omitempty"` // a request-level failure (then nothing was accepted)
+	// Canonicalized counts the accepted events whose JSON values (arguments, outputs, input,
+	// spec) were stored in their canonical form rather than as sent.
+	Canonicalized int `json:"canonicalized,omitempty"`
+	// IncompleteRuns names the runs that the rejections leave with a gap in their history:
+	// they stay incomplete, out of every metric, until the missing events are sent again.
+	IncompleteRuns []IncompleteRun `json:"incomplete_runs,omitempty"`
+	Error          string          `json:"error,omitempty"` // a request-level failure (then nothing was accepted)
+}
+
+// IncompleteRun is a run attempt some of whose events in the batch were rejected.
+type IncompleteRun struct {
+	Study   string `json:"study"`
+	Run     string `json:"run"`
+	Attempt int    `json:"attempt"`
+	// Rejected counts its events of the batch that were not stored, Accepted those that were.
+	Rejected int `json:"rejected"`
+	Accepted int `json:"accepted"`
+	// MissingSeqs are the sequence numbers of its rejected events, where they could be read.
+	MissingSeqs []int64 `json:"missing_seqs"`
 }
 
 // RejectedEvent is one event of a batch that was not stored.
@@ -146,6 +166,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 		msgs  []pubMsg
 		index = map[string]int{} // event id → batch index, to report publish failures
 		dups  int
+		runs  = runTally{}
 	)
 	reject := func(i int, it item, id string, err error) {
 		rj := RejectedEvent{Index: i, Line: it.line, ID: id, Reason: reason(err), Detail: err.Error()}
@@ -155,9 +176,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 		}
 		resp.Rejected = append(resp.Rejected, rj)
 		s.m.rejected.WithLabelValues(endpoint, rj.Reason).Inc()
+		runs.lost(it.raw)
 	}
 	for i, it := range batch {
-		env, err := events.Decode(it.raw)
+		env, canonicalized, err := events.DecodeCanonicalizing(it.raw)
+		data := it.raw
+		if err == nil && canonicalized {
+			// The values were not in canonical form: what is stored is their canonical form.
+			data, err = events.Encode(&env)
+		}
 		if err == nil {
 			err = checkID(env.ID)
 		}
@@ -178,9 +205,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 			continue
 		}
 		index[env.ID] = i
-		// Publish the bytes as sent (they decoded and validated): the stream holds exactly
-		// what the producer wrote.
-		msgs = append(msgs, pubMsg{subject: subject, id: env.ID, data: it.raw})
+		if canonicalized {
+			resp.Canonicalized++
+		}
+		// Publish the bytes as sent when they were canonical (they decoded and validated):
+		// the stream holds exactly what the producer wrote, or its canonical form.
+		msgs = append(msgs, pubMsg{subject: subject, id: env.ID, data: data})
+		runs.stored(&env)
 	}
 	failed, err := s.publish(r.Context(), msgs, s.cfg.AdmitWait)
 	switch {
@@ -195,7 +226,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 	resp.Accepted = len(msgs) - len(failed) + dups
 	for id, ferr := range failed {
 		reject(index[id], batch[index[id]], id, fmt.Errorf("%w: %v", ErrNotStored, ferr))
+		runs.unstore(batch[index[id]].raw)
 	}
+	resp.IncompleteRuns = runs.incomplete()
 	s.m.accepted.WithLabelValues(endpoint).Add(float64(resp.Accepted))
 	sortRejected(resp.Rejected)
 	switch {
@@ -230,4 +263,105 @@ func clipID(id string) string {
 		return id[:128]
 	}
 	return id
+}
+
+// runTally follows the runs of a batch: which of their events were stored and which were lost,
+// so that the answer names the runs a rejection leaves with a gap.
+type runTally map[runKey]*runEntry
+
+type runKey struct {
+	study, run string
+	attempt    int
+}
+
+// runEntry is one run's tally: the answer's entry and the sequence numbers stored.
+type runEntry struct {
+	IncompleteRun
+	storedSeqs map[int64]bool
+}
+
+// ident is what can be read of a rejected event: the run it belongs to and its place in it.
+type ident struct {
+	Study   string `json:"study"`
+	Run     string `json:"run"`
+	Attempt int    `json:"attempt"`
+	Seq     int64  `json:"seq"`
+}
+
+// identify reads the run of an event that was not stored, as far as its JSON allows.
+func identify(raw []byte) (ident, bool) {
+	var id ident
+	if json.Unmarshal(raw, &id) != nil && id.Run == "" {
+		return id, false
+	}
+	if events.ValidateToken("study", id.Study) != nil || events.ValidateToken("run", id.Run) != nil || id.Run == events.StudyRun {
+		return id, false
+	}
+	return id, true
+}
+
+func (t runTally) entry(study, run string, attempt int) *runEntry {
+	k := runKey{study, run, attempt}
+	r := t[k]
+	if r == nil {
+		r = &runEntry{IncompleteRun: IncompleteRun{Study: study, Run: run, Attempt: attempt, MissingSeqs: []int64{}},
+			storedSeqs: map[int64]bool{}}
+		t[k] = r
+	}
+	return r
+}
+
+func (t runTally) stored(e *events.Envelope) {
+	if e.Run != events.StudyRun {
+		r := t.entry(e.Study, e.Run, e.Attempt)
+		r.Accepted++
+		r.storedSeqs[e.Seq] = true
+	}
+}
+
+// unstore moves an event accepted from the batch, then not acknowledged by JetStream, to lost.
+func (t runTally) unstore(raw []byte) {
+	if id, ok := identify(raw); ok {
+		r := t.entry(id.Study, id.Run, id.Attempt)
+		r.Accepted--
+		delete(r.storedSeqs, id.Seq)
+	}
+	t.lost(raw)
+}
+
+func (t runTally) lost(raw []byte) {
+	if id, ok := identify(raw); ok {
+		r := t.entry(id.Study, id.Run, id.Attempt)
+		r.Rejected++
+		if id.Seq > 0 {
+			r.MissingSeqs = append(r.MissingSeqs, id.Seq)
+		}
+	}
+}
+
+// incomplete lists the runs that a rejection leaves with a gap: a rejected event whose
+// sequence number no stored event of the batch carries (a rejected copy of an event that was
+// also sent valid leaves none; neither does one whose sequence number could not be read or is
+// not valid). Earlier batches may have stored the missing events; the analyzer shows the run
+// as incomplete only while its stored history has a gap. Sorted by study, run and attempt;
+// nil when none.
+func (t runTally) incomplete() []IncompleteRun {
+	var out []IncompleteRun
+	for _, r := range t {
+		missing := r.MissingSeqs[:0]
+		for _, seq := range r.MissingSeqs {
+			if !r.storedSeqs[seq] && !slices.Contains(missing, seq) {
+				missing = append(missing, seq)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			r.MissingSeqs = missing
+			out = append(out, r.IncompleteRun)
+		}
+	}
+	slices.SortFunc(out, func(a, b IncompleteRun) int {
+		return cmp.Or(strings.Compare(a.Study, b.Study), strings.Compare(a.Run, b.Run), a.Attempt-b.Attempt)
+	})
+	return out
 }

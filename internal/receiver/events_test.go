@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestEventsMixedBatch(t *testing.T) {
 		{`{"schema":1,"id":"x",`, "malformed"},
 		{strings.Replace(lines[0], `"run":"run-ok"`, `"run":"run.ok"`, 1), "unsafe_id"},
 		{strings.Replace(lines[0], `"type":"run.started"`, `"type":"run.exploded"`, 1), "unknown_type"},
-		{strings.Replace(lines[1], `"args":{"i":0}`, `"args":{ "i": 0 }`, 1), "not_canonical"},
+		{strings.Replace(lines[1], `"args":{"i":0}`, `"args":{"i":0,"i":1}`, 1), "not_canonical"},
 		{strings.Replace(lines[0], `"seq":1`, `"seq":0`, 1), "invalid"},
 		{strings.Replace(lines[0], `"id":"`, `"id":"bad id `, 1), "unsafe_id"},
 		{otherLine, "forbidden"},
@@ -97,6 +98,10 @@ func TestEventsMixedBatch(t *testing.T) {
 		if rj.Index != w.index || rj.Reason != w.reason || rj.Detail == "" || rj.Line == 0 {
 			t.Errorf("Rejected[%d] = %+v, want index %d reason %s with a detail and line", i, rj, w.index, w.reason)
 		}
+	}
+	// Only the other study's run lost an event the batch did not also carry valid.
+	if want := []receiver.IncompleteRun{{Study: "other", Run: "run-x", Attempt: 1, Rejected: 1, MissingSeqs: []int64{1}}}; !reflect.DeepEqual(r.IncompleteRuns, want) {
+		t.Errorf("IncompleteRuns = %+v, want %+v", r.IncompleteRuns, want)
 	}
 	// No good event lost: the good run is stored whole and folds.
 	if run := folds(t, stored(t, e.bus))["prod/run-ok"]; run == nil || !run.Done() {

@@ -24,11 +24,15 @@ type Rejected struct {
 type Result struct {
 	Lines     int // non-blank lines read
 	Published int // lines published and acknowledged
-	Rejected  []Rejected
+	// Canonicalized counts the published lines whose JSON values (arguments, outputs, input,
+	// spec) were stored in canonical form rather than as written.
+	Canonicalized int
+	Rejected      []Rejected
 }
 
-// Import reads events as JSON lines from r, validates each (events.Decode) and publishes the
-// valid ones with their event id as Nats-Msg-Id, so importing the same file twice stores each
+// Import reads events as JSON lines from r, validates each (events.DecodeCanonicalizing: any
+// valid JSON is accepted for the values compared, and stored in canonical form) and publishes
+// the valid ones with their event id as Nats-Msg-Id, so importing the same file twice stores each
 // event once (within the stream's duplicate window; beyond it, the analyzer's idempotent
 // insert on event id is the defence). It returns after every publish is acknowledged; a publish
 // that failed is an error, since then not everything valid was stored.
@@ -51,13 +55,16 @@ func Import(ctx context.Context, b *bus.Bus, r io.Reader) (Result, error) {
 				Err: fmt.Errorf("%w: longer than %d bytes", events.ErrTooLarge, events.MaxEventSize)})
 		} else if raw = bytes.TrimSpace(raw); len(raw) > 0 {
 			res.Lines++
-			if perr := publishLine(ctx, p, raw); perr != nil {
+			if canon, perr := publishLine(ctx, p, raw); perr != nil {
 				if ctx.Err() != nil {
 					return res, perr
 				}
 				res.Rejected = append(res.Rejected, Rejected{Line: line, Err: perr})
 			} else {
 				res.Published++
+				if canon {
+					res.Canonicalized++
+				}
 			}
 		}
 		if err == io.EOF {
@@ -73,18 +80,25 @@ func Import(ctx context.Context, b *bus.Bus, r io.Reader) (Result, error) {
 	return res, nil
 }
 
-func publishLine(ctx context.Context, p *bus.Publisher, raw []byte) error {
-	env, err := events.Decode(raw)
+func publishLine(ctx context.Context, p *bus.Publisher, raw []byte) (canonicalized bool, err error) {
+	env, canonicalized, err := events.DecodeCanonicalizing(raw)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if canonicalized {
+		// Arguments, outputs, input or spec were valid JSON but not canonical: their canonical
+		// form is what ditto stores.
+		if raw, err = events.Encode(&env); err != nil {
+			return false, err
+		}
 	}
 	subject, err := events.SubjectOf(&env)
 	if err != nil {
-		return err
+		return false, err
 	}
-	// Publish the bytes as given (they decoded and validated), not a re-encoding, so that the
-	// stream holds exactly what the producer wrote.
-	return p.Publish(ctx, subject, env.ID, raw)
+	// Otherwise publish the bytes as given (they decoded and validated), not a re-encoding,
+	// so that the stream holds exactly what the producer wrote.
+	return canonicalized, p.Publish(ctx, subject, env.ID, raw)
 }
 
 // readLine returns the next line without its newline. A line longer than limit is consumed
