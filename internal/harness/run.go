@@ -81,7 +81,7 @@ type runner struct {
 	overflow   bool         // the model refused the conversation: longer than its context window
 	cause      events.Cause // why the run errored (Kind "" while it has not)
 	escalation string       // the reason of run.escalated
-	status     string // of run.finished
+	status     string       // of run.finished
 	success    bool
 	errText    string // why the run stopped early, when known
 	latency    time.Duration
