@@ -174,6 +174,7 @@ func (s *Spec) job(c events.Cell, hash string, i, offset int) (Job, error) {
 		SeedIndex:  seedIndex,
 		InputIndex: inputs[seedIndex%len(inputs)],
 		Index:      i,
+		TaskFile:   s.TaskFiles[c.Task],
 	}
 	if err := j.Validate(); err != nil {
 		return Job{}, err

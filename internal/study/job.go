@@ -33,6 +33,9 @@ type Job struct {
 	SeedIndex  int             `json:"seed_index"`
 	InputIndex int             `json:"input_index"`
 	Index      int             `json:"index"` // run index within its cell, from 0
+	// TaskFile is the task file of a task that is not built in, as canonical JSON (the
+	// study's task_files entry); the worker runs the task it declares.
+	TaskFile json.RawMessage `json:"task_file,omitempty"`
 }
 
 // JobEndpoint is where a job's model is served.
@@ -102,9 +105,12 @@ func (j *Job) Validate() error {
 	if msg := checkModelName(j.Model); msg != "" {
 		return bad("model: %s", msg)
 	}
-	t, err := tasks.Get(j.Task)
+	t, err := j.TaskDef()
 	if err != nil {
 		return bad("%v", err)
+	}
+	if t.Name != j.Task {
+		return bad("task_file is task %q, not %q", t.Name, j.Task)
 	}
 	if j.InputIndex < 0 || j.InputIndex >= len(t.Instances) {
 		return bad("input_index %d out of range for task %s (%d instances)", j.InputIndex, j.Task, len(t.Instances))
@@ -125,6 +131,18 @@ func (j *Job) Validate() error {
 		return bad("endpoint %q: api_key_env is not an environment variable name", j.Endpoint.Name)
 	}
 	return nil
+}
+
+// TaskDef returns the job's task: its task file's, with the tools of servers unbound
+// (TaskOfFile), else the registered task.
+func (j *Job) TaskDef() (*tasks.Task, error) {
+	if len(j.TaskFile) > 0 {
+		if len(j.TaskFile) > MaxTaskFileBytes {
+			return nil, fmt.Errorf("task_file of %d bytes, more than %d", len(j.TaskFile), MaxTaskFileBytes)
+		}
+		return TaskOfFile(j.TaskFile)
+	}
+	return tasks.Get(j.Task)
 }
 
 // HarnessCondition rebuilds the condition the job runs under from its components and limits.

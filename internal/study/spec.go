@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -65,6 +66,11 @@ type Spec struct {
 	// Paired makes run i of every condition of a (task, model) use the same input and seed
 	// index; default true.
 	Paired *bool `json:"paired,omitempty"`
+	// TaskFiles holds the task files of the study's tasks that are not built in, as canonical
+	// JSON by task name. A spec file names them by path in tasks (or cells, task_inputs);
+	// ResolveTaskFiles reads them into TaskFiles, so that study.defined and the jobs carry the
+	// tasks themselves.
+	TaskFiles map[string]json.RawMessage `json:"task_files,omitempty"`
 }
 
 // CellSpec is one extra cell. Runs 0 means the spec's Runs.
@@ -127,9 +133,13 @@ type Seeds struct {
 	Mode string `json:"mode,omitempty"` // SeedPerRun (default), SeedFixed or SeedNone
 }
 
-// Parse decodes a JSON spec strictly (unknown fields are errors), applies the defaults and
-// validates it. Errors are a *ValidationError naming each field at fault.
-func Parse(data []byte) (*Spec, error) {
+// Parse decodes a JSON spec strictly (unknown fields are errors), reads the task files it
+// names by path (ResolveTaskFiles, relative to the working directory), applies the defaults and
+// validates it. Errors are a *ValidationError naming each field at fault, or the task files'
+// problems, each with its path and line in its file.
+func Parse(data []byte) (*Spec, error) { return parseIn(data, "") }
+
+func parseIn(data []byte, dir string) (*Spec, error) {
 	var s Spec
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -139,6 +149,9 @@ func Parse(data []byte) (*Spec, error) {
 	if dec.More() {
 		return nil, (problems{{Field: "(spec)", Msg: "trailing data after the JSON object"}}).err()
 	}
+	if err := s.ResolveTaskFiles(dir); err != nil {
+		return nil, err
+	}
 	s.Normalize()
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -146,13 +159,14 @@ func Parse(data []byte) (*Spec, error) {
 	return &s, nil
 }
 
-// Load reads and parses a spec file.
+// Load reads and parses a spec file; the task files it names by path are relative to its
+// directory.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
 	}
-	s, err := Parse(data)
+	s, err := parseIn(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -57,6 +57,7 @@ func (s *Spec) Validate() error {
 	} else if len(s.Cells) == 0 {
 		ps.add("tasks", "the study has no cells: give tasks, models, conditions and runs, or cells")
 	}
+	s.validateTaskFiles(&ps)
 	checkList(&ps, "tasks", s.Tasks, s.checkTask)
 	checkList(&ps, "models", s.Models, s.checkModel)
 	checkList(&ps, "conditions", s.Conditions, s.checkCondition)
@@ -123,8 +124,11 @@ func checkList(ps *problems, field string, list []string, check func(string) str
 }
 
 func (s *Spec) checkTask(name string) string {
+	if _, ok := s.TaskFiles[name]; ok {
+		return "" // checked with task_files
+	}
 	if _, err := tasks.Get(name); err != nil {
-		return fmt.Sprintf("unknown task %q (known: %s)", name, strings.Join(append(tasks.Names(), tasks.CodingNames()...), ", "))
+		return fmt.Sprintf("unknown task %q (built in: %s; or name a task file by its path)", name, strings.Join(append(tasks.Names(), tasks.CodingNames()...), ", "))
 	}
 	return ""
 }
@@ -342,7 +346,7 @@ func (s *Spec) validateInputs(ps *problems) {
 				continue
 			}
 			for _, tn := range taskNames {
-				t, err := tasks.Get(tn)
+				t, err := s.task(tn)
 				if err != nil {
 					continue // reported with the task
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,7 +31,8 @@ type Binding struct {
 // Binder binds the tools of a task file that a server serves (an MCP server, HTTP endpoints)
 // to their transport. Bind is called once per such tool, by FromFile; an error names what is
 // wrong (a tool the server does not serve, an argument schema that contradicts the server's)
-// and is reported with the tool's path in the file.
+// and is reported with the tool's path in the file (a *taskfile.Error gives its own paths). An
+// error wrapping ErrToolUnavailable (the server could not be reached) ends FromFile at once.
 type Binder interface {
 	Bind(file *taskfile.Task, tool int) (Binding, error)
 }
@@ -93,7 +95,16 @@ func FromFile(f *taskfile.Task, b Binder) (*Task, error) {
 		case b != nil:
 			bd, err := b.Bind(f, i)
 			if err != nil {
-				errs = append(errs, &taskfile.Problem{Path: fmt.Sprintf("tools[%d]", i), Msg: err.Error()})
+				var te *taskfile.Error
+				switch {
+				case errors.Is(err, ErrToolUnavailable):
+					// Not the file's fault: the server is down. The runs error (infrastructure).
+					return nil, fmt.Errorf("tasks: %s: tools[%d] (%s): %w", f.Name, i, ft.Name, err)
+				case errors.As(err, &te):
+					errs = append(errs, te.Problems...)
+				default:
+					errs = append(errs, &taskfile.Problem{Path: fmt.Sprintf("tools[%d]", i), Msg: err.Error()})
+				}
 				continue
 			}
 			tool.Exec, tool.Origin = bd.Exec, bd.Origin
