@@ -18,7 +18,7 @@ func runDemo(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	scale := demo.DefaultLatencyScale
 	fs.StringVar(&cfg.DataDir, "data-dir", demo.DefaultDataDir, "data directory of the demo: new, empty, or made by an earlier demo (which it empties first unless --keep); never another")
 	keep := fs.Bool("keep", false, "keep what an earlier demo left in the data directory instead of starting fresh")
-	fs.StringVar(&cfg.Spec, "spec", demo.DefaultSpec, "shipped study spec to run (research or small)")
+	fs.StringVar(&cfg.Spec, "spec", demo.DefaultSpec, "shipped study spec to run (research or small), or the path of a spec file (its task files' MCP servers are started by the worker)")
 	fs.IntVar(&cfg.N, "n", 0, "runs per cell (0: the spec's, 100 for research)")
 	fs.Float64Var(&scale, "latency-scale", demo.DefaultLatencyScale, "scale of the simulated models' latency (0 answers at once; latency figures are scaled by it)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", demo.DefaultConcurrency, "runs in flight")

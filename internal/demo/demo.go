@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,9 @@ type Config struct {
 	DataDir string
 	// Fresh empties a DataDir an earlier demo made (the demo starts from nothing by default).
 	Fresh bool
-	// Spec is the shipped study spec to run (study.ShippedSpecs).
+	// Spec is the shipped study spec to run (study.ShippedSpecs), or the path of a spec file
+	// (a name with a path separator or a .json extension), whose task files the worker runs,
+	// starting their MCP servers.
 	Spec string
 	// N overrides the runs per cell (0: the spec's).
 	N int
@@ -62,6 +65,8 @@ type Config struct {
 	Out      io.Writer
 	Progress bool
 	Logger   *slog.Logger
+	// ToolStderr receives the standard error of the task files' MCP servers (nil: discarded).
+	ToolStderr io.Writer
 }
 
 // Validate reports the first invalid setting.
@@ -130,11 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := prepareDataDir(cfg.DataDir, cfg.Fresh); err != nil {
 		return nil, err
 	}
-	raw, err := study.ShippedSpec(cfg.Spec)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := study.Parse(raw)
+	spec, err := loadSpec(cfg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	wk, err := worker.New(b, worker.Config{ID: "demo-worker", Concurrency: cfg.Concurrency, SimBaseURL: simURL, Logger: cfg.Logger,
-		ShutdownGrace: 5 * time.Second})
+		ShutdownGrace: 5 * time.Second, ToolStderr: cfg.ToolStderr})
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +233,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintf(cfg.Out, "\nruns: %s; whole demo: %s\nHTML report: %s\n(also %s and %s beside it)\n",
 		runPhase.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond), abs, report.FileMarkdown, report.FileJSON)
 	return res, nil
+}
+
+// loadSpec reads a shipped spec by name or a spec file by path.
+func loadSpec(name string) (*study.Spec, error) {
+	if strings.ContainsAny(name, `/\`) || strings.HasSuffix(name, ".json") {
+		return study.Load(name)
+	}
+	raw, err := study.ShippedSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	return study.Parse(raw)
 }
 
 func build(ctx context.Context, w *warehouse.Warehouse, studyName string, opts report.Options) (*report.Report, error) {

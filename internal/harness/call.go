@@ -2,6 +2,9 @@ package harness
 
 import (
 	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +29,8 @@ type toolCall struct {
 	// state is the state recorded with a refusal: st's name; for arguments too large, the state
 	// entered or else the state of the last failure.
 	state string
+	// key is the call's idempotency key, for a tool served outside ditto ("" otherwise).
+	key string
 }
 
 // newCall numbers a call and resolves what the gates read: its arguments, tool and state.
@@ -167,11 +172,14 @@ func (r *runner) execute(c *toolCall) (returned, error) {
 			return returned{}, err
 		}
 	}
+	if c.tool.Origin != nil {
+		c.key = idempotencyKey()
+	}
 	if err := r.emit(events.ToolCalled{CallID: c.id, Tool: c.tool.Name, Args: c.args, State: c.st.Name}); err != nil {
 		return returned{}, err
 	}
 	t0 := time.Now()
-	out, xerr := c.tool.Exec(r.ctx, r.inst, c.raw)
+	out, xerr := r.exec(c)
 	dur := time.Since(t0)
 	var canonOut json.RawMessage
 	if xerr == nil {
@@ -290,4 +298,45 @@ func recordedArgs(tc llm.ToolCall) json.RawMessage {
 func (r *runner) toolMsg(id string, body map[string]any) {
 	b, _ := json.Marshal(body) // maps of strings, string slices and canonical JSON always marshal
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: string(b)})
+}
+
+// exec runs a call's tool: each attempt bounded by the tool's timeout, and, while its server
+// does not answer (tasks.ErrToolUnavailable), attempted again up to the tool's Retries times
+// after a short backoff. Every attempt carries the call's idempotency key, so that the server
+// can tell a retry from a new call. The last attempt's answer is the call's.
+func (r *runner) exec(c *toolCall) (json.RawMessage, error) {
+	ctx := r.ctx
+	if c.key != "" {
+		ctx = tasks.WithIdempotencyKey(ctx, c.key)
+	}
+	for attempt := 0; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if c.tool.Timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, c.tool.Timeout)
+		}
+		out, err := c.tool.Exec(actx, r.inst, c.raw)
+		timedOut := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && timedOut && !errors.Is(err, tasks.ErrToolUnavailable) {
+			err = fmt.Errorf("%w: %s: no answer within %s: %w", tasks.ErrToolUnavailable, c.tool.Name, c.tool.Timeout, err)
+		}
+		if err == nil || !errors.Is(err, tasks.ErrToolUnavailable) || attempt >= c.tool.Retries || ctx.Err() != nil {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(toolBackoff << attempt):
+		}
+	}
+}
+
+// toolBackoff is the wait before a tool call's first retry; it doubles at each further one.
+const toolBackoff = 200 * time.Millisecond
+
+// idempotencyKey is a new call's idempotency key: 128 random bits.
+func idempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }

@@ -33,9 +33,12 @@ func Run(ctx context.Context, spec RunSpec, model llm.Model, em Emitter) (Result
 	if err := spec.Validate(); err != nil {
 		return Result{}, err
 	}
-	task, err := tasks.Get(spec.Task)
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrSpec, err)
+	task := spec.TaskDef
+	if task == nil {
+		var err error
+		if task, err = tasks.Get(spec.Task); err != nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
 	}
 	inst, err := task.Instance(spec.Instance)
 	if err != nil {

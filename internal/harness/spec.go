@@ -7,13 +7,17 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/condition"
+	"github.com/dittolab/ditto/internal/tasks"
 )
 
 // RunSpec is one run to execute. The envelope identity (study, run id, attempt, sequence
 // numbers, source) belongs to the Emitter; the spec carries what the run itself needs and
 // records in run.started.
 type RunSpec struct {
-	Task      string              // registered task name (tasks.Get)
+	Task string // registered task name (tasks.Get)
+	// TaskDef, when set, is the task to run instead of the registered one (a task file's,
+	// its tools bound by the worker); its Name must be Task.
+	TaskDef   *tasks.Task
 	Instance  int                 // input instance index (recorded as input_index)
 	SeedIndex int                 // index of the seed within the cell (recorded as seed_index)
 	Condition condition.Condition // from condition.Parse or condition.New
@@ -29,6 +33,8 @@ func (s RunSpec) Validate() error {
 	switch {
 	case s.Task == "":
 		return fmt.Errorf("%w: task is required", ErrSpec)
+	case s.TaskDef != nil && s.TaskDef.Name != s.Task:
+		return fmt.Errorf("%w: task_def is task %q, not %q", ErrSpec, s.TaskDef.Name, s.Task)
 	case s.Model == "":
 		return fmt.Errorf("%w: model is required", ErrSpec)
 	case s.Condition.Name == "":

@@ -99,7 +99,8 @@ func TestRecognise(t *testing.T) {
 }
 
 // TestUnknownTask: a request about nothing the personas know still gets a well-formed answer:
-// a forced call with arguments that satisfy the tool's schema, text otherwise.
+// a call with arguments that satisfy the tool's schema when a tool may be called (the persona
+// acts on the request: see generic.go), text when none may.
 func TestUnknownTask(t *testing.T) {
 	s := mustServer(t, Config{Personas: []Persona{exactPersona()}})
 	params := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1},"units":{"enum":["C","F"]}},"required":["city","days","units"],"additionalProperties":false}`)
@@ -118,10 +119,10 @@ func TestUnknownTask(t *testing.T) {
 				t.Errorf("tool_choice %v: %+v, want a schema-valid get_weather call", choice, m)
 			}
 		default:
-			if choice == "required" && len(m.ToolCalls) != 1 {
-				t.Errorf("tool_choice required: %+v, want a call", m)
+			if (choice == "required" || choice == "auto") && (len(m.ToolCalls) != 1 || !valid(validatorFor(params), canonicalText(m.ToolCalls[0].Function.Arguments))) {
+				t.Errorf("tool_choice %v: %+v, want a schema-valid call", choice, m)
 			}
-			if (choice == "auto" || choice == "none") && (m.Content == nil || *m.Content == "" || len(m.ToolCalls) != 0) {
+			if choice == "none" && (m.Content == nil || *m.Content == "" || len(m.ToolCalls) != 0) {
 				t.Errorf("tool_choice %v: %+v, want text", choice, m)
 			}
 		}

@@ -59,4 +59,13 @@
 // and the tools offered, named in tool_choice or already called. The tool results are rebuilt
 // from the assistant tool_calls and the tool messages answering them; a tool message whose
 // content is not JSON, or is a JSON object with an "error" member, is a failed call.
+//
+// A task the personas were not taught (a task file of anyone's, absent from package tasks'
+// registry) is done from the request alone (generic.go): the offered tools in the order
+// offered, each argument taken from a value of the same name the persona has seen (the
+// instance's input in the user message, earlier outputs) when it fits the argument's schema,
+// else drawn from the schema (enum member, default, value in range); a tool whose required
+// list would be empty is passed over, a refusal naming the state's tool ("authorizes only X")
+// is followed, a failed call is made again. The persona's seeded deviations apply as for the
+// tasks it knows.
 package simllm

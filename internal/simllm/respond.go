@@ -261,10 +261,7 @@ func (t *turn) final(early bool) answer {
 // act is the free choice: tool_choice auto or required with tools offered.
 func (t *turn) act() (answer, error) {
 	if t.ag == nil {
-		if t.choice.mode == "required" && len(t.order) > 0 {
-			return t.callTool(t.order[0])
-		}
-		return t.textAnswer()
+		return t.genericAct()
 	}
 	results := t.conv.results
 	tool, args, done, err := t.ag.ideal(results)
@@ -374,7 +371,9 @@ func (t *turn) callTool(name string) (answer, error) {
 	if t.ag != nil {
 		args, ok = t.ag.argsFor(t.conv.results, name)
 	}
-	if !ok {
+	if !ok && t.ag == nil {
+		args = t.genericArgs(name)
+	} else if !ok {
 		args = json.RawMessage(genericJSON(t.toolSchemaNode(name)))
 	}
 	return t.callToolWith(name, args)

@@ -294,3 +294,31 @@ func fixtureExec(tool string, rows []taskfile.Fixture) func(context.Context, *In
 		return nil, fmt.Errorf("%w: no fixture of %s matches the arguments", ErrNotFound, tool)
 	}
 }
+
+// WithServersDown returns a copy of t (read from a task file) whose tools served by a server
+// all fail as unavailable (ErrToolUnavailable) with cause: the task of a file whose servers
+// could not be bound, whose runs then end errored with that cause rather than failed. A tool
+// that takes its argument schema from its server accepts any object.
+func (t *Task) WithServersDown(cause error) *Task {
+	c := *t
+	c.Tools = append([]Tool(nil), t.Tools...)
+	if t.File == nil {
+		return &c
+	}
+	for i := range c.Tools {
+		ft := t.File.Tools[i]
+		if ft.Server == "" {
+			continue
+		}
+		tl := &c.Tools[i]
+		err := fmt.Errorf("%w: %s", ErrToolUnavailable, cause)
+		tl.Exec = func(context.Context, *Instance, json.RawMessage) (json.RawMessage, error) { return nil, err }
+		origin := Origin{Server: ft.Server}
+		tl.Origin = func() Origin { return origin }
+		tl.Retries = 0
+		if len(tl.Schema) == 0 {
+			tl.Schema = json.RawMessage(`{"type":"object"}`)
+		}
+	}
+	return &c
+}

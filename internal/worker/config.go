@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -56,6 +57,9 @@ type Config struct {
 	// (Worker.Registry).
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// ToolStderr receives the standard error of the MCP servers the worker starts for the
+	// task files of its jobs (nil: discarded).
+	ToolStderr io.Writer
 }
 
 func (c Config) withDefaults() Config {

@@ -14,6 +14,7 @@ import (
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/toolserver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ type Worker struct {
 	clients *clients
 	stats   Stats
 	events  eventsStream
+	files   *fileTasks // the tasks of the task files jobs carry, their tools bound
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -59,7 +61,8 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
-	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency)}
+	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency),
+		files: &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}}}
 	return w, nil
 }
 
@@ -102,6 +105,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	w.clients.closeIdle()
+	if err := w.files.close(); err != nil {
+		w.log.Warn("closing tool servers", "err", err)
+	}
 	w.log.Info("worker stopped", "acked", w.stats.Acked.Load(), "requeued", w.stats.Requeued.Load(),
 		"rejected", w.stats.Rejected.Load(), "exhausted", w.stats.Exhausted.Load())
 	return loopErr
@@ -354,7 +360,10 @@ func (w *Worker) recordErrored(msg jetstream.Msg, job *study.Job, n int, expect 
 // claim on the run (it returns false then, and the job is the caller's).
 func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job, attempt int, expect uint64, model llm.Model, log *slog.Logger) bool {
 	spec, err := RunSpec(job)
-	if err != nil { // DecodeJob validated the condition; unreachable unless the build changed
+	if err == nil && len(job.TaskFile) > 0 {
+		spec.TaskDef, err = w.files.taskOf(job)
+	}
+	if err != nil { // DecodeJob validated the condition and the task file; unreachable unless the build changed
 		w.reject(msg, nil, job, err)
 		return true
 	}
