@@ -110,7 +110,7 @@ func TestUntaughtFollowsHints(t *testing.T) {
 	p := DefaultPersonas()[0]
 	tr := &turn{p: &p, offered: map[string]*functionDef{"load_exposure": {}, "assess_sicr": {}, "record_stage": {}},
 		order: []string{"load_exposure", "assess_sicr", "record_stage"},
-		conv: &conversation{results: []tasks.ToolResult{{Tool: "record_stage", Err: "unauthorized: state LOAD authorizes only load_exposure"}}}}
+		conv:  &conversation{results: []tasks.ToolResult{{Tool: "record_stage", Err: "unauthorized: state LOAD authorizes only load_exposure"}}}}
 	if next, done := tr.genericNext(); done || next != "load_exposure" {
 		t.Errorf("after the refusal: next %q (done %v), want load_exposure", next, done)
 	}
