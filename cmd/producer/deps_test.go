@@ -23,6 +23,8 @@ var (
 	noOpenAI  = linkRule{"github.com/sashabaranov/go-openai", true, "the LLM client runs in the worker"}
 	noSim     = linkRule{"github.com/dittolab/ditto/internal/simllm", false, "the simulated models run in the worker"}
 	noWorker  = linkRule{"github.com/dittolab/ditto/internal/worker", false, "the producer only submits jobs"}
+	noMCP     = linkRule{"github.com/modelcontextprotocol/", true, "tool servers are reached by the worker; the producer validates task files without them"}
+	noTools   = linkRule{"github.com/dittolab/ditto/internal/toolserver", false, "tool servers are reached by the worker"}
 )
 
 func (r linkRule) matches(pkg string) bool {
@@ -41,7 +43,7 @@ func TestLinkedPackages(t *testing.T) {
 		binary string
 		rules  []linkRule
 	}{
-		{"github.com/dittolab/ditto/cmd/producer", []linkRule{noDuckDB, noArrow, noHarness, noLLM, noOpenAI, noSim, noWorker}},
+		{"github.com/dittolab/ditto/cmd/producer", []linkRule{noDuckDB, noArrow, noHarness, noLLM, noOpenAI, noSim, noWorker, noMCP, noTools}},
 		{"github.com/dittolab/ditto/cmd/harness-worker", []linkRule{noDuckDB, noArrow}},
 	}
 	for _, tt := range tests {

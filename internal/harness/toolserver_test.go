@@ -1,0 +1,104 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/harness/harnesstest"
+	"github.com/dittolab/ditto/internal/tasks"
+)
+
+// stagingTask is a task file of fixture tools (the simulated models' untaught task) whose
+// first tool, load_exposure, is replaced by exec, as a tool served by a server (Origin) with
+// the given timeout and retries.
+func stagingTask(t *testing.T, timeout time.Duration, retries int,
+	exec func(ctx context.Context, inst *tasks.Instance, args json.RawMessage) (json.RawMessage, error)) *tasks.Task {
+	t.Helper()
+	data, err := os.ReadFile("../simllm/testdata/ifrs9_staging.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tasks.ParseFile("ifrs9_staging.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tasks.FromFile(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &task.Tools[0]
+	tl.Exec, tl.Timeout, tl.Retries = exec, timeout, retries
+	tl.Origin = func() tasks.Origin { return tasks.Origin{Server: "s", Name: "test-server", Version: "9", Transport: "stdio"} }
+	return task
+}
+
+// TestToolRetriesCarryTheKey: a call whose server does not answer is made again, up to the
+// tool's retries, every attempt with the same idempotency key; another call gets another key.
+func TestToolRetriesCarryTheKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	task := stagingTask(t, 0, 2, func(ctx context.Context, _ *tasks.Instance, args json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, tasks.IdempotencyKey(ctx))
+		if len(keys)%3 != 0 { // two failures, then an answer
+			return nil, fmt.Errorf("%w: connection refused", tasks.ErrToolUnavailable)
+		}
+		return json.RawMessage(`{"exposure_id":"E-1","days_past_due":0}`), nil
+	})
+	s := harness.RunSpec{Task: task.Name, TaskDef: task, Condition: cond(t, "baseline"), Model: "scripted"}
+	m := &harnesstest.Script{Turns: []harnesstest.Turn{
+		harnesstest.Text("plan"),
+		harnesstest.Call("load_exposure", `{"exposure_id":"E-1"}`),
+		harnesstest.Call("load_exposure", `{"exposure_id":"E-1"}`),
+		harnesstest.Text("done"),
+	}}
+	_, rec := run(t, s, m)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 6 {
+		t.Fatalf("%d attempts, want 3 per call", len(keys))
+	}
+	if keys[0] == "" || keys[0] != keys[1] || keys[1] != keys[2] || keys[3] != keys[4] || keys[4] != keys[5] || keys[0] == keys[3] {
+		t.Errorf("keys %q: want one key per call, the same for its attempts", keys)
+	}
+	for _, p := range rec.Payloads(events.TypeToolReturned) {
+		if !p.(events.ToolReturned).OK {
+			t.Errorf("a call that succeeded at its third attempt returned %+v", p)
+		}
+	}
+}
+
+// TestToolTimeout: an attempt past the tool's timeout counts as the server not answering.
+func TestToolTimeout(t *testing.T) {
+	task := stagingTask(t, 50*time.Millisecond, 0, func(ctx context.Context, _ *tasks.Instance, _ json.RawMessage) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s := harness.RunSpec{Task: task.Name, TaskDef: task, Condition: cond(t, "baseline"), Model: "scripted"}
+	m := &harnesstest.Script{Turns: []harnesstest.Turn{harnesstest.Text("plan"), harnesstest.Call("load_exposure", `{"exposure_id":"E-1"}`), harnesstest.Text("done")}}
+	res, rec := run(t, s, m)
+	rets := rec.Payloads(events.TypeToolReturned)
+	if len(rets) != 1 || rets[0].(events.ToolReturned).OK {
+		t.Fatalf("tool.returned %v, want one failed return", rets)
+	}
+	if res.Status == events.StatusSucceeded {
+		t.Errorf("status %s", res.Status)
+	}
+}
+
+// TestTaskDefMustMatch: a RunSpec's TaskDef is the task it names.
+func TestTaskDefMustMatch(t *testing.T) {
+	task := stagingTask(t, 0, 0, nil)
+	s := harness.RunSpec{Task: "credit_ecl", TaskDef: task, Condition: cond(t, "baseline"), Model: "scripted"}
+	if _, err := harness.Run(context.Background(), s, &harnesstest.Script{}, harnesstest.NewRecorder()); err == nil {
+		t.Error("Run accepted a TaskDef of another task")
+	}
+}
