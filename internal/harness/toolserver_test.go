@@ -35,7 +35,9 @@ func stagingTask(t *testing.T, timeout time.Duration, retries int,
 	}
 	tl := &task.Tools[0]
 	tl.Exec, tl.Timeout, tl.Retries = exec, timeout, retries
-	tl.Origin = func() tasks.Origin { return tasks.Origin{Server: "s", Name: "test-server", Version: "9", Transport: "stdio"} }
+	tl.Origin = func() tasks.Origin {
+		return tasks.Origin{Server: "s", Name: "test-server", Version: "9", Transport: "stdio"}
+	}
 	return task
 }
 
