@@ -31,6 +31,8 @@ type toolCall struct {
 	state string
 	// key is the call's idempotency key, for a tool served outside ditto ("" otherwise).
 	key string
+	// attempts counts the tool's executions for this call (retries included).
+	attempts int
 }
 
 // newCall numbers a call and resolves what the gates read: its arguments, tool and state.
@@ -98,7 +100,7 @@ func (r *runner) handleCall(sent llm.ToolCall) (accepted bool, err error) {
 	if errors.Is(ret.err, tasks.ErrToolUnavailable) {
 		// The tool's server never answered: the run cannot go on, and how it ends says
 		// nothing about the agent.
-		r.cause = events.Cause{Kind: events.CauseToolServer, Endpoint: c.tool.Name, Attempts: 1, Detail: clip(ret.err.Error(), maxCauseBytes)}
+		r.cause = events.Cause{Kind: events.CauseToolServer, Endpoint: c.tool.Name, Attempts: c.attempts, Detail: clip(ret.err.Error(), maxCauseBytes)}
 		r.errText = clip("tool "+c.tool.Name+": "+ret.err.Error(), maxTextBytes)
 		return false, nil
 	}
@@ -314,6 +316,7 @@ func (r *runner) exec(c *toolCall) (json.RawMessage, error) {
 		if c.tool.Timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, c.tool.Timeout)
 		}
+		c.attempts++
 		out, err := c.tool.Exec(actx, r.inst, c.raw)
 		timedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()

@@ -104,3 +104,20 @@ func TestTaskDefMustMatch(t *testing.T) {
 		t.Error("Run accepted a TaskDef of another task")
 	}
 }
+
+// TestToolServerDownErrors: a call whose server never answers, retries included, ends the run
+// errored with the cause (tool_server, the attempts made), not failed.
+func TestToolServerDownErrors(t *testing.T) {
+	task := stagingTask(t, 0, 2, func(context.Context, *tasks.Instance, json.RawMessage) (json.RawMessage, error) {
+		return nil, fmt.Errorf("%w: mcp server s: connection closed", tasks.ErrToolUnavailable)
+	})
+	s := harness.RunSpec{Task: task.Name, TaskDef: task, Condition: cond(t, "harness"), Model: "scripted"}
+	m := &harnesstest.Script{Turns: []harnesstest.Turn{harnesstest.Text(harnesstest.IdealPlan(task)), harnesstest.Call("load_exposure", `{"exposure_id":"E-1"}`), harnesstest.Text("done")}}
+	res, _ := run(t, s, m)
+	if res.Status != events.StatusErrored || res.Cause.Kind != events.CauseToolServer || res.Cause.Attempts != 3 {
+		t.Errorf("status %s, cause %+v; want errored, tool_server after 3 attempts", res.Status, res.Cause)
+	}
+	if events.Scored(res.Status) {
+		t.Error("an errored run is scored")
+	}
+}
