@@ -67,6 +67,10 @@ fuzz: ## run each fuzz target for a fixed number of executions (about 10 s each 
 	$(call run_fuzz,FuzzCanonical,350000x,./events/)
 	$(call run_fuzz,FuzzMapOTLP,180000x,./internal/otlpmap/)
 
+.PHONY: readme-check
+readme-check: ## run README.md's quick starts (its readme-check blocks) and check its layout table lists every package; part of make test
+	$(GO) test -tags '$(GOTAGS)' -count=1 -run '^TestReadme' -v ./cmd/
+
 .PHONY: demo
 demo: ## the research study end to end in one process (embedded NATS, simulated models, workers, analyzer) and its report; DEMO_FLAGS="--n 20 --latency-scale 0" for a quicker run
 	@mkdir -p $(BIN)

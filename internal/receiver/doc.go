@@ -10,7 +10,7 @@
 //   - GET /metrics (Prometheus), GET /healthz, GET /readyz.
 //
 // Every write needs a bearer token bound to the studies it may write (see Config and
-// README-section.md). Admission is bounded: at most Config.MaxPending events are published and
+// docs/http-api.md). Admission is bounded: at most Config.MaxPending events are published and
 // not yet acknowledged across the server; a request that finds no room within AdmitWait is
 // answered 429 with Retry-After and nothing of it is published, and a JetStream that does not
 // acknowledge yields 503 with Retry-After. Memory is bounded by MaxPending, MaxBodyBytes times

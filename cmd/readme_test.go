@@ -1,0 +1,236 @@
+package cmd_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readmeBlock is a fenced block of README.md marked for the README check by the comment line
+// before it: "<!-- readme-check: NAME -->" runs a sh block, "<!-- readme-check: file NAME -->"
+// writes the block to the file NAME (before any block runs).
+type readmeBlock struct {
+	name string
+	file bool
+	lang string
+	line int
+	body string
+}
+
+var readmeMarker = regexp.MustCompile(`^<!-- readme-check: (file )?([A-Za-z0-9_.-]+) -->$`)
+
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	f, err := os.Open("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		blocks []readmeBlock
+		cur    *readmeBlock
+		marked *readmeBlock
+	)
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case cur != nil && line == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.body += line + "\n"
+		case marked != nil && strings.HasPrefix(line, "```"):
+			marked.lang, marked.line = strings.TrimPrefix(line, "```"), n
+			cur, marked = marked, nil
+		case marked != nil:
+			t.Fatalf("README.md:%d: the line after the readme-check marker %q is not a code fence", n, marked.name)
+		default:
+			if m := readmeMarker.FindStringSubmatch(line); m != nil {
+				marked = &readmeBlock{name: m[2], file: m[1] != ""}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil || marked != nil {
+		t.Fatal("README.md ends inside a readme-check block")
+	}
+	return blocks
+}
+
+// The ports the README names, replaced in the blocks by free ones so that the check neither
+// needs them free nor disturbs what listens on them.
+var readmePorts = []string{"4222", "8470", "4318", "4317"}
+
+// TestReadmeQuickStarts runs the README's marked blocks in order, as a newcomer following it
+// would, in one empty directory holding bin/ (the binaries as make build builds them; the
+// blocks' `make build` is that build): each sh block in its own bash with -euo pipefail, on
+// free ports (the README's 127.0.0.1:PORT replaced, DITTO_NATS_PORT and DITTO_ANALYZER_LISTEN
+// set). A block that fails fails the test, and so do
+// the production block's answers if an event was refused.
+func TestReadmeQuickStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README's quick starts (a study of 54 runs, servers)")
+	}
+	blocks := readmeBlocks(t)
+	if len(blocks) < 4 {
+		t.Fatalf("README.md has %d readme-check blocks, want the study, production, sql and schedule quick starts", len(blocks))
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range binaries {
+		if err := os.Symlink(b.Path(t), filepath.Join(bin, b.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports := map[string]string{}
+	for _, p := range readmePorts {
+		ports[p] = strconv.Itoa(freePort(t))
+	}
+	// Files first: a block may use a file the README shows after it.
+	var runs []readmeBlock
+	for _, b := range blocks {
+		for from, to := range ports {
+			b.body = strings.ReplaceAll(b.body, "127.0.0.1:"+from, "127.0.0.1:"+to)
+		}
+		if !b.file {
+			runs = append(runs, b)
+		} else if err := os.WriteFile(filepath.Join(dir, b.name), []byte(b.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range runs {
+		body := b.body
+		if b.lang != "sh" {
+			t.Fatalf("README.md:%d: readme-check block %q is %q, want sh", b.line, b.name, b.lang)
+		}
+		if strings.Contains(body, "python3") {
+			requireTool(t, "python3")
+		}
+		requireTool(t, "curl")
+		out := runReadmeBlock(t, dir, b, body, ports)
+		if b.name == "production" {
+			for _, want := range []string{`{"accepted":5,"rejected":[]}`, `{"accepted":3,"rejected":[]}`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("README block production: the answers lack %s:\n%s", want, out)
+				}
+			}
+		}
+	}
+}
+
+// runReadmeBlock runs one block in dir and returns its output; it fails the test if the block
+// fails or outlives its deadline. Whatever the block left running is killed with its process
+// group.
+func runReadmeBlock(t *testing.T, dir string, b readmeBlock, body string, ports map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// make build: the binaries in bin/ are that build.
+	script := "set -euo pipefail\nmake() { [ \"$*\" = build ] || { echo \"readme check: only make build is provided\" >&2; return 1; }; }\n" + body
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(readmeEnv(), "DITTO_NATS_PORT="+ports["4222"], "DITTO_ANALYZER_LISTEN=127.0.0.1:"+ports["8470"])
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("README.md:%d: block %q failed after %v: %v\n%s", b.line, b.name, time.Since(start).Round(time.Second), err, out)
+	}
+	t.Logf("README block %q: %v", b.name, time.Since(start).Round(time.Second))
+	return string(out)
+}
+
+// readmeEnv is the test's environment without ditto's variables, which would change what the
+// README's commands do.
+func readmeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DITTO_") && !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func requireTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is needed by the README's quick starts (CI installs it)", name)
+		}
+		t.Skipf("%s not installed: the README's quick starts need it", name)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestReadmeLayout fails when a package of the module (go list ./...) has no row in the
+// README's layout table, or a row names a package that does not exist.
+func TestReadmeLayout(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string]bool{}
+	// A row's first cell names one package or several (`a`, `b`), its second says their role.
+	for _, m := range regexp.MustCompile("(?m)^\\| (`[^|]+`) \\| \\S").FindAllStringSubmatch(table, -1) {
+		for _, name := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[1], -1) {
+			rows[strings.TrimSuffix(name[1], "/")] = true
+		}
+	}
+	list := exec.Command("go", "list", "-tags", "duckdb_arrow", "./...")
+	list.Dir = ".." // the module root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/dittolab/ditto/"
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, module)
+		if rel == pkg {
+			t.Errorf("package %s: outside the module %s?", pkg, module)
+			continue
+		}
+		if !rows[rel] {
+			t.Errorf("README.md's layout table has no row for the package %s: add `| `%s` | its one-line role |`", rel, rel)
+		}
+		delete(rows, rel)
+	}
+	for rel := range rows {
+		t.Errorf("README.md's layout table names %s, which is not a package of the module", rel)
+	}
+}
