@@ -234,3 +234,28 @@ func TestReadmeLayout(t *testing.T) {
 		t.Errorf("README.md's layout table names %s, which is not a package of the module", rel)
 	}
 }
+
+// TestDocLinks fails when a relative link of README.md or docs/*.md names a file that does not
+// exist (a doc moved or renamed without its links).
+func TestDocLinks(t *testing.T) {
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	for _, doc := range append(docs, "../README.md", "../deploy/README.md") {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", strings.TrimPrefix(doc, "../"), target)
+			}
+		}
+	}
+}
