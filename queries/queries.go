@@ -118,6 +118,7 @@ var (
 	ConsoleCellRuns     = load("console_cell_runs", Console)
 	ConsoleRun          = load("console_run", Console)
 	ConsoleRunEvents    = load("console_run_events", Console)
+	ConsoleDriftCells   = load("console_drift_cells", Console)
 )
 
 // Schema returns the statements that create the projection, in the order to run them. They are
@@ -140,7 +141,7 @@ func All() []Statement {
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
-		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents,
+		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents, ConsoleDriftCells,
 	)
 }
 

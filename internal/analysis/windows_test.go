@@ -102,3 +102,40 @@ func TestProductionReleases(t *testing.T) {
 		t.Errorf("pooled window holds %d runs, want 24", got.A.Metrics.N)
 	}
 }
+
+// TestWindowSeries: a cell's metrics over consecutive windows are those of CompareWindows for
+// the same windows; an empty window has N = 0; a reversed window is invalid.
+func TestWindowSeries(t *testing.T) {
+	envs, _ := harnessStudy("s1")
+	w := ingest(t, envs)
+	ctx := warehousetest.Context(t, 60*time.Second)
+	split := studyClock.Add(31 * time.Second)
+	late := Window{From: studyClock.Add(24 * time.Hour)}
+	cell := CellFilter{Study: "s1", Task: "credit_ecl", Model: "sim-a", Condition: "baseline"}
+	a, b := Window{To: split}, Window{From: split, To: late.From}
+	got, err := WindowSeriesFrom(ctx, SQLQuerier(w.DB()), cell, []Window{a, b, late}, testOpts)
+	if err != nil {
+		t.Fatalf("WindowSeriesFrom() = %v", err)
+	}
+	cmp, err := CompareWindows(ctx, w.DB(), cell, a, b, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d windows, want 3", len(got))
+	}
+	for i, want := range []WindowCell{cmp.A, cmp.B} {
+		if jsonOf(t, got[i]) != jsonOf(t, want) {
+			t.Errorf("window %d = %s, want CompareWindows' %s", i, jsonOf(t, got[i]), jsonOf(t, want))
+		}
+	}
+	if got[2].Metrics.N != 0 || got[2].Metrics.Success.Rate.Valid {
+		t.Errorf("the empty window = %s, want N = 0 and no success rate", jsonOf(t, got[2].Metrics))
+	}
+	if _, err := WindowSeriesFrom(ctx, SQLQuerier(w.DB()), cell, []Window{{From: split, To: split}}, testOpts); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("WindowSeriesFrom(empty interval) = %v, want ErrInvalidOptions", err)
+	}
+	if _, err := WindowSeriesFrom(ctx, SQLQuerier(w.DB()), CellFilter{Study: "nope"}, []Window{a}, testOpts); !errors.Is(err, ErrNoStudy) {
+		t.Errorf("WindowSeriesFrom(unknown study) = %v, want ErrNoStudy", err)
+	}
+}

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -34,6 +35,7 @@ const testToken = "console-test-token-0123456789abcdef"
 type site struct {
 	url string
 	con *console.Console
+	db  *sql.DB
 }
 
 // longRunEvents is the length of study big's run "long": a run of 1,000 events renders.
@@ -70,7 +72,7 @@ func newSite(t *testing.T) *site {
 	t.Cleanup(con.Close)
 	srv := httptest.NewServer(con.Handler(api))
 	t.Cleanup(srv.Close)
-	return &site{url: srv.URL, con: con}
+	return &site{url: srv.URL, con: con, db: w.DB()}
 }
 
 // get fetches path with a bearer token (or none) and never follows redirects.
@@ -379,4 +381,75 @@ func longRun() []events.Envelope {
 		ModelCalls: longRunEvents - 2 - 4*calls, PromptTokens: int64(10 * (longRunEvents - 2 - 4*calls)),
 		CompletionTokens: int64(2 * (longRunEvents - 2 - 4*calls))}})
 	return out
+}
+
+// TestDriftChart: a production study's page draws its drift over consecutive windows of run
+// start times once its metrics are computed; each window's run count and success rate are
+// those the runs view gives for the window's bounds.
+func TestDriftChart(t *testing.T) {
+	s := newSite(t)
+	var body string
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var resp *http.Response
+		resp, body = get(t, s.url, "/studies/sample-prod", bearer())
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /studies/sample-prod = %d: %.300s", resp.StatusCode, body)
+		}
+		if strings.Contains(body, `id="drift"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drift chart did not appear: %.2000s", body)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the background computation, with a deadline
+	}
+	section := regexp.MustCompile(`(?s)<section class="drift-series" data-task="invoice_triage" data-model="gpt-4o-mini">.*?</section>`).FindString(body)
+	if section == "" {
+		t.Fatalf("no drift series for invoice_triage · gpt-4o-mini")
+	}
+	if n := strings.Count(section, "<polyline"); n != 3 {
+		t.Errorf("the chart has %d lines, want 3 (success rate, RR, DI)", n)
+	}
+	bounds := regexp.MustCompile(`data-from="([^"]+)" data-to="([^"]+)"`).FindAllStringSubmatch(section, -1)
+	row := func(class string) []string {
+		tr := regexp.MustCompile(`(?s)<tr class="` + class + `">(.*?)</tr>`).FindStringSubmatch(section)
+		if tr == nil {
+			t.Fatalf("no %s row in the drift table", class)
+		}
+		var out []string
+		for _, m := range regexp.MustCompile(`<td class="num">([^<]*)</td>`).FindAllStringSubmatch(tr[1], -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	ns, succ := row("n"), row("success")
+	if len(bounds) < 2 || len(ns) != len(bounds) || len(succ) != len(bounds) {
+		t.Fatalf("%d windows, %d counts, %d success rates", len(bounds), len(ns), len(succ))
+	}
+	total := 0
+	for i, b := range bounds {
+		q := fmt.Sprintf(`SELECT count(*) AS n, count(*) FILTER (WHERE success) AS ok FROM runs
+			WHERE study = 'sample-prod' AND last_attempt AND status <> 'incomplete'
+			AND started_at >= TIMESTAMPTZ '%s' AND started_at < TIMESTAMPTZ '%s'`, b[1], b[2])
+		var n, ok int
+		if err := s.db.QueryRow(q).Scan(&n, &ok); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		wantRate := "—"
+		if n > 0 {
+			wantRate = fmt.Sprintf("%.2f", float64(ok)/float64(n))
+		}
+		if ns[i] != fmt.Sprint(n) || succ[i] != wantRate {
+			t.Errorf("window %d [%s, %s): N %s, success %s; the runs view says %d runs, %s", i, b[1], b[2], ns[i], succ[i], n, wantRate)
+		}
+	}
+	if total != 24 {
+		t.Errorf("the windows hold %d runs, want the study's 24", total)
+	}
+	// A harness study has no drift chart.
+	if _, body := get(t, s.url, "/studies/c1", bearer()); strings.Contains(body, `id="drift"`) {
+		t.Errorf("the harness study c1 shows a drift chart")
+	}
 }

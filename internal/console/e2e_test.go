@@ -118,7 +118,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the browser walk failed: %v", err)
 	}
-	for _, page := range []string{"login", "studies", "study", "cell", "group", "run", "compare", "sql", "reports", "xss-run", "xss-compare", "xss-cell"} {
+	for _, page := range []string{"login", "studies", "study", "cell", "group", "run", "compare", "sql", "reports", "drift", "xss-run", "xss-compare", "xss-cell"} {
 		if st, err := os.Stat(filepath.Join(shots, page+".png")); err != nil || st.Size() < 5000 {
 			t.Errorf("screenshot %s.png: %v (size %d)", page, err, sizeOf(st))
 		}

@@ -11,6 +11,7 @@ var funcs = template.FuncMap{
 	"joinLeaves": joinLeaves,
 	"join":       strings.Join,
 	"inc":        func(i int) int { return i + 1 },
+	"dec":        func(i int) int { return i - 1 },
 }
 
 func pathEsc(s string) string { return url.PathEscape(s) }

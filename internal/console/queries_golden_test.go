@@ -47,7 +47,8 @@ var consoleCases = map[string][][]any{
 		{"sample-prod", "r1-run-000", 1},
 		{"c1", "h-0", 9}, // no such attempt
 	},
-	"console_watermark": {{nil}, {"c1"}, {"nope"}},
+	"console_watermark":   {{nil}, {"c1"}, {"nope"}},
+	"console_drift_cells": {{"sample-prod"}, {"c1"}, {"nope"}},
 }
 
 // TestConsoleQueriesGolden executes every Console statement of package queries against a

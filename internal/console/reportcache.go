@@ -18,6 +18,10 @@ type studyReport struct {
 	Err       error
 	Took      time.Duration
 	At        time.Time
+	// Drift is a production study's drift chart (nil for a harness study); DriftErr says why
+	// it could not be computed.
+	Drift    *driftChart
+	DriftErr error
 }
 
 // reportCache holds the latest report of each study and computes a new one in the background
@@ -103,10 +107,18 @@ func (rc *reportCache) compute(study string, wm int64) {
 		rc.finish(study, nil)
 		return
 	}
-	sr := &studyReport{Watermark: wm, Report: rep, Err: err, Took: time.Since(start), At: time.Now()}
+	sr := &studyReport{Watermark: wm, Report: rep, Err: err}
 	if errors.Is(err, analysis.ErrNoRuns) || errors.Is(err, analysis.ErrNoStudy) {
 		sr.Report = nil
 	}
+	if s, err := rc.c.findStudy(ctx, study); err == nil && s.SourceKind == "production" {
+		sr.Drift, sr.DriftErr = rc.c.computeDrift(ctx, study)
+	}
+	if ctx.Err() != nil {
+		rc.finish(study, nil)
+		return
+	}
+	sr.Took, sr.At = time.Since(start), time.Now()
 	rc.c.cfg.Logger.Info("console: study metrics computed", "study", study, "watermark", wm,
 		"ms", sr.Took.Milliseconds(), "err", err)
 	rc.finish(study, sr)

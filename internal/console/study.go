@@ -104,6 +104,10 @@ func (c *Console) studyPage(w http.ResponseWriter, r *http.Request) error {
 		if sr.Err != nil && sr.Report == nil {
 			v.Err = sr.Err.Error()
 		}
+		v.Drift = sr.Drift
+		if sr.DriftErr != nil {
+			v.DriftErr = sr.DriftErr.Error()
+		}
 		if rep := sr.Report; rep != nil {
 			v.Report = rep
 			c.studyTables(&v, study, rep)
@@ -118,12 +122,6 @@ func (c *Console) studyPage(w http.ResponseWriter, r *http.Request) error {
 		if e.Study == study {
 			v.Reports = append(v.Reports, reportLink{Href: c.cfg.ReportsPrefix + url.PathEscape(e.Name) + "/", Title: e.Title,
 				Kind: e.Kind, Written: e.Written, Findings: e.Findings, Bad: e.Bad})
-		}
-	}
-	if s.SourceKind == "production" {
-		v.Drift, err = c.driftChart(ctx, study)
-		if err != nil {
-			v.DriftErr = err.Error()
 		}
 	}
 	c.render(w, r, "study", http.StatusOK, pageData{Title: s.Name, Nav: "studies", Data: v})

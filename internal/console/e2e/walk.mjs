@@ -212,8 +212,15 @@ try {
   check((await page.content()).includes(want.report_title), "Reports: the index lists " + want.report_title);
   await shot("reports");
 
-  // Hostile values render as text on the Run, Compare and Cell pages.
+  // A production study's drift over time (the hostile study is production traffic).
   const h = want.hostile;
+  await page.goto(base + `/studies/${h.Study}`);
+  await eventually("Drift: the chart of the production study is computed", async () => (await page.locator("#drift svg.drift").count()) === 1, { reload: true });
+  const driftN = (await page.locator("#drift table.drift-table tr.n td").allTextContents()).reduce((a, x) => a + Number(x), 0);
+  check(driftN === 2, `Drift: the windows hold the study's 2 runs (got ${driftN})`);
+  await shot("drift");
+
+  // Hostile values render as text on the Run, Compare and Cell pages.
   const hostilePages = [
     ["xss-run", `/studies/${h.Study}/runs/${h.RunA}`],
     ["xss-compare", `/compare?study=${h.Study}&a=${h.RunA}&b=${h.RunB}`],
