@@ -87,7 +87,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(producerBin.Remove)
 
 	dir := filepath.Join(t.TempDir(), "demo")
-	run(t, ctx, nil, analyzer, "demo", "--spec", "small", "--latency-scale", "0", "--data-dir", dir, "--concurrency", "16")
+	demoOut := run(t, ctx, nil, analyzer, "demo", "--spec", "small", "--latency-scale", "0", "--data-dir", dir, "--concurrency", "16")
+	// The demo ends with the command that serves the console on its data (this test serves
+	// it so, on a free port).
+	if want := "The console on this data: " + analyzer + " serve --data-dir " + dir + "\n"; !strings.Contains(demoOut, want) {
+		t.Errorf("analyzer demo does not end with %q:\n%s", want, demoOut)
+	}
 	hostile := filepath.Join(t.TempDir(), "hostile.jsonl")
 	writeHostileRuns(t, hostile)
 	run(t, ctx, nil, producer, "import", "--data-dir", dir, "--nats-port", "-1", hostile)
