@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -272,5 +273,41 @@ func TestCompareEffectSizeSign(t *testing.T) {
 		if !c.EffectSize.Valid || c.EffectSize.V != tc.wantDelta || (c.Difference.V > 0) != (tc.wantDelta > 0) {
 			t.Errorf("%s: effect size %v, difference %v; want δ = %v with the sign of B − A", tc.key, c.EffectSize, c.Difference, tc.wantDelta)
 		}
+	}
+}
+
+// McNemar pairs runs by key: b counts the pairs where only A succeeded, c
+// where only B did; keys of one cell alone are left out, and a key repeated
+// within a cell stops the test with a reason.
+func TestCompareMcNemarPairing(t *testing.T) {
+	run := func(key string, ok bool) Run { return Run{PairKey: key, Success: ok} }
+	a := []Run{run("k1", true), run("k2", true), run("k3", false), run("k4", false), run("k5", true), run("onlyA", true)}
+	b := []Run{run("k5", true), run("k4", true), run("k3", true), run("k2", false), run("k1", false), run("onlyB", false)}
+	for _, tc := range []struct {
+		name       string
+		a, b       []Run
+		wantB      float64 // the statistic b; -1: no p, a reason
+		wantReason string
+	}{
+		{"pairs", a, b, 2, ""},
+		{"repeat in A", append(slices.Clone(a), run("k2", false)), b, -1, `pair key "k2" repeats in cell A`},
+		{"repeat in B", a, append(slices.Clone(b), run("onlyB", true)), -1, `pair key "onlyB" repeats in cell B`},
+		{"nothing shared", a[:2], b[5:], -1, "no run of cell B shares a pair key with cell A"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := Compare(tc.a, tc.b, CompareConfig{Permutations: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := byQuantityTest(cs)["success/mcnemar_exact"]
+			switch {
+			case !ok:
+				t.Fatal("no McNemar comparison")
+			case tc.wantB < 0 && (c.P.Valid || c.Reason != tc.wantReason):
+				t.Errorf("p %v, reason %q; want no p and reason %q", c.P, c.Reason, tc.wantReason)
+			case tc.wantB >= 0 && (!c.P.Valid || c.Statistic != Some(tc.wantB) || c.Note != "5 pairs; b = 2 (A succeeded, B failed), c = 2 (A failed, B succeeded)"):
+				t.Errorf("statistic %v, p %v, note %q; want b = %v over 5 pairs", c.Statistic, c.P, c.Note, tc.wantB)
+			}
+		})
 	}
 }

@@ -159,14 +159,22 @@ var allIDs = [numKinds]bool{true, true, true, true, true, true, true}
 func subIndex(pool *index, lo, hi int, keepIDs [numKinds]bool) *index {
 	n := hi - lo
 	ix := &index{n: n}
-	var local []int32
+	var local, scratch []int32
 	for k := kind(0); k < numKinds; k++ {
 		pg, g := &pool.g[k], &ix.g[k]
 		local = slices.Grow(local[:0], pg.distinct())[:pg.distinct()]
 		for i := range local {
 			local[i] = -1
 		}
-		ids := make([]int32, n)
+		var ids []int32
+		if keepIDs[k] {
+			ids = make([]int32, n)
+		} else {
+			if scratch == nil {
+				scratch = make([]int32, n)
+			}
+			ids = scratch
+		}
 		var d int32
 		for i := lo; i < hi; i++ {
 			p := pg.id[i]
