@@ -15,6 +15,9 @@ var (
 	ErrNoJetStream = errors.New("bus: JetStream is not available")
 	// ErrShortRead says that a stream delivered fewer messages than it was asked to read.
 	ErrShortRead = errors.New("bus: fewer messages delivered than asked for")
+	// ErrNotDelivery says that a message's reply subject is not a JetStream acknowledgement
+	// subject (DeliveryOf).
+	ErrNotDelivery = errors.New("bus: not a JetStream delivery")
 )
 
 // PublishError is one publish that was not acknowledged.

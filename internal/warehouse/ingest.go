@@ -194,10 +194,13 @@ func (ing *ingester) session(ctx context.Context) error {
 	ing.forceReset = false
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// fetch → decode → commit, each stage a goroutine and each hand-over a channel of one
-	// batch: at most five batches exist at once, whatever the backlog.
-	fetched := make(chan *batch, 1)
-	batches := make(chan *batch, 1)
+	// fetch → decode → commit, each stage a goroutine and each hand-over unbuffered: at most
+	// three batches exist at once (one per stage), whatever the backlog. A buffer of one
+	// batch per hand-over (five in all) bought no throughput, since the committer is the
+	// slowest stage and the other two keep it fed, and it held two more batches of decoded
+	// events in the heap.
+	fetched := make(chan *batch)
+	batches := make(chan *batch)
 	fetchErr := make(chan error, 1)
 	go func() {
 		defer close(fetched)
@@ -406,8 +409,8 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 func newItem(msg jetstream.Msg) (*item, uint64) {
 	it := &item{subject: msg.Subject(), raw: msg.Data(), ack: msg}
 	var pending uint64
-	if meta, err := msg.Metadata(); err == nil {
-		it.streamSeq, pending = meta.Sequence.Stream, meta.NumPending
+	if d, err := bus.DeliveryOf(msg); err == nil {
+		it.streamSeq, pending = d.StreamSeq, d.Pending
 	}
 	if h := msg.Headers(); h != nil {
 		it.msgID = h.Get(jetstream.MsgIDHeader)

@@ -1,0 +1,87 @@
+package bus_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DeliveryOf must read what Metadata reads, on messages a real server delivers.
+func TestDeliveryOfMatchesMetadata(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	p, _ := b.NewPublisher()
+	const n = 7
+	for i := int64(1); i <= n; i++ {
+		if err := p.PublishEvent(ctx, testEvent(t, "run-1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: "delivery", AckWait: time.Minute, MaxAckPending: 100}, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		meta, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := bus.DeliveryOf(m)
+		if err != nil || d.StreamSeq != meta.Sequence.Stream || d.Pending != meta.NumPending {
+			t.Errorf("DeliveryOf(%q) = %+v, %v; Metadata says stream sequence %d, pending %d", m.Reply(), d, err, meta.Sequence.Stream, meta.NumPending)
+		}
+		got++
+	}
+	if got != n-2 {
+		t.Errorf("fetched %d messages, want %d", got, n-2)
+	}
+}
+
+// replyMsg is a message with only a reply subject.
+type replyMsg struct {
+	jetstream.Msg
+	reply string
+}
+
+func (m replyMsg) Reply() string { return m.reply }
+
+func TestDeliveryOfSubjects(t *testing.T) {
+	for _, tc := range []struct {
+		name, give string
+		want       bus.Delivery
+		wantErr    bool
+	}{
+		{"old form", "$JS.ACK.DITTO_EVENTS.analyzer.1.4711.12.1700000000000000000.33", bus.Delivery{StreamSeq: 4711, Pending: 33}, false},
+		{"domain and hash", "$JS.ACK._.ACCHASH.DITTO_EVENTS.analyzer.2.98.97.1700000000000000000.0", bus.Delivery{StreamSeq: 98}, false},
+		{"with last token", "$JS.ACK.hub.ACCHASH.S.c.1.5.5.1700000000000000000.6.r4nd", bus.Delivery{StreamSeq: 5, Pending: 6}, false},
+		{"not an ack subject", "_INBOX.abc.def", bus.Delivery{}, true},
+		{"empty", "", bus.Delivery{}, true},
+		{"eight tokens", "$JS.ACK.a.b.S.c.1.5.5.17", bus.Delivery{}, true},
+		{"too few tokens", "$JS.ACK.S.c.1.5", bus.Delivery{}, true},
+		{"not a number", "$JS.ACK.S.c.1.x5.5.17.0", bus.Delivery{}, true},
+		{"negative", "$JS.ACK.S.c.1.-5.5.17.0", bus.Delivery{}, true},
+		{"too long", "$JS.ACK.S.c.1.12345678901234567890.5.17.0", bus.Delivery{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := bus.DeliveryOf(replyMsg{reply: tc.give})
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("DeliveryOf(%q) = %+v, %v; want %+v (error %v)", tc.give, got, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !errors.Is(err, bus.ErrNotDelivery) {
+				t.Errorf("DeliveryOf(%q) error %v, want ErrNotDelivery", tc.give, err)
+			}
+		})
+	}
+}
