@@ -151,8 +151,10 @@ func cpuTime() time.Duration {
 // BenchmarkCompare times one Compare call (every test, B = 10,000
 // permutations) for two cells of n runs each: a harnessed cell against a
 // baseline cell. Besides wall and CPU time per op it reports the peak live
-// heap during the call (peak-heap-MiB, both cells' runs included), the
-// cells' own heap (input-MiB), and how many permutation tests were drawn
+// heap during the call (peak-heap-MiB, both cells' runs included, garbage
+// not yet collected too), the cells' own heap (input-MiB), the bytes the
+// call allocates (alloc-MiB/op: with the input, a bound on its memory
+// whatever the collector does), and how many permutation tests were drawn
 // by counts or made asymptotic.
 func BenchmarkCompare(b *testing.B) {
 	for _, n := range []int{100, 1000, 10_000, 100_000, 1_000_000} {
@@ -161,6 +163,8 @@ func BenchmarkCompare(b *testing.B) {
 			harn := genRuns(n, shapeFew, 2)
 			runtime.GC()
 			input := heapObjects()
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
 			p := startPeak()
 			b.ResetTimer()
 			c0 := cpuTime()
@@ -175,6 +179,8 @@ func BenchmarkCompare(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(p.done())/mib, "peak-heap-MiB")
 			b.ReportMetric(float64(input)/mib, "input-MiB")
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/mib, "alloc-MiB/op")
 			var counts, asym float64
 			for _, c := range cs {
 				if c.Test == TestPermutation {
