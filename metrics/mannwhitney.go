@@ -95,50 +95,52 @@ func rankSamples(x, y []float64) (ranked, error) {
 	if len(x) == 0 || len(y) == 0 {
 		return ranked{}, fmt.Errorf("%w: Mann–Whitney U needs two non-empty samples (got %d and %d)", ErrEmpty, len(x), len(y))
 	}
-	type obs struct {
-		v   float64
-		inX bool
-	}
-	all := make([]obs, 0, len(x)+len(y))
 	for _, v := range x {
-		all = append(all, obs{v, true})
-	}
-	for _, v := range y {
-		all = append(all, obs{v, false})
-	}
-	for _, o := range all {
-		if math.IsNaN(o.v) {
+		if math.IsNaN(v) {
 			return ranked{}, fmt.Errorf("%w: Mann–Whitney U sample contains NaN", ErrInvalidArgument)
 		}
 	}
-	slices.SortFunc(all, func(a, b obs) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
+	for _, v := range y {
+		if math.IsNaN(v) {
+			return ranked{}, fmt.Errorf("%w: Mann–Whitney U sample contains NaN", ErrInvalidArgument)
 		}
-		return 0
-	})
+	}
+	// Each sample sorted on its own, then merged group by group of equal
+	// values: sorting plain floats is several times faster than sorting
+	// tagged pairs with a comparison function (a million values a side).
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
 	rk := ranked{n1: len(x), n2: len(y)}
 	var r1 float64
-	for i := 0; i < len(all); {
-		j := i
-		for j < len(all) && all[j].v == all[i].v {
-			j++
+	i, j := 0, 0
+	for i < len(xs) || j < len(ys) {
+		var v float64
+		if j == len(ys) || i < len(xs) && xs[i] <= ys[j] {
+			v = xs[i]
+		} else {
+			v = ys[j]
 		}
-		t := float64(j - i)
-		avg := float64(i+j+1) / 2 // mean of ranks i+1 … j
-		for k := i; k < j; k++ {
-			if all[k].inX {
-				r1 += avg
-			}
+		ci, cj := 0, 0
+		for i+ci < len(xs) && xs[i+ci] == v {
+			ci++
 		}
-		if j-i > 1 {
+		for j+cj < len(ys) && ys[j+cj] == v {
+			cj++
+		}
+		// The group holds ranks i+j+1 … i+j+t.
+		start := i + j
+		t := float64(ci + cj)
+		avg := float64(start+start+ci+cj+1) / 2
+		for k := 0; k < ci; k++ {
+			r1 += avg
+		}
+		if ci+cj > 1 {
 			rk.ties = true
 			rk.tieTerm += t*t*t - t
 		}
-		i = j
+		i += ci
+		j += cj
 	}
 	rk.u1 = r1 - float64(rk.n1)*float64(rk.n1+1)/2
 	return rk, nil

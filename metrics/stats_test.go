@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -210,5 +211,51 @@ func TestSummarize(t *testing.T) {
 	}
 	if q := Quantile([]float64{1, 2}, 1.5); q.Valid {
 		t.Errorf("Quantile(p = 1.5) = %v, want null", q)
+	}
+}
+
+// U1 and the tie term from the merged ranks must equal their definitions:
+// U1 counts the pairs (x, y) with x > y, ties counting ½; Σ(t³ − t) runs
+// over the groups of equal values of both samples together.
+func TestRankSamplesMatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	for trial := 0; trial < 50; trial++ {
+		x := make([]float64, 1+r.IntN(40))
+		y := make([]float64, 1+r.IntN(40))
+		spread := 1 + r.IntN(30) // few distinct values: many ties
+		for i := range x {
+			x[i] = float64(r.IntN(spread))
+		}
+		for i := range y {
+			y[i] = float64(r.IntN(spread))
+		}
+		if trial%5 == 0 {
+			y[0] = math.Copysign(0, -1) // ties with x's zeros
+		}
+		var u1 float64
+		count := map[float64]int{}
+		for _, a := range x {
+			count[a]++
+			for _, b := range y {
+				switch {
+				case a > b:
+					u1++
+				case a == b:
+					u1 += 0.5
+				}
+			}
+		}
+		for _, b := range y {
+			count[b]++
+		}
+		var tie float64
+		for _, c := range count {
+			tf := float64(c)
+			tie += tf*tf*tf - tf
+		}
+		rk, err := rankSamples(x, y)
+		if err != nil || rk.u1 != u1 || rk.tieTerm != tie || rk.ties != (tie > 0) {
+			t.Fatalf("rankSamples(%v, %v) = %+v, %v; want U1 %v, tie term %v", x, y, rk, err, u1, tie)
+		}
 	}
 }
