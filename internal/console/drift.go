@@ -73,9 +73,10 @@ func (c *Console) computeDrift(ctx context.Context, study string) (*driftChart, 
 	}
 	windows := splitSpan(time.UnixMicro(first).UTC(), time.UnixMicro(last+1).UTC(), driftWindows)
 	ch := &driftChart{}
+	layout := labelLayout(windows[0].To.Sub(windows[0].From))
 	for _, w := range windows {
 		ch.Windows = append(ch.Windows, driftWindow{From: w.From.Format(time.RFC3339Nano), To: w.To.Format(time.RFC3339Nano),
-			Label: w.From.Format("01-02 15:04")})
+			Label: w.From.Format(layout)})
 	}
 	for _, r := range rows {
 		cell := analysis.CellFilter{Study: study, Task: str(r[0]), Model: str(r[1])}
@@ -86,6 +87,20 @@ func (c *Console) computeDrift(ctx context.Context, study string) (*driftChart, 
 		ch.Series = append(ch.Series, driftSeriesOf(cell, cells))
 	}
 	return ch, nil
+}
+
+// labelLayout is how a window's start is labelled: precise enough that windows of length d
+// read apart.
+func labelLayout(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour:
+		return "2006-01-02"
+	case d >= time.Minute:
+		return "01-02 15:04"
+	case d >= time.Second:
+		return "15:04:05"
+	}
+	return "15:04:05.000000"
 }
 
 // splitSpan splits [from, to) into n windows of equal length (one when the span is too short).
