@@ -77,6 +77,12 @@ demo: ## the research study end to end in one process (embedded NATS, simulated 
 	$(GO) build -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/analyzer ./cmd/analyzer
 	$(BIN)/analyzer demo --data-dir $(DATA_DIR)/demo $(DEMO_FLAGS)
 
+.PHONY: example
+example: ## the example task of docs/own-agent.md (a DPA review whose tools an MCP server in examples/dpa-review serves) studied end to end against the simulated models, and its report
+	@mkdir -p $(BIN)
+	$(GO) build -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/analyzer ./cmd/analyzer
+	$(BIN)/analyzer demo --spec examples/dpa-review/study.json --data-dir $(DATA_DIR)/example --latency-scale 0 $(DEMO_FLAGS)
+
 .PHONY: bench
 bench: ## benchmarks, each printed as a ratio against a reference measured in the same run
 	@echo "== metrics: all metrics of one cell, N = 1e4..1e6, two shapes; speed vs the all-pairs reference at N = 2,000 =="

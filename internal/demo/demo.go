@@ -67,6 +67,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// ToolStderr receives the standard error of the task files' MCP servers (nil: discarded).
 	ToolStderr io.Writer
+	// Models builds the worker's model clients (nil: the simulated models and
+	// OpenAI-compatible clients; see worker.Config.Models).
+	Models worker.ModelFactory
 }
 
 // Validate reports the first invalid setting.
@@ -181,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	wk, err := worker.New(b, worker.Config{ID: "demo-worker", Concurrency: cfg.Concurrency, SimBaseURL: simURL, Logger: cfg.Logger,
-		ShutdownGrace: 5 * time.Second, ToolStderr: cfg.ToolStderr})
+		ShutdownGrace: 5 * time.Second, ToolStderr: cfg.ToolStderr, Models: cfg.Models})
 	if err != nil {
 		return nil, err
 	}

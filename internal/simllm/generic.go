@@ -268,3 +268,48 @@ func nonNil(l []any) []any {
 	}
 	return l
 }
+
+// workflowRE reads one state of a workflow listed in the request ("STATE: tool → NEXT or
+// OTHER", "STATE: tool → final"), as the harness's structured-plan prompt lists them.
+var workflowRE = regexp.MustCompile(`([A-Za-z0-9_-]+): ([A-Za-z0-9_.-]+) → ([A-Za-z0-9_ -]+?)(?:;|\.\s|\.$)`)
+
+// workflowPlan is the plan of an untaught task from a workflow the request lists: from the
+// first state listed, the first successor at each branch (the path it expects, not having seen
+// the data), each state at most once. Nil when the request lists none.
+func (t *turn) workflowPlan() []step {
+	texts := append(append([]string(nil), t.conv.users...), t.conv.system...)
+	for i := len(texts) - 1; i >= 0; i-- {
+		ms := workflowRE.FindAllStringSubmatch(texts[i], -1)
+		if len(ms) == 0 {
+			continue
+		}
+		type node struct {
+			tool string
+			next []string
+		}
+		graph := map[string]node{}
+		for _, m := range ms {
+			var next []string
+			if n := strings.TrimSpace(m[3]); n != "final" {
+				next = strings.Split(n, " or ")
+			}
+			graph[m[1]] = node{m[2], next}
+		}
+		var out []step
+		seen := map[string]bool{}
+		for s := ms[0][1]; s != "" && !seen[s]; {
+			seen[s] = true
+			n, ok := graph[s]
+			if !ok {
+				break
+			}
+			out = append(out, step{State: s, Tool: n.tool})
+			s = ""
+			if len(n.next) > 0 {
+				s = strings.TrimSpace(n.next[0])
+			}
+		}
+		return out
+	}
+	return nil
+}

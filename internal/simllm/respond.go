@@ -181,6 +181,9 @@ func (t *turn) planSteps() ([]step, error) {
 	if t.ag != nil {
 		return t.ag.planSteps()
 	}
+	if steps := t.workflowPlan(); len(steps) > 0 {
+		return steps, nil
+	}
 	var out []step
 	for _, n := range t.order {
 		out = append(out, step{State: strings.ToUpper(n), Tool: n})

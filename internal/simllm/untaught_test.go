@@ -115,3 +115,25 @@ func TestUntaughtFollowsHints(t *testing.T) {
 		t.Errorf("after the refusal: next %q (done %v), want load_exposure", next, done)
 	}
 }
+
+// TestUntaughtPlansTheListedWorkflow: asked for a structured plan, the persona plans the path
+// of the workflow the request lists (the harness's prompt), taking the first successor where
+// it branches.
+func TestUntaughtPlansTheListedWorkflow(t *testing.T) {
+	p := DefaultPersonas()[0]
+	tr := &turn{p: &p, conv: &conversation{users: []string{"Review DPA-1.", "Before using any tool, return your plan ... " +
+		"Workflow states (state: tool → next states): FETCH: fetch_agreement → ASSESS; ASSESS: assess_requirements → AMEND or FILE; " +
+		"AMEND: request_amendment → FILE; FILE: file_review → final. Where the workflow branches ..."}}}
+	steps, err := tr.planSteps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.State+":"+s.Tool)
+	}
+	want := "FETCH:fetch_agreement ASSESS:assess_requirements AMEND:request_amendment FILE:file_review"
+	if strings.Join(got, " ") != want {
+		t.Errorf("plan %v, want %s", got, want)
+	}
+}
