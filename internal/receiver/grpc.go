@@ -26,7 +26,10 @@ import (
 func (s *Server) GRPCServer() *grpc.Server {
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxBodyBytes)),
-		grpc.MaxConcurrentStreams(uint32(max(s.cfg.MaxConcurrent, 1))),
+		// Twice the calls processed at once may be read per connection: the calls beyond
+		// MaxConcurrent are refused by grpcInstrument (RESOURCE_EXHAUSTED, as HTTP's 429) rather
+		// than queued in the transport where the exporter cannot tell it should back off.
+		grpc.MaxConcurrentStreams(uint32(2*max(s.cfg.MaxConcurrent, 1))),
 		grpc.UnaryInterceptor(s.grpcInstrument),
 	)
 	coltracepb.RegisterTraceServiceServer(gs, traceService{s: s})

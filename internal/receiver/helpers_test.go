@@ -44,6 +44,16 @@ func newEnv(t testing.TB, mutate func(*receiver.Config)) *env {
 	return newEnvAsm(t, mutate, nil)
 }
 
+// newServerEnv starts an env without an assembler: the receiver alone (benchmarks of the
+// transports).
+func newServerEnv(t testing.TB, mutate func(*receiver.Config)) *env {
+	t.Helper()
+	ns := bustest.NewServer(t)
+	e := &env{nats: ns, bus: ns.Connect(t)}
+	e.start(t, mutate)
+	return e
+}
+
 // newEnvAsm starts an env whose assembler config is changed by amutate (when not nil).
 func newEnvAsm(t testing.TB, mutate func(*receiver.Config), amutate func(*assembler.Config)) *env {
 	t.Helper()
