@@ -100,3 +100,51 @@ func TestStreamReads(t *testing.T) {
 		t.Errorf("Msg(beyond the end) = %v, want ErrMsgNotFound", err)
 	}
 }
+
+// TestReadThrough: ReadThrough delivers a subject's messages in stream order up to and
+// including a given sequence, more than one fetch's worth, and none after it.
+func TestReadThrough(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	p, _ := b.NewPublisher()
+	const n = 1500 // more than one fetch
+	for i := int64(1); i <= n; i++ {
+		for _, run := range []string{"run-1", "run-2"} {
+			if err := p.PublishEvent(ctx, testEvent(t, run, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter, _ := events.Subject("study1", "run-2", ">")
+	// run-2's messages are the even stream sequences; read through its 1,200th.
+	const through = 2 * 1200
+	var got int
+	var last uint64
+	err = s.ReadThrough(ctx, filter, through, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		if meta.Sequence.Stream <= last || meta.Sequence.Stream%2 != 0 {
+			t.Errorf("stream sequence %d after %d, want the next even one", meta.Sequence.Stream, last)
+		}
+		last = meta.Sequence.Stream
+		got++
+		return nil
+	})
+	if err != nil || got != 1200 || last != through {
+		t.Errorf("ReadThrough(%s, %d) = %v after %d messages, last %d; want 1200 ending at %d", filter, through, err, got, last, through)
+	}
+	// A sequence the filter never reaches: the read ends short, with ErrShortRead.
+	other, _ := events.Subject("study1", "run-3", ">")
+	if err := s.ReadThrough(ctx, other, 10, func(jetstream.Msg) error { return nil }); !errors.Is(err, bus.ErrShortRead) {
+		t.Errorf("ReadThrough(%s) = %v, want ErrShortRead", other, err)
+	}
+}
