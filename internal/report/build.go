@@ -99,7 +99,7 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 	r := &Report{
 		Format: FormatV1,
 		Kind:   KindDrift,
-		Name:   study + "-drift",
+		Name:   DriftName(study),
 		Title:  opts.Title,
 		Study:  study,
 		Drift:  []analysis.WindowComparison{},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"os"
@@ -37,25 +38,53 @@ func Handler(dir, prefix string) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		f, err := os.Open(filepath.Join(dir, name, file))
+		f, st, err := openReportFile(dir, name, file)
 		if err != nil {
 			http.NotFound(w, r)
 			return
 		}
 		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
 		w.Header().Set("Content-Type", ct)
 		http.ServeContent(w, r, file, st.ModTime(), f)
 	}))
 }
 
-// validName accepts a report name as report names are made (study tokens, "-drift").
+// openReportFile opens file of report name in dir, a regular file in a directory, neither of
+// them a symbolic link, and nothing outside dir (os.Root): a link planted in the reports
+// directory served whatever it pointed to (/etc/passwd).
+func openReportFile(dir, name, file string) (*os.File, os.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	path := filepath.Join(name, file)
+	for _, p := range []string{name, path} {
+		st, err := root.Lstat(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			return nil, nil, fmt.Errorf("report: %s is a symbolic link", p)
+		}
+	}
+	f, err := root.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("report: %s is not a regular file", path)
+	}
+	return f, st, nil
+}
+
+// validName accepts a report name as report names are made: a study token, or one followed
+// by ".drift" (DriftName).
 func validName(s string) bool {
-	if s == "" || s == "." || s == ".." {
+	s = strings.TrimSuffix(s, ".drift")
+	if s == "" {
 		return false
 	}
 	for _, c := range s {
@@ -86,16 +115,16 @@ func Index(dir string) []IndexEntry {
 		if !e.IsDir() || !validName(e.Name()) {
 			continue
 		}
-		path := filepath.Join(dir, e.Name(), FileJSON)
-		b, err := os.ReadFile(path)
+		f, st, err := openReportFile(dir, e.Name(), FileJSON)
 		if err != nil {
 			continue
 		}
 		var r Report
-		if json.Unmarshal(b, &r) != nil {
+		err = json.NewDecoder(f).Decode(&r)
+		f.Close()
+		if err != nil {
 			continue
 		}
-		st, _ := os.Stat(path)
 		ie := IndexEntry{Name: e.Name(), Title: r.Title, Kind: r.Kind, Study: r.Study, Written: st.ModTime().UTC().Format(time.RFC3339), Findings: len(r.Findings)}
 		for _, f := range r.Findings {
 			if f.Bad {

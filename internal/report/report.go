@@ -16,11 +16,17 @@ const (
 	KindDrift = "drift"
 )
 
+// DriftName is the name of the drift report of a production study: <study>.drift. A study
+// name never holds a dot (it is a subject token), so no study's own report has this name:
+// "<study>-drift" did, and study X-drift and the drift report of study X wrote the same
+// directory and the same alert keys.
+func DriftName(study string) string { return study + ".drift" }
+
 // Report is everything a report shows. Its JSON form is report.json.
 type Report struct {
 	Format string `json:"format"`
 	Kind   string `json:"kind"`
-	// Name is the report's file-system name (the study, or <study>-drift).
+	// Name is the report's file-system name (the study, or DriftName(study)).
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	// Study is the study reported on.

@@ -231,7 +231,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 			st.Studies[si.Study] = si.LastEvent
 		} else { // and keeps its alerted findings, so that they do not alert twice
 			for k := range st.Alerted {
-				if strings.HasPrefix(k, si.Study+"|") || strings.HasPrefix(k, si.Study+"-drift|") {
+				if strings.HasPrefix(k, si.Study+"|") || strings.HasPrefix(k, report.DriftName(si.Study)+"|") {
 					alerted[k] = true
 				}
 			}

@@ -207,10 +207,10 @@ func TestScheduledReports(t *testing.T) {
 	}
 	defer s.Stop()
 	waitFor(t, 30*time.Second, "the first drift report", func() bool {
-		r := reportOf(t, e.reports, "prod-drift")
+		r := reportOf(t, e.reports, "prod.drift")
 		return r != nil && r.Basis.CountedRuns == 30
 	})
-	first := reportOf(t, e.reports, "prod-drift")
+	first := reportOf(t, e.reports, "prod.drift")
 	if len(first.Findings) != 0 || e.hooks.count() != 0 {
 		t.Fatalf("without a regression: %d findings, %d alerts; want none (%v)", len(first.Findings), e.hooks.count(), first.Findings)
 	}
@@ -222,10 +222,10 @@ func TestScheduledReports(t *testing.T) {
 	publish(t, e.b, bad("prod", "c", 15, now.Add(-20*time.Minute)))
 	e.waitRuns(t, "prod", 45)
 	waitFor(t, 30*time.Second, "a report with the new runs", func() bool {
-		r := reportOf(t, e.reports, "prod-drift")
+		r := reportOf(t, e.reports, "prod.drift")
 		return r != nil && r.Basis.CountedRuns == 45
 	})
-	second := reportOf(t, e.reports, "prod-drift")
+	second := reportOf(t, e.reports, "prod.drift")
 	if got := second.Drift[0].B.Metrics.N; got != 30 {
 		t.Errorf("last window holds %d runs, want 30", got)
 	}
@@ -248,7 +248,7 @@ func TestScheduledReports(t *testing.T) {
 		t.Fatalf("webhook received %d alerts, want exactly 1", got)
 	}
 	a := e.hooks.alerts[0]
-	if a.Report != "prod-drift" || len(a.Findings) == 0 || !strings.Contains(a.Text, "fell") {
+	if a.Report != "prod.drift" || len(a.Findings) == 0 || !strings.Contains(a.Text, "fell") {
 		t.Errorf("alert = %+v", a)
 	}
 	// Each report was announced on NATS and ingested as report.published.
@@ -336,5 +336,41 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDriftReportOwnName: the drift report of production study X and the reports of a study
+// named X-drift (production as well, so it has a drift report too) are four reports in four
+// directories. The drift report was named X-drift: the two studies wrote one directory and
+// shared alert keys.
+func TestDriftReportOwnName(t *testing.T) {
+	e := setup(t)
+	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	publish(t, e.b, append(good("svc", "a", 5, base.Add(-30*time.Minute)), good("svc-drift", "b", 4, base.Add(-20*time.Minute))...))
+	e.waitRuns(t, "svc", 5)
+	e.waitRuns(t, "svc-drift", 4)
+	cfg := e.config("0 * * * *")
+	cfg.Clock = clockwork.NewFakeClockAt(base)
+	s, err := schedule.New(e.w.DB(), nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RunOnce(context.Background())
+	if err != nil || len(res.Reports) != 4 {
+		t.Fatalf("RunOnce() = %d reports, %v; want 4 (two studies, two drift reports)", len(res.Reports), err)
+	}
+	for _, want := range []struct {
+		name, kind, study string
+		runs              int64
+	}{
+		{"svc", report.KindStudy, "svc", 5},
+		{"svc.drift", report.KindDrift, "svc", 5},
+		{"svc-drift", report.KindStudy, "svc-drift", 4},
+		{"svc-drift.drift", report.KindDrift, "svc-drift", 4},
+	} {
+		r := reportOf(t, e.reports, want.name)
+		if r == nil || r.Name != want.name || r.Kind != want.kind || r.Study != want.study || r.Basis.CountedRuns != want.runs {
+			t.Errorf("report %s = %+v; want a %s report of %s over %d runs", want.name, r, want.kind, want.study, want.runs)
+		}
 	}
 }
