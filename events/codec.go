@@ -166,6 +166,9 @@ func DecodeCanonicalizing(b []byte) (e Envelope, canonicalized bool, err error) 
 	if len(b) > MaxEventSize {
 		return Envelope{}, false, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxEventSize)
 	}
+	if err := checkText(b); err != nil {
+		return Envelope{}, false, err
+	}
 	w, ok := wire.Scan(b)
 	if !ok {
 		if w, err = decodeWire(b); err != nil {

@@ -37,7 +37,13 @@ type serveConfig struct {
 	token    string
 	noIngest bool
 	reports  reportsConfig
+	// readTimeout bounds the time a request (headers and body) may take to arrive: a client
+	// that sends a body slowly, or never, must not hold a connection and a query slot.
+	readTimeout time.Duration
 }
+
+// DefaultReadTimeout is serve's default --read-timeout.
+const DefaultReadTimeout = 30 * time.Second
 
 func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	c.bus.RegisterFlags(fs)
@@ -51,6 +57,7 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.limits.RowsCap, "rows-cap", sqlguard.DefaultRowsCap, "the highest row limit a client may ask for")
 	fs.IntVar(&c.limits.MaxConcurrent, "max-queries", sqlguard.DefaultConcurrent, "queries running at once (others wait within their timeout)")
 	fs.BoolVar(&c.noIngest, "no-ingest", false, "serve the API without ingesting (the database still cannot be opened by another process)")
+	fs.DurationVar(&c.readTimeout, "read-timeout", DefaultReadTimeout, "how long a request, body included, may take to arrive")
 	c.reports.registerFlags(fs)
 }
 
@@ -150,8 +157,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer con.Close()
+	readTimeout := cfg.readTimeout
+	if readTimeout <= 0 {
+		readTimeout = DefaultReadTimeout
+	}
 	hs := &http.Server{Handler: con.Handler(withReports(withMetrics(srv, ms, cfg.token), cfg.reports.dir, cfg.token)),
-		ReadHeaderTimeout: 10 * time.Second}
+		ReadHeaderTimeout: min(10*time.Second, readTimeout), ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 	hs.RegisterOnShutdown(con.Close) // the Studies page's event streams end with the console
 	errc := make(chan error, 2)
 	go func() {

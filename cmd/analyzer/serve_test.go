@@ -59,7 +59,7 @@ func serveTestLines(t *testing.T) string {
 
 func publishLines(t *testing.T, b *bus.Bus, lines string) {
 	t.Helper()
-	res, err := receiver.Import(context.Background(), b, strings.NewReader(lines))
+	res, err := receiver.Import(context.Background(), b, strings.NewReader(lines), receiver.ImportConfig{})
 	if err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("import: %v, rejected %+v", err, res.Rejected)
 	}

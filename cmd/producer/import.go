@@ -11,6 +11,8 @@ import (
 )
 
 func runImport(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var icfg receiver.ImportConfig
+	icfg.Times.RegisterFlags(fs)
 	cfg, err := parseBusFlags(fs, args)
 	if err != nil {
 		return err
@@ -34,7 +36,7 @@ func runImport(ctx context.Context, fs *flag.FlagSet, args []string) error {
 			defer f.Close()
 			in = f
 		}
-		res, err := receiver.Import(ctx, b, in)
+		res, err := receiver.Import(ctx, b, in, icfg)
 		for _, r := range res.Rejected {
 			fmt.Fprintf(os.Stderr, "%s:%d: %v\n", path, r.Line, r.Err)
 		}

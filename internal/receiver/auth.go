@@ -122,12 +122,13 @@ func (p *Principal) DefaultStudy(fallback string) string {
 // authenticator maps the SHA-256 of each token to its principal. Looking up the digest of the
 // presented token, rather than comparing secrets, leaks nothing useful through timing.
 type authenticator struct {
-	open   bool // InsecureNoAuth
-	tokens map[[sha256.Size]byte]*Principal
+	open      bool // InsecureNoAuth
+	anonymous *Principal
+	tokens    map[[sha256.Size]byte]*Principal
 }
 
 func newAuthenticator(tokens []Token, open bool) (*authenticator, error) {
-	a := &authenticator{open: open, tokens: map[[sha256.Size]byte]*Principal{}}
+	a := &authenticator{open: open, anonymous: &Principal{Name: "anonymous", all: true}, tokens: map[[sha256.Size]byte]*Principal{}}
 	for _, t := range tokens {
 		if err := t.validate(); err != nil {
 			return nil, err
@@ -165,7 +166,7 @@ func (a *authenticator) authenticateHeader(h string) (*Principal, error) {
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		if a.open {
-			return &Principal{Name: "anonymous", all: true}, nil
+			return a.anonymous, nil
 		}
 		return nil, ErrUnauthorized
 	}
@@ -173,7 +174,7 @@ func (a *authenticator) authenticateHeader(h string) (*Principal, error) {
 		return p, nil
 	}
 	if a.open && len(a.tokens) == 0 {
-		return &Principal{Name: "anonymous", all: true}, nil
+		return a.anonymous, nil
 	}
 	return nil, ErrUnauthorized
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -35,6 +36,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	switch {
 	case errors.As(err, &mbe):
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &httpError{code: http.StatusRequestTimeout, msg: fmt.Sprintf("request body not received in time (%d bytes so far)", len(b))}
 	case err != nil:
 		return nil, badRequest("read body: %v", err)
 	case int64(len(b)) > limit:

@@ -90,7 +90,7 @@ func TestImportCanonicalizes(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(string(ndjson(t, evs))), "\n") {
 		lines = append(lines, pythonStyle(l))
 	}
-	res, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(lines, "\n")))
+	res, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(lines, "\n")), receiver.ImportConfig{})
 	if err != nil || res.Published != len(evs) || len(res.Rejected) != 0 || res.Canonicalized != 3 {
 		t.Fatalf("Import() = %+v, %v; want all published, 3 canonicalized", res, err)
 	}

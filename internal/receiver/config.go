@@ -29,13 +29,23 @@ type Config struct {
 	// to every study ("*"); a token bound to named studies uses its first. Default "production".
 	DefaultStudy string
 
-	MaxBodyBytes  int64         // request body limit, after gzip decompression; default 8 MiB
-	MaxEvents     int           // events per /v1/events request; default 5,000
-	MaxPending    int           // events published and not yet acknowledged, server-wide; default 8,192
-	MaxConcurrent int           // requests processed at once (bounds body memory); default 16
-	AdmitWait     time.Duration // how long a request may wait for room before 429; default 200ms
-	RetryAfter    time.Duration // Retry-After on 429/503; default 1s
-	AckTimeout    time.Duration // per publish; default 10s
+	MaxBodyBytes  int64 // request body limit, after gzip decompression; default 8 MiB
+	MaxEvents     int   // events per /v1/events request; default 5,000
+	MaxPending    int   // events published and not yet acknowledged, server-wide; default 8,192
+	MaxConcurrent int   // requests processed at once (bounds body memory); default 16
+	// MaxConcurrentPerToken is how many of those one token may hold: a client sending slow
+	// bodies must not hold every slot while every other client gets 429. Default a quarter
+	// of MaxConcurrent (at least 1). Without authentication (InsecureNoAuth) it does not apply.
+	MaxConcurrentPerToken int
+	// BodyTimeout is how long a request's body may take to arrive, from the moment it is
+	// admitted; a body that takes longer is refused (408) and its slot freed. Default 30s.
+	BodyTimeout time.Duration
+	AdmitWait   time.Duration // how long a request may wait for room before 429; default 200ms
+	RetryAfter  time.Duration // Retry-After on 429/503; default 1s
+	AckTimeout  time.Duration // per publish; default 10s
+
+	// Times bounds event (and span) times around their arrival.
+	Times Window
 
 	// DisableSeenCheck skips the look-up that decides whether a plain root span (not an agent
 	// span) closes an agent trace whose spans came earlier; such a root is then rejected like
@@ -51,6 +61,7 @@ const (
 	DefaultMaxBodyBytes = 8 << 20
 	DefaultMaxEvents    = 5_000
 	DefaultMaxPending   = 8192
+	DefaultBodyTimeout  = 30 * time.Second
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -76,6 +87,13 @@ func (c Config) WithDefaults() Config {
 	if c.MaxConcurrent <= 0 {
 		c.MaxConcurrent = 16
 	}
+	if c.MaxConcurrentPerToken <= 0 {
+		c.MaxConcurrentPerToken = max(c.MaxConcurrent/4, 1)
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	c.Times = c.Times.withDefaults()
 	if c.AdmitWait <= 0 {
 		c.AdmitWait = 200 * time.Millisecond
 	}
@@ -96,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxEvents > c.MaxPending {
 		return fmt.Errorf("%w: max events per request (%d) exceeds max pending (%d): such a request could never be admitted", ErrConfig, c.MaxEvents, c.MaxPending)
+	}
+	if c.MaxConcurrentPerToken > c.MaxConcurrent {
+		return fmt.Errorf("%w: max concurrent per token (%d) exceeds max concurrent (%d)", ErrConfig, c.MaxConcurrentPerToken, c.MaxConcurrent)
 	}
 	if c.MaxBodyBytes < events.MaxEventSize {
 		return fmt.Errorf("%w: max body %d is below one event's limit %d", ErrConfig, c.MaxBodyBytes, events.MaxEventSize)
@@ -136,6 +157,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxEvents, "max-events", DefaultMaxEvents, "events per /v1/events request")
 	fs.IntVar(&c.MaxPending, "max-pending", DefaultMaxPending, "events awaiting JetStream acknowledgement, server-wide, before 429")
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", 16, "requests processed at once")
+	fs.IntVar(&c.MaxConcurrentPerToken, "max-concurrent-per-token", 0, "requests one token may have processed at once (default a quarter of --max-concurrent)")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", DefaultBodyTimeout, "how long a request body may take to arrive")
+	c.Times.RegisterFlags(fs)
 	fs.DurationVar(&c.AdmitWait, "admit-wait", 200*time.Millisecond, "how long a request may wait for room before 429")
 	fs.DurationVar(&c.RetryAfter, "retry-after", time.Second, "Retry-After given with 429 and 503")
 }

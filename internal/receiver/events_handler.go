@@ -43,7 +43,7 @@ type RejectedEvent struct {
 	Index  int    `json:"index"`          // 0-based position in the batch
 	Line   int    `json:"line,omitempty"` // 1-based line, for NDJSON
 	ID     string `json:"id,omitempty"`   // the event id, when it could be read
-	Reason string `json:"reason"`         // malformed, too_large, unknown_type, unknown_version, invalid, unsafe_id, not_canonical, forbidden, not_stored
+	Reason string `json:"reason"`         // malformed, too_large, unknown_type, unknown_version, invalid, unsafe_id, not_canonical, forbidden, implausible_time, not_stored
 	Field  string `json:"field,omitempty"`
 	Detail string `json:"detail"`
 }
@@ -56,9 +56,11 @@ func reason(err error) string {
 		return "forbidden"
 	case errors.Is(err, ErrNotStored):
 		return "not_stored"
+	case errors.Is(err, ErrImplausibleTime):
+		return "implausible_time"
 	case errors.Is(err, events.ErrTooLarge):
 		return "too_large"
-	case errors.Is(err, events.ErrUnsafeToken), errors.Is(err, errUnsafeID):
+	case errors.Is(err, events.ErrUnsafeToken):
 		return "unsafe_id"
 	case errors.Is(err, events.ErrUnknownType):
 		return "unknown_type"
@@ -72,19 +74,6 @@ func reason(err error) string {
 		return "invalid"
 	}
 	return "invalid"
-}
-
-var errUnsafeID = errors.New("ingest: unsafe event id")
-
-// checkID refuses ids that could not travel as a Nats-Msg-Id header value: only printable
-// ASCII without spaces.
-func checkID(id string) error {
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c <= ' ' || c > '~' {
-			return fmt.Errorf("%w: byte %#x at %d; use printable ASCII without spaces", errUnsafeID, c, i)
-		}
-	}
-	return nil
 }
 
 // item is one event of a batch as read.
@@ -121,7 +110,7 @@ func splitBatch(body []byte) ([]item, error) {
 	return out, nil
 }
 
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p *Principal, authErr error) int {
 	const endpoint = "events"
 	answer := func(code int, resp EventsResponse) int {
 		if resp.Rejected == nil {
@@ -146,9 +135,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 		}
 		return answer(code, EventsResponse{Error: err.Error()})
 	}
-	p, err := s.auth.authenticate(r)
-	if err != nil {
-		return fail(err)
+	if authErr != nil {
+		return fail(authErr)
 	}
 	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
@@ -178,22 +166,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) int {
 		s.m.rejected.WithLabelValues(endpoint, rj.Reason).Inc()
 		runs.lost(it.raw)
 	}
+	arrival := s.now()
 	for i, it := range batch {
-		env, canonicalized, err := events.DecodeCanonicalizing(it.raw)
-		data := it.raw
-		if err == nil && canonicalized {
-			// The values were not in canonical form: what is stored is their canonical form.
-			data, err = events.Encode(&env)
-		}
-		if err == nil {
-			err = checkID(env.ID)
-		}
+		env, data, subject, canonicalized, err := checkEvent(it.raw, arrival, s.cfg.Times)
 		if err == nil && !p.May(env.Study) {
 			err = fmt.Errorf("%w: %q (token %s)", ErrForbidden, env.Study, p.Name)
-		}
-		var subject string
-		if err == nil {
-			subject, err = events.SubjectOf(&env)
 		}
 		if err != nil {
 			reject(i, it, clipID(env.ID), err)

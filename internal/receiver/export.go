@@ -80,9 +80,16 @@ func (s *Server) exportTraces(ctx context.Context, p *Principal, req *coltracepb
 	}
 	forbidden := 0
 	kept := recs[:0]
+	arrival := s.now()
 	for _, r := range recs {
 		study := s.studyOf(p, r.Span.Attrs, r.Span.Resource)
 		switch {
+		case s.cfg.Times.check(r.Span.Start, arrival) != nil:
+			note("implausible_time", fmt.Sprintf("span %s start: %v", r.Span.SpanID, s.cfg.Times.check(r.Span.Start, arrival)), 1)
+			continue
+		case s.cfg.Times.check(r.Span.End, arrival) != nil:
+			note("implausible_time", fmt.Sprintf("span %s end: %v", r.Span.SpanID, s.cfg.Times.check(r.Span.End, arrival)), 1)
+			continue
 		case events.ValidateToken("study", study) != nil:
 			note("unsafe_id", fmt.Sprintf("span %s: %v", r.Span.SpanID, events.ValidateToken("study", study)), 1)
 			continue

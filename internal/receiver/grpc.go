@@ -126,13 +126,25 @@ func (s *Server) grpcInstrument(ctx context.Context, req any, info *grpc.UnarySe
 	start := time.Now()
 	var resp any
 	var err error
-	select {
-	case s.conc <- struct{}{}:
-		resp, err = handler(ctx, req)
-		<-s.conc
-	default:
+	// A token holds at most MaxConcurrentPerToken calls, as over HTTP; a call that does not
+	// authenticate goes on to be refused by its handler.
+	p, perr := s.grpcPrincipal(ctx)
+	switch {
+	case perr == nil && !s.takeToken(p):
 		s.throttled(endpoint, http.StatusTooManyRequests)
-		err = s.grpcStatus(&exportError{http.StatusTooManyRequests, ErrThrottled})
+		err = s.grpcStatus(&exportError{http.StatusTooManyRequests, s.tokenBusy(p)})
+	default:
+		if perr == nil {
+			defer s.releaseToken(p)
+		}
+		select {
+		case s.conc <- struct{}{}:
+			resp, err = handler(ctx, req)
+			<-s.conc
+		default:
+			s.throttled(endpoint, http.StatusTooManyRequests)
+			err = s.grpcStatus(&exportError{http.StatusTooManyRequests, ErrThrottled})
+		}
 	}
 	s.m.requests.WithLabelValues(endpoint, strconv.Itoa(httpOf(status.Code(err)))).Inc()
 	s.m.duration.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())

@@ -1,7 +1,8 @@
-// Package importer publishes events read as JSON lines: every valid line is published, every
-// invalid line is reported with its line number and reason, and nothing valid is held back
-// because of an invalid neighbour.
 package receiver
+
+// Import publishes events read as JSON lines: every valid line is published, every invalid
+// line is reported with its line number and reason, and nothing valid is held back because of
+// an invalid neighbour.
 
 import (
 	"bufio"
@@ -9,6 +10,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
@@ -30,18 +33,28 @@ type Result struct {
 	Rejected      []Rejected
 }
 
-// Import reads events as JSON lines from r, validates each (events.DecodeCanonicalizing: any
-// valid JSON is accepted for the values compared, and stored in canonical form) and publishes
-// the valid ones with their event id as Nats-Msg-Id, so importing the same file twice stores each
-// event once (within the stream's duplicate window; beyond it, the analyzer's idempotent
-// insert on event id is the defence). It returns after every publish is acknowledged; a publish
-// that failed is an error, since then not everything valid was stored.
-func Import(ctx context.Context, b *bus.Bus, r io.Reader) (Result, error) {
+// ImportConfig configures Import. Zero fields take the defaults.
+type ImportConfig struct {
+	Times Window           // bounds event times around their arrival (now)
+	Now   func() time.Time // the clock; default time.Now
+}
+
+// Import reads events as JSON lines from r, validates each exactly as producer serve does
+// (checkEvent) and publishes the valid ones with their event id as Nats-Msg-Id, so importing
+// the same file twice stores each event once (within the stream's duplicate window; beyond it,
+// the analyzer's idempotent insert on event id is the defence). It returns after every publish
+// is acknowledged; a publish that failed is also reported as a rejected line (with its line
+// number), and is an error, since then not everything valid was stored.
+func Import(ctx context.Context, b *bus.Bus, r io.Reader, cfg ImportConfig) (Result, error) {
 	var res Result
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	p, err := b.NewPublisher()
 	if err != nil {
 		return res, err
 	}
+	lineOf := map[string]int{} // event id → the line that published it first
 	br := bufio.NewReaderSize(r, 64<<10)
 	for line := 1; ; line++ {
 		raw, tooLong, err := readLine(br, events.MaxEventSize)
@@ -55,7 +68,7 @@ func Import(ctx context.Context, b *bus.Bus, r io.Reader) (Result, error) {
 				Err: fmt.Errorf("%w: longer than %d bytes", events.ErrTooLarge, events.MaxEventSize)})
 		} else if raw = bytes.TrimSpace(raw); len(raw) > 0 {
 			res.Lines++
-			if canon, perr := publishLine(ctx, p, raw); perr != nil {
+			if canon, perr := publishLine(ctx, p, raw, line, cfg, lineOf); perr != nil {
 				if ctx.Err() != nil {
 					return res, perr
 				}
@@ -72,33 +85,31 @@ func Import(ctx context.Context, b *bus.Bus, r io.Reader) (Result, error) {
 		}
 	}
 	if err := p.Wait(ctx); err != nil {
-		if failed, ok := bus.IsAckError(err); ok {
-			res.Published -= len(failed)
+		failed, ok := bus.IsAckError(err)
+		if !ok {
+			return res, err
 		}
-		return res, err
+		res.Published -= len(failed)
+		for _, f := range failed {
+			res.Rejected = append(res.Rejected, Rejected{Line: lineOf[f.MsgID], Err: fmt.Errorf("%w: %v", ErrNotStored, f.Err)})
+		}
+		slices.SortStableFunc(res.Rejected, func(a, b Rejected) int { return a.Line - b.Line })
+		return res, fmt.Errorf("%w: %d event(s) not acknowledged; import the file again (events are idempotent on their id)", ErrNotStored, len(failed))
 	}
 	return res, nil
 }
 
-func publishLine(ctx context.Context, p *bus.Publisher, raw []byte) (canonicalized bool, err error) {
-	env, canonicalized, err := events.DecodeCanonicalizing(raw)
+func publishLine(ctx context.Context, p *bus.Publisher, raw []byte, line int, cfg ImportConfig, lineOf map[string]int) (canonicalized bool, err error) {
+	env, data, subject, canonicalized, err := checkEvent(raw, cfg.Now(), cfg.Times)
 	if err != nil {
 		return false, err
 	}
-	if canonicalized {
-		// Arguments, outputs, input or spec were valid JSON but not canonical: their canonical
-		// form is what ditto stores.
-		if raw, err = events.Encode(&env); err != nil {
-			return false, err
-		}
+	if _, seen := lineOf[env.ID]; !seen {
+		lineOf[env.ID] = line
 	}
-	subject, err := events.SubjectOf(&env)
-	if err != nil {
-		return false, err
-	}
-	// Otherwise publish the bytes as given (they decoded and validated), not a re-encoding,
-	// so that the stream holds exactly what the producer wrote.
-	return canonicalized, p.Publish(ctx, subject, env.ID, raw)
+	// The bytes as given when they were canonical (they decoded and validated), so that the
+	// stream holds exactly what the producer wrote; else their canonical form.
+	return canonicalized, p.Publish(ctx, subject, env.ID, data)
 }
 
 // readLine returns the next line without its newline. A line longer than limit is consumed

@@ -34,7 +34,7 @@ func TestImportGoodAndBadLines(t *testing.T) {
 	}
 	in = append(in, "", "  ")
 	in = append(in, lines[len(bad):]...)
-	res, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(in, "\n")))
+	res, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(in, "\n")), receiver.ImportConfig{})
 	if err != nil {
 		t.Fatalf("Import() error %v", err)
 	}
@@ -47,10 +47,10 @@ func TestImportGoodAndBadLines(t *testing.T) {
 		}
 	}
 	// A second import of the same file stores nothing new.
-	if _, err := receiver.Import(ctx, b, bytes.NewReader(samples.Traces[:0])); err != nil {
+	if _, err := receiver.Import(ctx, b, bytes.NewReader(samples.Traces[:0]), receiver.ImportConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	res2, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(in, "\n")))
+	res2, err := receiver.Import(ctx, b, strings.NewReader(strings.Join(in, "\n")), receiver.ImportConfig{})
 	if err != nil || res2.Published != len(lines) {
 		t.Fatalf("second Import() = %+v, %v", res2, err)
 	}

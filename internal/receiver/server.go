@@ -30,6 +30,10 @@ type Server struct {
 	m    *metrics
 	log  *slog.Logger
 	mux  *http.ServeMux
+	now  func() time.Time // the clock event times are checked against
+
+	tokMu   sync.Mutex
+	inUseBy map[*Principal]int // requests being processed, by token
 
 	spansMu sync.Mutex
 	spans   *bus.Stream // DITTO_SPANS, for the seen-marker look-ups; made at first use
@@ -58,7 +62,7 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, bus: b, auth: auth, gate: newGate(cfg.MaxPending), conc: make(chan struct{}, cfg.MaxConcurrent),
-		log: log,
+		log: log, now: time.Now, inUseBy: map[*Principal]int{},
 	}
 	s.m = newMetrics(func() float64 { return float64(s.gate.inUse()) })
 	s.mux = http.NewServeMux()
@@ -90,10 +94,12 @@ func (s *Server) Serve(ctx context.Context, ln, grpcLn net.Listener, shutdownGra
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      2*s.cfg.AckTimeout + 60*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		// Each admitted request's body has its own deadline (BodyTimeout, set by instrument);
+		// this bounds a request waiting to be admitted too.
+		ReadTimeout:    s.cfg.BodyTimeout + 10*time.Second,
+		WriteTimeout:   2*s.cfg.AckTimeout + 60*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
@@ -159,24 +165,80 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-// instrument counts requests and their duration and bounds the requests processed at once.
-func (s *Server) instrument(endpoint string, h func(http.ResponseWriter, *http.Request) int) http.Handler {
+// Unwrap lets http.ResponseController reach the connection (for the body's read deadline).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument counts requests and their duration and bounds the requests processed at once:
+// MaxConcurrent in all, MaxConcurrentPerToken per token (authentication, from the headers
+// alone, comes first), each admitted request's body with a read deadline of BodyTimeout. A
+// request that fails authentication goes to h at once (which answers 401 without reading
+// the body).
+func (s *Server) instrument(endpoint string, h func(http.ResponseWriter, *http.Request, *Principal, error) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			s.m.requests.WithLabelValues(endpoint, strconv.Itoa(rec.code)).Inc()
+			s.m.duration.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())
+		}()
+		p, authErr := s.auth.authenticate(r)
+		if authErr != nil {
+			h(rec, r, nil, authErr)
+			return
+		}
+		if !s.takeToken(p) {
+			s.throttle(rec, endpoint, http.StatusTooManyRequests)
+			http.Error(rec, s.tokenBusy(p).Error()+"; retry later", http.StatusTooManyRequests)
+			return
+		}
+		defer s.releaseToken(p)
 		select {
 		case s.conc <- struct{}{}:
 			defer func() { <-s.conc }()
-			h(rec, r)
 		default:
 			// Too many requests at once: refuse before reading the body, so that memory stays
 			// bounded by MaxConcurrent bodies.
 			s.throttle(rec, endpoint, http.StatusTooManyRequests)
 			http.Error(rec, "ingest: too many concurrent requests; retry later", http.StatusTooManyRequests)
+			return
 		}
-		s.m.requests.WithLabelValues(endpoint, strconv.Itoa(rec.code)).Inc()
-		s.m.duration.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())
+		// A slot is held while the body arrives: a client sending it slowly gives it up when
+		// the deadline passes. (A server without deadlines, such as an httptest one, may not
+		// support it; the error is then ignored.)
+		_ = http.NewResponseController(rec).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		h(rec, r, p, nil)
 	})
+}
+
+// tokenBusy is the refusal of a request of a token holding MaxConcurrentPerToken already.
+func (s *Server) tokenBusy(p *Principal) error {
+	return fmt.Errorf("%w: token %s has %d requests in progress", ErrTokenBusy, p.Name, s.cfg.MaxConcurrentPerToken)
+}
+
+// takeToken counts one more request of p's token in progress, unless the token already has
+// MaxConcurrentPerToken (false). The anonymous principal of InsecureNoAuth is not limited.
+func (s *Server) takeToken(p *Principal) bool {
+	if s.auth.open && len(s.auth.tokens) == 0 {
+		return true
+	}
+	s.tokMu.Lock()
+	defer s.tokMu.Unlock()
+	if s.inUseBy[p] >= s.cfg.MaxConcurrentPerToken {
+		return false
+	}
+	s.inUseBy[p]++
+	return true
+}
+
+func (s *Server) releaseToken(p *Principal) {
+	if s.auth.open && len(s.auth.tokens) == 0 {
+		return
+	}
+	s.tokMu.Lock()
+	defer s.tokMu.Unlock()
+	if s.inUseBy[p]--; s.inUseBy[p] <= 0 {
+		delete(s.inUseBy, p)
+	}
 }
 
 // throttle sets Retry-After and counts the throttled answer; the caller writes the status.

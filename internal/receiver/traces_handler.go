@@ -20,35 +20,35 @@ var otlpCodes = map[int]int32{
 	http.StatusTooManyRequests: 8, http.StatusServiceUnavailable: 14,
 }
 
-// otlpRequest reads the parts every OTLP/HTTP endpoint shares: the encoding, the token and the
-// (gunzipped, bounded) body. On failure it has answered and returns ok false.
-func (s *Server) otlpRequest(w http.ResponseWriter, r *http.Request) (p *Principal, body []byte, asJSON bool, code int, ok bool) {
+// otlpRequest reads the parts every OTLP/HTTP endpoint shares: the encoding, the outcome of
+// authentication (instrument's) and the (gunzipped, bounded) body. On failure it has answered
+// and returns ok false.
+func (s *Server) otlpRequest(w http.ResponseWriter, r *http.Request, authErr error) (body []byte, asJSON bool, code int, ok bool) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/x-protobuf", "application/protobuf":
 	case "application/json":
 		asJSON = true
 	default:
-		return nil, nil, false, writeOTLP(w, http.StatusUnsupportedMediaType, false, &spb.Status{Code: 3,
+		return nil, false, writeOTLP(w, http.StatusUnsupportedMediaType, false, &spb.Status{Code: 3,
 			Message: fmt.Sprintf("Content-Type %q: OTLP/HTTP takes application/x-protobuf or application/json", mt)}), false
 	}
-	p, err := s.auth.authenticate(r)
-	if err != nil {
+	if authErr != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ditto"`)
-		return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusUnauthorized, err}), false
+		return nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusUnauthorized, authErr}), false
 	}
-	body, err = readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var he *httpError
 		switch {
 		case errors.Is(err, ErrTooLarge):
-			return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusRequestEntityTooLarge, err}), false
+			return nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusRequestEntityTooLarge, err}), false
 		case errors.As(err, &he):
-			return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{he.code, err}), false
+			return nil, asJSON, s.failOTLP(w, asJSON, &exportError{he.code, err}), false
 		}
-		return nil, nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusBadRequest, err}), false
+		return nil, asJSON, s.failOTLP(w, asJSON, &exportError{http.StatusBadRequest, err}), false
 	}
-	return p, body, asJSON, 0, true
+	return body, asJSON, 0, true
 }
 
 // failOTLP answers an export error as a google.rpc.Status, with Retry-After when the client
@@ -60,8 +60,8 @@ func (s *Server) failOTLP(w http.ResponseWriter, asJSON bool, e *exportError) in
 	return writeOTLP(w, e.code, asJSON, &spb.Status{Code: otlpCodes[e.code], Message: e.err.Error()})
 }
 
-func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) int {
-	p, body, asJSON, code, ok := s.otlpRequest(w, r)
+func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request, p *Principal, authErr error) int {
+	body, asJSON, code, ok := s.otlpRequest(w, r, authErr)
 	if !ok {
 		return code
 	}
@@ -80,8 +80,8 @@ func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) int {
 	return writeOTLP(w, http.StatusOK, asJSON, resp)
 }
 
-func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) int {
-	p, body, asJSON, code, ok := s.otlpRequest(w, r)
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request, p *Principal, authErr error) int {
+	body, asJSON, code, ok := s.otlpRequest(w, r, authErr)
 	if !ok {
 		return code
 	}
