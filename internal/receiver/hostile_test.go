@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,54 +158,60 @@ func TestImportReportsPublishFailureWithLine(t *testing.T) {
 	}
 }
 
-// TestSlowBodiesOfOneTokenLeaveRoomForOthers: one token sending bodies that never end holds
-// at most MaxConcurrentPerToken slots (its next request gets 429 at once) while another
-// token's requests go through; when the bodies' deadline passes, their slots come back.
+// stallBody starts a POST /v1/events with token tok whose body starts and never ends until
+// the returned writer is closed; the request's status arrives on the channel (0: no answer).
+func stallBody(t *testing.T, e *env, tok string) (*io.PipeWriter, <-chan int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, e.ts.URL+"/v1/events", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	status := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	if _, err := pw.Write([]byte(`{"schema":1,`)); err != nil { // the body starts and stalls
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pw.Close() })
+	return pw, status
+}
+
+// TestSlowBodiesOfOneTokenLeaveRoomForOthers: one token sending bodies that do not end holds
+// at most MaxConcurrentPerToken slots (its next request gets 429 at once, naming the token)
+// while another token's requests go through; once the bodies end, the slots come back. Any
+// single-study token could hold all 16 slots and everyone else got 429.
 func TestSlowBodiesOfOneTokenLeaveRoomForOthers(t *testing.T) {
 	e := newEnv(t, func(c *receiver.Config) {
-		c.MaxConcurrent, c.MaxConcurrentPerToken, c.BodyTimeout = 4, 2, time.Second
+		c.MaxConcurrent, c.MaxConcurrentPerToken, c.BodyTimeout = 4, 2, time.Minute
 	})
-	var wg sync.WaitGroup
-	status := make(chan int, 2)
 	var writers []*io.PipeWriter
+	var statuses []<-chan int
 	for i := 0; i < 2; i++ {
-		pr, pw := io.Pipe()
-		writers = append(writers, pw)
-		req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/v1/events", pr)
-		req.Header.Set("Authorization", "Bearer "+tokAll)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				status <- 0
-				return
-			}
-			resp.Body.Close()
-			status <- resp.StatusCode
-		}()
-		if _, err := pw.Write([]byte(`{"schema":1,`)); err != nil { // the body starts and stalls
-			t.Fatal(err)
-		}
+		pw, st := stallBody(t, e, tokAll)
+		writers, statuses = append(writers, pw), append(statuses, st)
 	}
-	defer func() {
-		for _, pw := range writers {
-			pw.Close()
-		}
-		wg.Wait()
-	}()
-	// Wait until both slow requests hold their slots: the token's third is refused.
-	deadline := time.Now().Add(10 * time.Second)
+	// Once both stalled requests hold their slots, the token's third is refused.
+	third := ndjson(t, runEvents(t, "prod", "third", 1))
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "third", 0)))
+		resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", third)
 		if resp.StatusCode == http.StatusTooManyRequests {
 			if !strings.Contains(string(body), "token all") || resp.Header.Get("Retry-After") == "" {
 				t.Errorf("429 for the busy token: %s (Retry-After %q); want it to name the token", body, resp.Header.Get("Retry-After"))
 			}
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the token's third request got %d while two of its bodies stall; want 429", resp.StatusCode)
+		if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("the token's third request got %d %s while two of its bodies stall; want 429", resp.StatusCode, body)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -214,19 +219,35 @@ func TestSlowBodiesOfOneTokenLeaveRoomForOthers(t *testing.T) {
 	if resp, body := e.post(t, "/v1/events", tokProd, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "other-token", 1))); resp.StatusCode != http.StatusOK {
 		t.Errorf("another token's request while one token's bodies stall: %d %s, want 200", resp.StatusCode, body)
 	}
-	// The stalled bodies are cut at their deadline (408), which frees the token's slots.
-	for i := 0; i < 2; i++ {
-		select {
-		case code := <-status:
-			if code != http.StatusRequestTimeout && code != 0 {
-				t.Errorf("a stalled body ended with %d, want 408", code)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("a stalled body was never cut off")
+	// The bodies end (malformed: 400) and give their slots back.
+	for i, pw := range writers {
+		pw.Close()
+		if code := <-statuses[i]; code != http.StatusBadRequest {
+			t.Errorf("a stalled body, ended, got %d; want 400", code)
 		}
 	}
+	if resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "after", 1))); resp.StatusCode != http.StatusOK {
+		t.Errorf("the token's request after its stalled bodies ended: %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// TestStalledBodyIsCutAtItsDeadline: a body that stops arriving is cut at BodyTimeout (408)
+// and its slots are given back: with one slot in all, the next request is served.
+func TestStalledBodyIsCutAtItsDeadline(t *testing.T) {
+	e := newEnv(t, func(c *receiver.Config) {
+		c.MaxConcurrent, c.MaxConcurrentPerToken, c.BodyTimeout = 1, 1, 500*time.Millisecond
+	})
+	_, status := stallBody(t, e, tokAll)
+	select {
+	case code := <-status:
+		if code != http.StatusRequestTimeout {
+			t.Errorf("a stalled body ended with %d, want 408", code)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a stalled body was never cut off")
+	}
 	if resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "after-timeout", 1))); resp.StatusCode != http.StatusOK {
-		t.Errorf("the token's request after its stalled bodies were cut: %d %s, want 200", resp.StatusCode, body)
+		t.Errorf("the next request after a stalled body was cut: %d %s, want 200", resp.StatusCode, body)
 	}
 }
 
