@@ -289,7 +289,7 @@ func TestDecodeCanonicalizing(t *testing.T) {
 		{"keys out of order, spaces, 1.0", replace(`"args":{"path":"data/a"}`, `"args":{ "z": 1.0, "path" : "data/a" }`), `{"path":"data/a","z":1}`, true, nil},
 		{"escaped string", replace(`"args":{"path":"data/a"}`, `"args":{"path":"data\/\u0061"}`), `{"path":"data/a"}`, true, nil},
 		{"not JSON", replace(`"args":{"path":"data/a"}`, `"args":{"path":}`), "", false, ErrMalformed},
-		{"duplicate keys", replace(`"args":{"path":"data/a"}`, `"args":{"path":"a","path":"b"}`), "", false, ErrNotCanonical},
+		{"duplicate keys", replace(`"args":{"path":"data/a"}`, `"args":{"path":"a","path":"b"}`), "", false, ErrDuplicateKey}, // refused before canonicalizing, as Decode refuses them
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ func TestEventsMixedBatch(t *testing.T) {
 		{`{"schema":1,"id":"x",`, "malformed"},
 		{strings.Replace(lines[0], `"run":"run-ok"`, `"run":"run.ok"`, 1), "unsafe_id"},
 		{strings.Replace(lines[0], `"type":"run.started"`, `"type":"run.exploded"`, 1), "unknown_type"},
-		{strings.Replace(lines[1], `"args":{"i":0}`, `"args":{"i":0,"i":1}`, 1), "not_canonical"},
+		{strings.Replace(lines[1], `"args":{"i":0}`, `"args":{"i":1e400}`, 1), "not_canonical"}, // a repeated key is refused earlier, as malformed (TestServeRefusesHostileEvents)
 		{strings.Replace(lines[0], `"seq":1`, `"seq":0`, 1), "invalid"},
 		{strings.Replace(lines[0], `"id":"`, `"id":"bad id `, 1), "unsafe_id"},
 		{otherLine, "forbidden"},
