@@ -68,7 +68,7 @@ fuzz: ## run each fuzz target for a fixed number of executions (about 10 s each 
 	$(call run_fuzz,FuzzMapOTLP,180000x,./internal/otlpmap/)
 
 .PHONY: readme-check
-readme-check: ## run README.md's quick starts (its readme-check blocks) and check its layout table lists every package; part of make test
+readme-check: ## run the quick starts of README.md (its readme-check blocks, with the files docs/production.md shows) and check docs/layout.md lists every package; part of make test
 	$(GO) test -tags '$(GOTAGS)' -count=1 -run '^TestReadme' -v ./cmd/
 
 .PHONY: demo

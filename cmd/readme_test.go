@@ -16,22 +16,28 @@ import (
 	"time"
 )
 
-// readmeBlock is a fenced block of README.md marked for the README check by the comment line
-// before it: "<!-- readme-check: NAME -->" runs a sh block, "<!-- readme-check: file NAME -->"
-// writes the block to the file NAME (before any block runs).
+// readmeBlock is a fenced block of a quick-start document marked for the README check by the
+// comment line before it: "<!-- readme-check: NAME -->" runs a sh block, "<!-- readme-check: file
+// NAME -->" writes the block to the file NAME (before any block runs).
 type readmeBlock struct {
 	name string
 	file bool
 	lang string
+	doc  string // the document holding it, relative to the module root
 	line int
 	body string
 }
 
+// quickStartDocs are the documents whose marked blocks the README check runs, in this order: the
+// README, and the docs holding files its quick starts use (the README links them).
+var quickStartDocs = []string{"README.md", "docs/production.md"}
+
 var readmeMarker = regexp.MustCompile(`^<!-- readme-check: (file )?([A-Za-z0-9_.-]+) -->$`)
 
-func readmeBlocks(t *testing.T) []readmeBlock {
+// readmeBlocks returns the marked blocks of doc (relative to the module root), in order.
+func readmeBlocks(t *testing.T, doc string) []readmeBlock {
 	t.Helper()
-	f, err := os.Open("../README.md")
+	f, err := os.Open(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +60,10 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 			marked.lang, marked.line = strings.TrimPrefix(line, "```"), n
 			cur, marked = marked, nil
 		case marked != nil:
-			t.Fatalf("README.md:%d: the line after the readme-check marker %q is not a code fence", n, marked.name)
+			t.Fatalf("%s:%d: the line after the readme-check marker %q is not a code fence", doc, n, marked.name)
 		default:
 			if m := readmeMarker.FindStringSubmatch(line); m != nil {
-				marked = &readmeBlock{name: m[2], file: m[1] != ""}
+				marked = &readmeBlock{name: m[2], file: m[1] != "", doc: doc}
 			}
 		}
 	}
@@ -65,7 +71,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 		t.Fatal(err)
 	}
 	if cur != nil || marked != nil {
-		t.Fatal("README.md ends inside a readme-check block")
+		t.Fatalf("%s ends inside a readme-check block", doc)
 	}
 	return blocks
 }
@@ -74,8 +80,8 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 // needs them free nor disturbs what listens on them.
 var readmePorts = []string{"4222", "8470", "4318", "4317"}
 
-// TestReadmeQuickStarts runs the README's marked blocks in order, as a newcomer following it
-// would, in one empty directory holding bin/ (the binaries as make build builds them; the
+// TestReadmeQuickStarts runs the marked blocks of the quick-start documents in order, as a
+// newcomer following the README would, in one empty directory holding bin/ (the binaries as make build builds them; the
 // blocks' `make build` is that build): each sh block in its own bash with -euo pipefail, on
 // free ports (the README's 127.0.0.1:PORT replaced, DITTO_NATS_PORT and DITTO_ANALYZER_LISTEN
 // set). A block that fails fails the test, and so do
@@ -84,9 +90,12 @@ func TestReadmeQuickStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the README's quick starts (a study of 54 runs, servers)")
 	}
-	blocks := readmeBlocks(t)
-	if len(blocks) < 4 {
-		t.Fatalf("README.md has %d readme-check blocks, want the study, production, sql and schedule quick starts", len(blocks))
+	var blocks []readmeBlock
+	for _, doc := range quickStartDocs {
+		blocks = append(blocks, readmeBlocks(t, doc)...)
+	}
+	if n := countRuns(blocks); n < 4 {
+		t.Fatalf("the quick-start documents have %d readme-check sh blocks, want the study, production, sql and schedule quick starts", n)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -102,7 +111,7 @@ func TestReadmeQuickStarts(t *testing.T) {
 	for _, p := range readmePorts {
 		ports[p] = strconv.Itoa(freePort(t))
 	}
-	// Files first: a block may use a file the README shows after it.
+	// Files first: a block may use a file shown after it, or in a doc the README links.
 	var runs []readmeBlock
 	for _, b := range blocks {
 		for from, to := range ports {
@@ -117,7 +126,7 @@ func TestReadmeQuickStarts(t *testing.T) {
 	for _, b := range runs {
 		body := b.body
 		if b.lang != "sh" {
-			t.Fatalf("README.md:%d: readme-check block %q is %q, want sh", b.line, b.name, b.lang)
+			t.Fatalf("%s:%d: readme-check block %q is %q, want sh", b.doc, b.line, b.name, b.lang)
 		}
 		if strings.Contains(body, "python3") {
 			requireTool(t, "python3")
@@ -132,6 +141,16 @@ func TestReadmeQuickStarts(t *testing.T) {
 			}
 		}
 	}
+}
+
+func countRuns(blocks []readmeBlock) int {
+	n := 0
+	for _, b := range blocks {
+		if !b.file {
+			n++
+		}
+	}
+	return n
 }
 
 // runReadmeBlock runs one block in dir and returns its output; it fails the test if the block
@@ -155,7 +174,7 @@ func runReadmeBlock(t *testing.T, dir string, b readmeBlock, body string, ports 
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if err != nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("README.md:%d: block %q failed after %v: %v\n%s", b.line, b.name, time.Since(start).Round(time.Second), err, out)
+		t.Fatalf("%s:%d: block %q failed after %v: %v\n%s", b.doc, b.line, b.name, time.Since(start).Round(time.Second), err, out)
 	}
 	t.Logf("README block %q: %v", b.name, time.Since(start).Round(time.Second))
 	return string(out)
@@ -193,18 +212,22 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// TestReadmeLayout fails when a package of the module (go list ./...) has no row in the
-// README's layout table, or a row names a package that does not exist.
+// TestReadmeLayout fails when a package of the module (go list ./...) has no row in the layout
+// table of docs/layout.md, a row names a package that does not exist, or the README no longer
+// links the table.
 func TestReadmeLayout(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
-	if !ok {
-		t.Fatal("README.md has no ## Layout section")
+	if !strings.Contains(string(readme), "](docs/layout.md)") {
+		t.Error("README.md does not link docs/layout.md, the table of every package")
 	}
-	table, _, _ = strings.Cut(table, "\n## ")
+	layout, err := os.ReadFile("../docs/layout.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := string(layout)
 	rows := map[string]bool{}
 	// A row's first cell names one package or several (`a`, `b`), its second says their role.
 	for _, m := range regexp.MustCompile("(?m)^\\| (`[^|]+`) \\| \\S").FindAllStringSubmatch(table, -1) {
@@ -226,12 +249,12 @@ func TestReadmeLayout(t *testing.T) {
 			continue
 		}
 		if !rows[rel] {
-			t.Errorf("README.md's layout table has no row for the package %s: add `| `%s` | its one-line role |`", rel, rel)
+			t.Errorf("docs/layout.md has no row for the package %s: add `| `%s` | its one-line role |`", rel, rel)
 		}
 		delete(rows, rel)
 	}
 	for rel := range rows {
-		t.Errorf("README.md's layout table names %s, which is not a package of the module", rel)
+		t.Errorf("docs/layout.md names %s, which is not a package of the module", rel)
 	}
 }
 
