@@ -6,7 +6,10 @@
 --   the values in each cell, difference = value_b - value_a, test (fisher_exact, mcnemar_exact,
 --   permutation, mann_whitney_u) and method, statistic, effect_size (Cliff's delta), p,
 --   p_adjusted (Benjamini-Hochberg across every comparison of the study's report), significant
---   (p_adjusted < 0.05), note, and reason (why p is NULL).
+--   (p_adjusted < 0.05), note, reason (why p is NULL), and p_se: the Monte Carlo standard error
+--   of p when p is estimated from random relabellings (a permutation test not using the normal
+--   approximation), NULL otherwise. p_se comes last: analysis_add_p_se adds it to a table
+--   created before it existed, and the columns are in the same order either way.
 CREATE TABLE IF NOT EXISTS comparisons (
     study       VARCHAR NOT NULL,
     task        VARCHAR NOT NULL,
@@ -27,5 +30,6 @@ CREATE TABLE IF NOT EXISTS comparisons (
     p_adjusted  DOUBLE,
     significant BOOLEAN NOT NULL,
     note        VARCHAR,
-    reason      VARCHAR
+    reason      VARCHAR,
+    p_se        DOUBLE
 );

@@ -92,6 +92,7 @@ var (
 	AnalysisTraces            = load("analysis_traces", Analysis)
 	AnalysisTableMetrics      = load("analysis_table_metrics", Analysis)
 	AnalysisTableComparisons  = load("analysis_table_comparisons", Analysis)
+	AnalysisAddPSE            = load("analysis_add_p_se", Analysis)
 	AnalysisDeleteMetrics     = load("analysis_delete_metrics", Analysis)
 	AnalysisDeleteComparisons = load("analysis_delete_comparisons", Analysis)
 	AnalysisInsertMetric      = load("analysis_insert_metric", Analysis)
@@ -137,7 +138,7 @@ func All() []Statement {
 		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
 		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces,
-		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisDeleteMetrics,
+		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,

@@ -20,11 +20,12 @@ var goldenCases = map[string][]any{
 	"analysis_traces":             {"s1", "credit_ecl", "sim-a", nil, nil, studyClock.Add(41 * time.Second).UnixMicro()},
 	"analysis_table_metrics":      nil,
 	"analysis_table_comparisons":  nil,
+	"analysis_add_p_se":           nil,
 	"analysis_delete_metrics":     {"s1"},
 	"analysis_delete_comparisons": {"s1"},
 	"analysis_insert_metric":      {"s1", "t", "m", "c", int64(3), "rr", 0.5, nil, false, nil},
 	"analysis_insert_comparison": {"s1", "t", "m", "baseline", "harness", "success", "fisher_exact", nil, int64(3), int64(4),
-		0.5, 0.75, 0.25, 2.0, nil, 0.6, 0.9, false, "table", nil},
+		0.5, 0.75, 0.25, 2.0, nil, 0.6, 0.9, false, "table", nil, 0.004},
 }
 
 // TestQueriesGolden executes every analysis statement of package queries against a database
@@ -72,7 +73,7 @@ func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) st
 			t.Fatal(err)
 		}
 		if _, err := tx.Exec(queries.AnalysisInsertComparison.SQL, "s1", "t", "m", "a", "b", "rr", "permutation", nil,
-			int64(1), int64(1), nil, nil, nil, nil, nil, nil, nil, false, nil, "a cell has no runs"); err != nil {
+			int64(1), int64(1), nil, nil, nil, nil, nil, nil, nil, false, nil, "a cell has no runs", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // replacing the study's previous rows in one transaction: readers see the old Result or the
 // new one, never a mix. The database must be open read-write.
 func Store(ctx context.Context, db *sql.DB, rep *Result) (err error) {
-	for _, s := range []queries.Statement{queries.AnalysisTableMetrics, queries.AnalysisTableComparisons} {
+	for _, s := range []queries.Statement{queries.AnalysisTableMetrics, queries.AnalysisTableComparisons, queries.AnalysisAddPSE} {
 		if _, err := db.ExecContext(ctx, s.SQL); err != nil {
 			return fmt.Errorf("analysis: %s: %w", s.Name, err)
 		}
@@ -63,7 +63,7 @@ func Store(ctx context.Context, db *sql.DB, rep *Result) (err error) {
 		if _, err := insC.ExecContext(ctx, study, c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity, c.Test,
 			nullIfEmpty(c.Method), int64(c.NA), int64(c.NB), c.ValueA.Ptr(), c.ValueB.Ptr(), c.Difference.Ptr(),
 			c.Statistic.Ptr(), c.EffectSize.Ptr(), c.P.Ptr(), c.PAdjusted.Ptr(), c.Significant,
-			nullIfEmpty(c.Note), nullIfEmpty(c.Reason)); err != nil {
+			nullIfEmpty(c.Note), nullIfEmpty(c.Reason), c.PSE.Ptr()); err != nil {
 			return fmt.Errorf("analysis: store comparison %s %s: %w", c.Quantity, c.CellB, err)
 		}
 	}

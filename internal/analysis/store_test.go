@@ -1,10 +1,13 @@
 package analysis
 
 import (
+	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/queries"
 )
 
 func TestStoreReplacesStudyRows(t *testing.T) {
@@ -62,4 +65,50 @@ func TestStoreReplacesStudyRows(t *testing.T) {
 	if n := warehousetest.Count(t, db, `SELECT count(*) FROM comparisons WHERE study = 's1' AND p IS NULL AND reason IS NULL`); n != 0 {
 		t.Errorf("%d stored comparisons without p lack a reason", n)
 	}
+	checkStoredPSE(t, db, rep)
+}
+
+// checkStoredPSE checks that every comparison of rep is stored with its p_se: the Monte Carlo
+// standard error where a permutation p-value is estimated, NULL elsewhere.
+func checkStoredPSE(t *testing.T, db *sql.DB, rep *Result) {
+	t.Helper()
+	estimated := 0
+	for _, c := range rep.Comparisons {
+		var got sql.NullFloat64
+		if err := db.QueryRow(`SELECT p_se FROM comparisons WHERE study = ? AND task = ? AND model = ? AND condition_a = ?
+			AND condition_b = ? AND quantity = ? AND test = ?`, rep.Study.ID, c.Task, c.Model, c.ConditionA, c.ConditionB,
+			c.Quantity, c.Test).Scan(&got); err != nil {
+			t.Fatalf("p_se of %s %s %s: %v", c.ConditionB, c.Quantity, c.Test, err)
+		}
+		if got.Valid != c.PSE.Valid || got.Valid && got.Float64 != c.PSE.V {
+			t.Errorf("stored p_se of %s %s %s = %v, want %v", c.ConditionB, c.Quantity, c.Test, got, c.PSE)
+		}
+		if c.PSE.Valid {
+			estimated++
+		}
+	}
+	if estimated == 0 {
+		t.Error("no comparison of the study has an estimated p (p_se): the check compared NULLs only")
+	}
+}
+
+// TestStoreAddsPSEToOldTable: a comparisons table created before p_se existed gets the column
+// when a study is stored again, and the estimated p-values' standard errors in it.
+func TestStoreAddsPSEToOldTable(t *testing.T) {
+	envs, _ := harnessStudy("s1")
+	w := ingest(t, envs)
+	ctx := warehousetest.Context(t, 60*time.Second)
+	db := w.DB()
+	old := strings.Replace(queries.AnalysisTableComparisons.SQL, ",\n    p_se        DOUBLE\n", "\n", 1)
+	if old == queries.AnalysisTableComparisons.SQL {
+		t.Fatal("the comparisons table's DDL no longer ends with p_se; update this test's table of before p_se")
+	}
+	if _, err := db.ExecContext(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustCompute(t, db, "s1")
+	if err := Store(ctx, db, rep); err != nil {
+		t.Fatalf("Store on a table without p_se = %v", err)
+	}
+	checkStoredPSE(t, db, rep)
 }

@@ -39,6 +39,16 @@ func pValue(v metrics.Value) string {
 	return strconv.FormatFloat(v.V, 'f', 4, 64)
 }
 
+// pEstimated prints a comparison's p-value as pValue does, followed by " ± " and its Monte
+// Carlo standard error (2 significant digits) when the p-value was estimated from random
+// relabellings: "0.0123 ± 0.0011".
+func pEstimated(c metrics.Comparison) string {
+	if !c.P.Valid || !c.PSE.Valid {
+		return pValue(c.P)
+	}
+	return pValue(c.P) + " ± " + strconv.FormatFloat(c.PSE.V, 'g', 2, 64)
+}
+
 // estimate prints an estimate with 3 decimals, its jackknife SE after " ± " when it has one,
 // and a leading "~" when it was sampled rather than computed exactly: "~0.412 ± 0.031".
 func estimate(e metrics.Estimate) string {

@@ -74,7 +74,7 @@ func WriteMetricsTables(w io.Writer, r *analysis.Result) error {
 		for _, c := range r.Comparisons {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 				c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity, num(c.ValueA, 4), num(c.ValueB, 4),
-				num(c.Difference, 4), testText(c.Comparison), num(c.Statistic, 4), pValue(c.P), pValue(c.PAdjusted), verdict(c.Comparison))
+				num(c.Difference, 4), testText(c.Comparison), num(c.Statistic, 4), pEstimated(c.Comparison), pValue(c.PAdjusted), verdict(c.Comparison))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -103,7 +103,7 @@ func (r *Report) ComparisonTable() Table {
 			t.Flag[len(t.Rows)] = true
 		}
 		t.Rows = append(t.Rows, []string{task, model, a, b, c.Quantity, num(c.ValueA, pr), num(c.ValueB, pr), num(c.Difference, pr),
-			testText(c), num(c.Statistic, 3), pValue(c.P), pValue(c.PAdjusted), verdict(c), num(c.EffectSize, 3)})
+			testText(c), num(c.Statistic, 3), pEstimated(c), pValue(c.PAdjusted), verdict(c), num(c.EffectSize, 3)})
 	}
 	if r.Metrics != nil {
 		for _, c := range r.Metrics.Comparisons {
