@@ -179,6 +179,8 @@ var flagEnv = []struct{ bin, flag, env string }{
 	{"producer", "token", "DITTO_INGEST_TOKENS"},
 	{"producer", "auth-file", "DITTO_INGEST_AUTH_FILE"},
 	{"harness-worker", "worker-id", "DITTO_WORKER_ID"},
+	{"", "key-envs", "DITTO_KEY_ENVS"},
+	{"", "base-urls", "DITTO_BASE_URLS"},
 }
 
 // TestHelpShowsEnvironment: wherever a flag with an environment variable appears, its help

@@ -57,6 +57,7 @@ func runWorker(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	fs.DurationVar(&cfg.Worker.AckWait, "ack-wait", worker.DefaultAckWait, "redeliver a job whose worker went silent for this long")
 	fs.IntVar(&cfg.Worker.MaxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per run before it is recorded as failed")
 	fs.DurationVar(&cfg.Worker.ShutdownGrace, "shutdown-grace", worker.DefaultShutdownGrace, "on SIGTERM, how long runs in flight may finish before they are abandoned")
+	cfg.Worker.Endpoints.RegisterFlags(fs)
 	fs.BoolVar(&cfg.Sim, "sim", true, "host the simulated models on loopback for jobs whose endpoint is sim")
 	fs.Float64Var(&cfg.SimLatencyScale, "sim-latency-scale", 1, "scale of the simulated models' latency (0: answer at once)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (e.g. 127.0.0.1:9464)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -37,15 +38,33 @@ func loadSpec(arg string) (*study.Plan, error) {
 	return study.Expand(s)
 }
 
+// checkPolicy checks a plan's endpoints against the workers' policy as given to the producer
+// (--key-envs, --base-urls): a spec the workers would refuse is refused here, by field.
+func checkPolicy(p *study.Plan, policy study.EndpointPolicy) error {
+	if err := policy.Check(p.Spec); err != nil {
+		return fmt.Errorf("%w\n(checked against --key-envs %q and --base-urls %q, which must match the workers' policy)",
+			err, cmp.Or(policy.KeyEnvs, study.DefaultKeyEnvs), policy.BaseURLs)
+	}
+	return nil
+}
+
 func runStudyValidate(_ context.Context, fs *flag.FlagSet, args []string) error {
+	var policy study.EndpointPolicy
+	policy.RegisterFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: name one SPEC (a JSON file, or builtin:NAME for a shipped spec: %s)", cli.ErrUsage, strings.Join(study.ShippedSpecs(), ", "))
 	}
+	if err := policy.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
 	p, err := loadSpec(fs.Arg(0))
 	if err != nil {
+		return err
+	}
+	if err := checkPolicy(p, policy); err != nil {
 		return err
 	}
 	printPlan(os.Stdout, p)
@@ -56,8 +75,9 @@ func runStudyValidate(_ context.Context, fs *flag.FlagSet, args []string) error 
 // submitConfig is the configuration of `producer study submit`.
 type submitConfig struct {
 	Bus     bus.Config
-	Wait    bool          // wait until every run has finished
-	Timeout time.Duration // bound on Wait; 0: none
+	Policy  study.EndpointPolicy // the workers' policy the spec's endpoints must keep to
+	Wait    bool                 // wait until every run has finished
+	Timeout time.Duration        // bound on Wait; 0: none
 }
 
 // Validate reports the first invalid setting.
@@ -65,12 +85,16 @@ func (c submitConfig) Validate() error {
 	if c.Timeout < 0 {
 		return errors.New("--timeout must be >= 0")
 	}
+	if err := c.Policy.Validate(); err != nil {
+		return err
+	}
 	return c.Bus.Validate()
 }
 
 func runStudySubmit(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var cfg submitConfig
 	cfg.Bus.RegisterFlags(fs)
+	cfg.Policy.RegisterFlags(fs)
 	fs.BoolVar(&cfg.Wait, "wait", false, "wait until every run of the study has finished, showing progress")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "with --wait, give up after this long (0: no limit)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -84,6 +108,9 @@ func runStudySubmit(ctx context.Context, fs *flag.FlagSet, args []string) error 
 	}
 	p, err := loadSpec(fs.Arg(0))
 	if err != nil {
+		return err
+	}
+	if err := checkPolicy(p, cfg.Policy); err != nil {
 		return err
 	}
 	if cfg.Bus.Name == "" {

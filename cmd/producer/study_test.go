@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,50 @@ func TestStudySubmitWait(t *testing.T) {
 	}
 	if err := runStudy(ctx, []string{"status", "--nats-url", srv.ClientURL(), "nosuch"}); !errors.Is(err, study.ErrNotSubmitted) {
 		t.Errorf("study status nosuch = %v, want ErrNotSubmitted", err)
+	}
+}
+
+// TestStudyPolicyRefusesSpec is the issue's reproduction at the producer: a spec reading its
+// key from AWS_SECRET_ACCESS_KEY is refused by validate and by submit (which then publishes
+// nothing), naming the field, the variable and the flag that allows it; with the variable in
+// --key-envs (the workers' policy given to the producer) it validates.
+func TestStudyPolicyRefusesSpec(t *testing.T) {
+	t.Setenv("DITTO_KEY_ENVS", "")
+	t.Setenv("DITTO_BASE_URLS", "")
+	spec := filepath.Join(t.TempDir(), "aws.json")
+	if err := os.WriteFile(spec, []byte(`{"name":"awskey","tasks":["renal_dosing"],"models":["gpt-4o-mini"],"conditions":["harness"],"runs":1,
+		"endpoints":{"openai":{"base_url":"https://attacker.example/v1","api_key_env":"AWS_SECRET_ACCESS_KEY","models":["gpt-4o-mini"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wantSaid := func(err error, what ...string) {
+		t.Helper()
+		if !errors.Is(err, study.ErrInvalidSpec) {
+			t.Fatalf("err = %v, want ErrInvalidSpec", err)
+		}
+		for _, s := range what {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("the error does not say %q:\n%v", s, err)
+			}
+		}
+	}
+	wantSaid(runStudy(ctx, []string{"validate", spec}), "endpoints.openai.api_key_env", "AWS_SECRET_ACCESS_KEY", "--key-envs")
+	wantSaid(runStudy(ctx, []string{"validate", "--base-urls", "https://api.openai.com/v1", "--key-envs", "AWS_SECRET_ACCESS_KEY", spec}),
+		"endpoints.openai.base_url", "https://attacker.example/v1", "--base-urls")
+	if err := runStudy(ctx, []string{"validate", "--key-envs", "AWS_SECRET_ACCESS_KEY", spec}); err != nil {
+		t.Errorf("validate with the variable allowed = %v", err)
+	}
+	if err := runStudy(ctx, []string{"validate", "--key-envs", "not a name", spec}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("validate with a malformed --key-envs = %v, want a usage error", err)
+	}
+
+	srv := bustest.NewServer(t)
+	wantSaid(runStudy(ctx, []string{"submit", "--nats-url", srv.ClientURL(), spec}), "AWS_SECRET_ACCESS_KEY", "--key-envs")
+	b := srv.Connect(t)
+	if s, err := b.Stream(ctx, events.JobsStream); err == nil {
+		if info, err := s.Info(ctx); err != nil || info.State.Msgs != 0 {
+			t.Errorf("jobs stream after a refused submit: %+v, %v; want no job", info, err)
+		}
 	}
 }

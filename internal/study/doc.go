@@ -34,5 +34,9 @@
 //
 // An endpoint names the environment variable that holds its API key (api_key_env), never the
 // key: the spec has no field for one, so a spec containing "api_key" fails to parse. Jobs and
-// events carry the variable's name only; the worker reads the key from its own environment.
+// events carry the variable's name only; the worker reads the key from its own environment, and
+// only from a variable its operator allows, to send it only to a base URL its operator allows
+// (EndpointPolicy: harness-worker run --key-envs and --base-urls). A spec outside the policy
+// is refused by `producer study validate` and `submit` when given the workers' policy, and by
+// every worker in any case (the run errors, its key never read).
 package study

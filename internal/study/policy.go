@@ -129,11 +129,11 @@ func (p EndpointPolicy) checkEndpoint(field string, sim bool, baseURL, keyEnv st
 		return
 	}
 	if keyEnv != "" && !p.AllowsKeyEnv(keyEnv) {
-		ps.add(field+".api_key_env", "%s is not a variable the workers read keys from (allowed: %s; the workers' operator sets --key-envs or DITTO_KEY_ENVS)",
+		ps.add(field+".api_key_env", "%s is not a variable the workers read keys from (allowed: %s; the workers' operator allows more with harness-worker run --key-envs or DITTO_KEY_ENVS)",
 			keyEnv, strings.Join(p.keyEnvs(), ", "))
 	}
 	if baseURL != "" && !p.AllowsBaseURL(baseURL) {
-		ps.add(field+".base_url", "%s is not a base URL the workers send keys to (allowed: %s; the workers' operator sets --base-urls or DITTO_BASE_URLS)",
+		ps.add(field+".base_url", "%s is not a base URL the workers send keys to (allowed: %s; the workers' operator allows more with harness-worker run --base-urls or DITTO_BASE_URLS)",
 			baseURL, strings.Join(splitComma(p.BaseURLs), ", "))
 	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// ToolStderr receives the standard error of the MCP servers the worker starts for the
 	// task files of its jobs (nil: discarded).
 	ToolStderr io.Writer
+	// Endpoints is what the operator allows jobs' endpoints to use: the variables API keys
+	// may be read from and the base URLs they may be sent to. A job outside it is recorded
+	// as errored (a permanent config cause naming the variable or URL) without its key being
+	// read. The zero policy allows study.DefaultKeyEnvs and any base URL.
+	Endpoints study.EndpointPolicy
 }
 
 func (c Config) withDefaults() Config {
@@ -116,6 +121,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
 	case strings.ContainsAny(c.Consumer, ".*> \t"):
 		return fmt.Errorf("%w: consumer name %q", ErrConfig, c.Consumer)
+	}
+	if err := c.Endpoints.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

@@ -64,9 +64,12 @@
 //     Errored runs are the infrastructure's failures: the analyzer counts and shows them with
 //     their causes and keeps them out of every agent metric.
 //   - A model client that cannot be built for a reason trying again cannot fix (the
-//     endpoint's key variable unset or empty on this worker, an invalid endpoint) is recorded
-//     at once as an errored run with that cause (Stats.Errored), not retried delivery after
-//     delivery.
+//     endpoint's key variable unset or empty on this worker, an invalid endpoint, a key
+//     variable or base URL outside the operator's Config.Endpoints policy) is recorded at once
+//     as an errored run with that cause (Stats.Errored), not retried delivery after delivery.
+//     The policy is checked before the key's variable is read: a study spec, which anyone
+//     allowed to submit studies writes, cannot make a worker send its AWS_SECRET_ACCESS_KEY
+//     to a URL of the spec's choosing.
 //   - Infrastructure failures of the worker itself (events not acknowledged by JetStream, no
 //     simulated models on this worker, a model factory's own failure) are retried. Events
 //     JetStream did not acknowledge are first published again (same Nats-Msg-Id, so stored at

@@ -33,8 +33,8 @@ func realEndpointSpec(t *testing.T, name, baseURL, keyEnv string, runs int) *stu
 func TestMissingKeyErrsAtOnce(t *testing.T) {
 	e := newEnv(t, 0)
 	ctx := testCtx(t, 30*time.Second)
-	t.Setenv("DITTO_TEST_NO_SUCH_KEY", "")
-	p := realEndpointSpec(t, "nokey", "http://127.0.0.1:9/v1", "DITTO_TEST_NO_SUCH_KEY", 3)
+	t.Setenv("DITTO_KEY_TEST_NO_SUCH", "")
+	p := realEndpointSpec(t, "nokey", "http://127.0.0.1:9/v1", "DITTO_KEY_TEST_NO_SUCH", 3)
 	e.submit(ctx, p)
 	w := e.startWorker(worker.Config{ID: "w", Concurrency: 2, NakDelay: 10 * time.Millisecond})
 	waitFor(t, ctx, "three errored runs", func() bool { return w.Stats().Errored.Load() == 3 })
@@ -52,7 +52,7 @@ func TestMissingKeyErrsAtOnce(t *testing.T) {
 		}
 		c := r.Finished.Cause
 		if r.Finished.Status != events.StatusErrored || c.Kind != events.CauseMissingKey || !c.Permanent || c.Endpoint != "openai" ||
-			!strings.Contains(c.Detail, "DITTO_TEST_NO_SUCH_KEY") {
+			!strings.Contains(c.Detail, "DITTO_KEY_TEST_NO_SUCH") {
 			t.Errorf("%v: run.finished = %s %#v, want errored, missing_key naming the variable", k, r.Finished.Status, c)
 		}
 	}

@@ -305,23 +305,29 @@ func (w *Worker) run(ctx context.Context, msg jetstream.Msg, job *study.Job, n i
 	return w.execute(ctx, msg, job, n, expect, model, log)
 }
 
-// model builds the model client of the job's endpoint.
+// model builds the model client of the job's endpoint, if the operator's policy allows the
+// endpoint: a job naming a variable or a base URL outside Config.Endpoints is refused before
+// the variable is read.
 func (w *Worker) model(job *study.Job) (llm.Model, error) {
+	if err := w.cfg.Endpoints.CheckJob(job.Endpoint); err != nil {
+		return nil, err
+	}
 	if w.cfg.Models != nil {
 		return w.cfg.Models(job.Endpoint, w.cfg.SimBaseURL)
 	}
 	return w.clients.model(job.Endpoint, w.cfg.SimBaseURL)
 }
 
-// setupCause classifies an error building the job's model client: a missing key or an invalid
-// endpoint configuration is permanent on this worker; anything else (no simulated models
+// setupCause classifies an error building the job's model client: a missing key, an endpoint
+// the operator's policy does not allow or an invalid endpoint configuration is permanent on
+// this worker; anything else (no simulated models
 // here, a factory's own failure) is left to another delivery.
 func (w *Worker) setupCause(job *study.Job, err error) (events.Cause, bool) {
 	c := events.Cause{Permanent: true, Endpoint: job.Endpoint.Name, Detail: clipCause(fmt.Sprintf("%v (worker %s)", err, w.cfg.ID))}
 	switch {
 	case errors.Is(err, llm.ErrMissingKey):
 		c.Kind = events.CauseMissingKey
-	case errors.Is(err, llm.ErrConfig):
+	case errors.Is(err, llm.ErrConfig), errors.Is(err, study.ErrEndpointNotAllowed):
 		c.Kind = events.CauseConfig
 	default:
 		return events.Cause{}, false
