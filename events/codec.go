@@ -333,6 +333,20 @@ func decodePayload(t Type, version int, raw []byte) (Payload, error) {
 		return decodeAs[DiagnosticsDistilled](raw)
 	case TypeFileChanged:
 		return decodeAs[FileChanged](raw)
+	case TypeContextConfigured:
+		return decodeAs[ContextConfigured](raw)
+	case TypeContextPrepared:
+		return decodeAs[ContextPrepared](raw)
+	case TypeContextElided:
+		return decodeAs[ContextElided](raw)
+	case TypeContextRecalled:
+		return decodeAs[ContextRecalled](raw)
+	case TypeContextSummarized:
+		return decodeAs[ContextSummarized](raw)
+	case TypeContextOverflowed:
+		return decodeAs[ContextOverflowed](raw)
+	case TypePlanUpdated:
+		return decodeAs[PlanUpdated](raw)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }

@@ -63,7 +63,15 @@ func samplesV1() map[Type]Payload {
 			DurationMS: 2150.5, FailingTests: 1, TestFilesChanged: []string{"stock_test.go"}, RawBytes: 912},
 		TypeDiagnosticsDistilled: DiagnosticsDistilled{Turn: 1, Diagnostics: []Diagnostic{{File: "stock.go", Line: 21, Kind: "panic",
 			Message: "panic: assignment to entry in nil map"}}, Total: 1, RawBytes: 912, DistilledBytes: 61, RawTokens: 228, DistilledTokens: 16, Distilled: true},
-		TypeFileChanged: FileChanged{CallID: "call_3", Path: "stock.go", Added: 1, Removed: 1, Repatch: true},
+		TypeFileChanged:       FileChanged{CallID: "call_3", Path: "stock.go", Added: 1, Removed: 1, Repatch: true},
+		TypeContextConfigured: ContextConfigured{Tier: "T4", Budget: 8000, Soft: 4800, Hard: 6800, Recent: 3, Bulky: 200, SummaryTokens: 800},
+		TypeContextPrepared:   ContextPrepared{Turn: 4, Tokens: 5210, Budget: 8000, Messages: 11, Recent: 3},
+		TypeContextElided:     ContextElided{Turn: 4, IDs: []string{"o2", "o3"}, Saved: 1830},
+		TypeContextRecalled:   ContextRecalled{CallID: "call_7", ID: "o2", Tokens: 912},
+		TypeContextSummarized: ContextSummarized{Turn: 6, Folded: []string{"m1", "o1", "m2", "o2"}, Steps: 2, Before: 7020, After: 4410, SummaryTokens: 230},
+		TypeContextOverflowed: ContextOverflowed{Turn: 9, Tier: "T0", Needed: 8342, Budget: 8000},
+		TypePlanUpdated: PlanUpdated{CallID: "call_1", Explanation: "start with the failing test",
+			Steps: []PlanUpdate{{Step: "read the failing test", Status: "in_progress"}, {Step: "fix stock.go", Status: "pending"}}},
 	}
 }
 

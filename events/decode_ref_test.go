@@ -102,6 +102,20 @@ func decodePayloadReference(t Type, version int, raw json.RawMessage) (Payload, 
 		return unmarshalAs[DiagnosticsDistilled](raw)
 	case TypeFileChanged:
 		return unmarshalAs[FileChanged](raw)
+	case TypeContextConfigured:
+		return unmarshalAs[ContextConfigured](raw)
+	case TypeContextPrepared:
+		return unmarshalAs[ContextPrepared](raw)
+	case TypeContextElided:
+		return unmarshalAs[ContextElided](raw)
+	case TypeContextRecalled:
+		return unmarshalAs[ContextRecalled](raw)
+	case TypeContextSummarized:
+		return unmarshalAs[ContextSummarized](raw)
+	case TypeContextOverflowed:
+		return unmarshalAs[ContextOverflowed](raw)
+	case TypePlanUpdated:
+		return unmarshalAs[PlanUpdated](raw)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }
@@ -226,6 +240,20 @@ func payloadTakesFastPath(t Type, raw []byte) bool {
 		_, ok = jsonscan.Decode[DiagnosticsDistilled](raw)
 	case TypeFileChanged:
 		_, ok = jsonscan.Decode[FileChanged](raw)
+	case TypeContextConfigured:
+		_, ok = jsonscan.Decode[ContextConfigured](raw)
+	case TypeContextPrepared:
+		_, ok = jsonscan.Decode[ContextPrepared](raw)
+	case TypeContextElided:
+		_, ok = jsonscan.Decode[ContextElided](raw)
+	case TypeContextRecalled:
+		_, ok = jsonscan.Decode[ContextRecalled](raw)
+	case TypeContextSummarized:
+		_, ok = jsonscan.Decode[ContextSummarized](raw)
+	case TypeContextOverflowed:
+		_, ok = jsonscan.Decode[ContextOverflowed](raw)
+	case TypePlanUpdated:
+		_, ok = jsonscan.Decode[PlanUpdated](raw)
 	}
 	return ok
 }

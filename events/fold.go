@@ -47,6 +47,9 @@ type Run struct {
 
 	// Coding is the fold of a coding run's workspace events (zero for other runs).
 	Coding Coding
+	// Context is the fold of a run's context-management and planning events (zero when the
+	// run has none).
+	Context ContextFold
 
 	planAccepted bool
 	pending      map[string]string // call id → tool, for calls not yet returned
@@ -111,6 +114,17 @@ func (r *Run) apply(e *Envelope) error {
 	illegal := func(format string, args ...any) error {
 		return &TransitionError{e.Seq, e.Type, fmt.Sprintf(format, args...)}
 	}
+	if err := r.checkContext(e.Payload); err != nil {
+		return illegal("%v", err)
+	}
+	if err := r.applyPayload(e, illegal); err != nil {
+		return err
+	}
+	r.foldContext(e.Payload)
+	return nil
+}
+
+func (r *Run) applyPayload(e *Envelope, illegal func(format string, args ...any) error) error {
 	switch p := e.Payload.(type) {
 	case RunStarted:
 		return illegal("run already started")
@@ -193,6 +207,8 @@ func (r *Run) apply(e *Envelope) error {
 		if err := r.applyCoding(p); err != nil {
 			return illegal("%v", err)
 		}
+	case ContextConfigured, ContextPrepared, ContextElided, ContextRecalled, ContextSummarized, ContextOverflowed, PlanUpdated:
+		// Checked by checkContext and folded by foldContext.
 	case Unknown:
 		// A newer producer's event: skipped when marked ignorable, as Decode would have.
 		if !e.Ignorable {

@@ -37,6 +37,8 @@ func Types() []Type {
 		TypeToolRejected, TypeToolReturned, TypeOutputValidated, TypeOutputInvalid,
 		TypeRetryScheduled, TypeRunEscalated, TypeReportPublished,
 		TypeWorkspaceCreated, TypeWorkspaceDiscarded, TypeVerificationRan, TypeDiagnosticsDistilled, TypeFileChanged,
+		TypeContextConfigured, TypeContextPrepared, TypeContextElided, TypeContextRecalled, TypeContextSummarized,
+		TypeContextOverflowed, TypePlanUpdated,
 	}
 }
 
@@ -232,7 +234,7 @@ type StateExited struct {
 // ModelCalled records one call to the model.
 type ModelCalled struct {
 	Model            string  `json:"model"`
-	Purpose          string  `json:"purpose,omitempty"` // "plan" or "act"
+	Purpose          string  `json:"purpose,omitempty"` // "plan", "act" or "summarize" (PurposeSummarize)
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
 	LatencyMS        float64 `json:"latency_ms"`

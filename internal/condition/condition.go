@@ -23,6 +23,9 @@ type Components struct {
 	BashOnly       bool // one bash tool instead of the file tools (read, list, search, edit, create)
 	Distilled      bool // diagnostics go back distilled (tuples), not raw
 	TestProtection bool // test files (*_test.go, testdata/) are read-only to the agent
+	// Planning in coding runs: the update_plan tool, a first-turn reminder, the current plan
+	// appended to each request and never stored in the history.
+	PlanTool bool
 }
 
 // Limits bound the components. Zero fields take DefaultLimits' values.
@@ -66,6 +69,9 @@ type Condition struct {
 	Name string
 	Components
 	Limits Limits
+	// Context is how a coding run's conversation is kept within the context window; the zero
+	// Context leaves it unmanaged.
+	Context Context
 }
 
 // Named conditions.
@@ -91,6 +97,7 @@ var componentFields = []struct {
 	{events.ComponentBashOnly, func(c *Components) *bool { return &c.BashOnly }},
 	{events.ComponentDistilled, func(c *Components) *bool { return &c.Distilled }},
 	{events.ComponentTestProtection, func(c *Components) *bool { return &c.TestProtection }},
+	{events.ComponentUpdatePlan, func(c *Components) *bool { return &c.PlanTool }},
 }
 
 // ComponentNames lists every component name, sorted.
@@ -142,7 +149,8 @@ func named(name string) (Components, bool) {
 
 // Parse resolves a condition name: baseline, harness, harness_sp, or an expression
 // starting with one of them or with a component name, followed by "+component" or
-// "-component" terms, e.g. "harness-retry", "baseline+schema_gate", "fsm+forced_tool". The
+// "-component" terms, e.g. "harness-retry", "baseline+schema_gate", "fsm+forced_tool". One
+// term may be a context preset (see ParseContext), e.g. "bash_only+update_plan+t4_8k". The
 // Condition keeps the given name and has DefaultLimits.
 func Parse(name string) (Condition, error) {
 	if name == "" {
@@ -161,9 +169,22 @@ func Parse(name string) (Condition, error) {
 		}
 	}
 	var c Components
+	var cond Context
 	for i, t := range terms {
 		if t == "" {
 			return Condition{}, fmt.Errorf("%w: %q has an empty term", ErrUnknown, name)
+		}
+		if ctx, ok, err := parseContextTerm(t); ok || err != nil {
+			switch {
+			case err != nil:
+				return Condition{}, fmt.Errorf("%w (in %q)", err, name)
+			case signs[i] != '+':
+				return Condition{}, fmt.Errorf("%w: %q: context term %s cannot be removed", ErrUnknown, name, t)
+			case cond.Managed():
+				return Condition{}, fmt.Errorf("%w: %q has two context terms", ErrContext, name)
+			}
+			cond = ctx
+			continue
 		}
 		if base, ok := named(t); ok {
 			if i != 0 {
@@ -176,7 +197,7 @@ func Parse(name string) (Condition, error) {
 			return Condition{}, fmt.Errorf("%w (in %q)", err, name)
 		}
 	}
-	return Condition{Name: name, Components: c, Limits: DefaultLimits()}, nil
+	return Condition{Name: name, Components: c, Limits: DefaultLimits(), Context: cond}, nil
 }
 
 // New builds a condition with a study-chosen name from component names.

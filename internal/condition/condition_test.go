@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dittolab/ditto/internal/condition"
@@ -63,4 +64,44 @@ func ExampleParse() {
 	// harness_sp [circuit_breaker forced_tool fsm permission_gate retry schema_gate structured_planning validation]
 	// harness-retry [circuit_breaker forced_tool fsm permission_gate schema_gate validation]
 	// fsm+forced_tool [forced_tool fsm]
+}
+
+func TestParseContext(t *testing.T) {
+	tests := []struct {
+		give    string
+		want    condition.Context
+		comps   []string
+		wantErr error
+	}{
+		{give: "bash_only+update_plan+t4_8k", want: condition.Context{Tier: "T4", Budget: 8000}, comps: []string{"bash_only", "update_plan"}},
+		{give: "t0_12500", want: condition.Context{Tier: "T0", Budget: 12500}, comps: []string{}},
+		{give: "distilled_diagnostics+t2_6k", want: condition.Context{Tier: "T2", Budget: 6000}, comps: []string{"distilled_diagnostics"}},
+		{give: "baseline+t3_4k", want: condition.Context{Tier: "T3", Budget: 4000}, comps: []string{}},
+		{give: "bash_only+t5_8k", wantErr: condition.ErrContext},
+		{give: "bash_only+t1_0k", wantErr: condition.ErrContext},
+		{give: "t1_8k+t2_8k", wantErr: condition.ErrContext},
+		{give: "bash_only-t1_8k", wantErr: condition.ErrUnknown},
+		{give: "bash_only+t1_k", wantErr: condition.ErrUnknown},
+	}
+	for _, tt := range tests {
+		c, err := condition.Parse(tt.give)
+		if tt.wantErr != nil {
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("Parse(%q) error = %v, want %v", tt.give, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.Context != tt.want || !slices.Equal(c.Names(), tt.comps) {
+			t.Errorf("Parse(%q) = %+v %v, %v; want %+v %v", tt.give, c.Context, c.Names(), err, tt.want, tt.comps)
+		}
+		if got := c.Context.Term(); !strings.HasSuffix(tt.give, got) {
+			t.Errorf("Parse(%q).Context.Term() = %q, want the term given", tt.give, got)
+		}
+	}
+	if err := (condition.Context{Tier: "T4", Budget: 100, Soft: 90, Hard: 80}).Validate(); !errors.Is(err, condition.ErrContext) {
+		t.Errorf("Validate(hard below soft) = %v, want ErrContext", err)
+	}
+	if err := (condition.Context{}).Validate(); err != nil {
+		t.Errorf("Validate(unmanaged) = %v, want nil", err)
+	}
 }

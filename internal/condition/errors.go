@@ -2,5 +2,9 @@ package condition
 
 import "errors"
 
-// ErrUnknown is returned by Parse and New for an unknown condition or component name.
-var ErrUnknown = errors.New("condition: unknown condition or component")
+var (
+	// ErrUnknown is returned by Parse and New for an unknown condition or component name.
+	ErrUnknown = errors.New("condition: unknown condition or component")
+	// ErrContext is returned for a context-management setting out of its range.
+	ErrContext = errors.New("condition: invalid context management")
+)

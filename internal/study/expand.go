@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 )
 
 // Plan is an expanded study: its jobs and the study.defined payload.
@@ -163,6 +164,7 @@ func (s *Spec) job(c events.Cell, hash string, i, offset int) (Job, error) {
 			MaxRetries: cond.Limits.MaxRetries, MaxPlanReprompts: cond.Limits.MaxPlanReprompts,
 			MaxRepairTurns: cond.Limits.MaxRepairTurns, TokenBudget: cond.Limits.TokenBudget, MaxSteps: cond.Limits.MaxSteps,
 		},
+		Context: contextOf(cond.Context),
 		Endpoint: JobEndpoint{
 			Name: epName, Sim: ep.Sim, BaseURL: ep.BaseURL, APIKeyEnv: ep.APIKeyEnv,
 			TimeoutSeconds: ep.TimeoutSeconds, MaxRetries: ep.MaxRetries, UseMaxCompletionTokens: ep.UseMaxCompletionTokens,
@@ -180,4 +182,12 @@ func (s *Spec) job(c events.Cell, hash string, i, offset int) (Job, error) {
 		return Job{}, err
 	}
 	return j, nil
+}
+
+// contextOf is a job's context field: nil when unmanaged.
+func contextOf(c condition.Context) *condition.Context {
+	if !c.Managed() {
+		return nil
+	}
+	return &c
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 )
 
 func TestExpandIsDeterministicAndPaired(t *testing.T) {
@@ -141,5 +142,48 @@ func TestDecodeJobRejects(t *testing.T) {
 	b, _ := good.Encode()
 	if j, err := DecodeJob(b); err != nil || !reflect.DeepEqual(j, good) {
 		t.Errorf("DecodeJob(Encode(job)) = %+v, %v", j, err)
+	}
+}
+
+// TestJobsCarryContext: a custom condition's context and an expression's context term reach
+// the jobs, survive encoding, and come back from HarnessCondition; a bad one names its field.
+func TestJobsCarryContext(t *testing.T) {
+	m := base()
+	m["conditions"] = []any{"t4_small", "t0_8k", "baseline"}
+	m["custom_conditions"] = map[string]any{"t4_small": map[string]any{"components": []any{"distilled_diagnostics"},
+		"context": map[string]any{"tier": "T4", "budget": 6000, "recent": 2}}}
+	s, err := parseMap(t, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Expand(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]condition.Context{
+		"t4_small": {Tier: "T4", Budget: 6000, Recent: 2},
+		"t0_8k":    {Tier: "T0", Budget: 8000},
+		"baseline": {},
+	}
+	for _, j := range p.Jobs {
+		b, err := j.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeJob(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := back.HarnessCondition()
+		if err != nil || c.Context != want[j.Condition] {
+			t.Errorf("job of %s: HarnessCondition().Context = %+v, %v; want %+v", j.Condition, c.Context, err, want[j.Condition])
+		}
+		if j.Condition == "baseline" && strings.Contains(string(b), `"context"`) {
+			t.Errorf("job of an unmanaged condition carries a context: %s", b)
+		}
+	}
+	m["custom_conditions"] = map[string]any{"t4_small": map[string]any{"components": []any{}, "context": map[string]any{"tier": "T9", "budget": 6000}}}
+	if _, err := parseMap(t, m); err == nil || !strings.Contains(err.Error(), "custom_conditions.t4_small.context") {
+		t.Errorf("Parse(tier T9) error = %v, want one naming custom_conditions.t4_small.context", err)
 	}
 }

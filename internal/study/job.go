@@ -19,20 +19,22 @@ const JobVersion = 1
 // address), so that workers never need the spec. It never carries a secret: only the name of
 // the environment variable holding the endpoint's API key.
 type Job struct {
-	Version    int             `json:"v"`
-	Study      string          `json:"study"`
-	Run        string          `json:"run"`
-	Task       string          `json:"task"`
-	Model      string          `json:"model"`
-	Condition  string          `json:"condition"`
-	Components []string        `json:"components"` // events.Component* names, sorted
-	Limits     Limits          `json:"limits"`     // resolved; zero fields mean harness defaults
-	Endpoint   JobEndpoint     `json:"endpoint"`
-	Sampling   events.Sampling `json:"sampling"`
-	Seed       *int64          `json:"seed,omitempty"`
-	SeedIndex  int             `json:"seed_index"`
-	InputIndex int             `json:"input_index"`
-	Index      int             `json:"index"` // run index within its cell, from 0
+	Version    int      `json:"v"`
+	Study      string   `json:"study"`
+	Run        string   `json:"run"`
+	Task       string   `json:"task"`
+	Model      string   `json:"model"`
+	Condition  string   `json:"condition"`
+	Components []string `json:"components"` // events.Component* names, sorted
+	Limits     Limits   `json:"limits"`     // resolved; zero fields mean harness defaults
+	// Context is the condition's context management (absent: unmanaged).
+	Context    *condition.Context `json:"context,omitempty"`
+	Endpoint   JobEndpoint        `json:"endpoint"`
+	Sampling   events.Sampling    `json:"sampling"`
+	Seed       *int64             `json:"seed,omitempty"`
+	SeedIndex  int                `json:"seed_index"`
+	InputIndex int                `json:"input_index"`
+	Index      int                `json:"index"` // run index within its cell, from 0
 	// TaskFile is the task file of a task that is not built in, as canonical JSON (the
 	// study's task_files entry); the worker runs the task it declares.
 	TaskFile json.RawMessage `json:"task_file,omitempty"`
@@ -152,5 +154,11 @@ func (j *Job) HarnessCondition() (condition.Condition, error) {
 		return condition.Condition{}, err
 	}
 	c.Limits = j.Limits.apply(c.Limits)
+	if j.Context != nil {
+		if err := j.Context.Validate(); err != nil {
+			return condition.Condition{}, err
+		}
+		c.Context = *j.Context
+	}
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/condition"
 )
 
 // Spec is a study: tasks × models × conditions × Runs, plus optional extra Cells, run against
@@ -102,6 +103,10 @@ type Endpoint struct {
 type ConditionSpec struct {
 	Components []string `json:"components"`
 	Limits     *Limits  `json:"limits,omitempty"`
+	// Context manages a coding run's context window: tier (T0–T4), budget and the tier's
+	// limits in tokens (zero: the tier's preset). A condition expression sets tier and budget
+	// with a term such as t4_8k.
+	Context *condition.Context `json:"context,omitempty"`
 }
 
 // Limits bound the harness components; zero fields take the harness defaults.

@@ -175,6 +175,9 @@ func (s *Spec) conditionOf(name string) (condition.Condition, error) {
 		if cc.Limits != nil {
 			limits = cc.Limits
 		}
+		if cc.Context != nil {
+			c.Context = *cc.Context
+		}
 	} else {
 		c, err = condition.Parse(name)
 	}
@@ -317,6 +320,11 @@ func (s *Spec) validateCustomConditions(ps *problems) {
 		}
 		if cc.Limits != nil {
 			validateLimits(ps, f+".limits", *cc.Limits)
+		}
+		if cc.Context != nil {
+			if err := cc.Context.Validate(); err != nil {
+				ps.add(f+".context", "%v", err)
+			}
 		}
 	}
 }
