@@ -29,7 +29,19 @@
 //  5. Circuit breaker (component circuit_breaker): after Limits.MaxRepairTurns repair turns
 //     (patch turns after the first) that still fail, or past Limits.TokenBudget tokens, the run
 //     escalates. Without it only Limits.MaxSteps bounds the run.
-//  6. A turn without a tool call ends the run (failed unless the last verification
+//  6. Context management (condition.Context, package contextmgr): unmanaged by default. Under a
+//     tier the conversation is a contextmgr.History whose preamble is the system prompt and the
+//     task; before each model turn the Manager makes the request fit the budget (the messages,
+//     the tools offered, an appended plan and the completion reserved): context.configured
+//     first, then per turn context.elided (M1), a model.called of purpose summarize and its
+//     context.summarized for each summarization (M3, a request to the run's own model with its
+//     seed and sampling), and context.prepared with the request's size. T2 and T4 offer
+//     recall_event (M2: context.recalled, the body as a new observation). A request that cannot
+//     fit (T0 past the budget) records context.overflowed and ends the run with status
+//     overflow. The endpoint's prompt-token counts calibrate the estimates (Manager.Observe).
+//     Planning (component update_plan): the update_plan tool (plan.updated), the reminder
+//     appended to the first request, then the current plan appended to each — never stored.
+//  7. A turn without a tool call ends the run (failed unless the last verification
 //     succeeded). The worktree is removed (workspace.discarded) before run.finished.
 //
 // The run's output is the canonical JSON {"patch": <git diff of the final tree>}, so that two

@@ -66,6 +66,11 @@ func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.
 	if err != nil {
 		return harness.Result{}, fmt.Errorf("%w: %w", harness.ErrSpec, err)
 	}
+	if spec.Condition.Context.Managed() {
+		if _, err := contextConfig(spec.Condition.Context); err != nil {
+			return harness.Result{}, fmt.Errorf("%w: %w: %w", harness.ErrSpec, ErrContext, err)
+		}
+	}
 	r := &runner{ctx: ctx, spec: spec, comp: spec.Condition.Components, lim: spec.Condition.Limits.WithDefaults(),
 		task: task, inst: inst, model: model, em: em, read: map[string]bool{}, changed: map[string]bool{}}
 	r.start = time.Now()
@@ -94,8 +99,9 @@ type runner struct {
 	iso   string
 
 	books events.Run
-	msgs  []llm.Message
+	conv  conversation
 	tools []llm.ToolDef
+	acts  int // the agent's model calls so far (summarization calls apart)
 
 	read    map[string]bool // files read (or written) by the agent: editable
 	changed map[string]bool // files changed in the run: a later change is a re-patch
@@ -109,6 +115,7 @@ type runner struct {
 	status     string
 	success    bool
 	aborted    bool
+	overflow   bool // a request did not fit the context window
 	escalation string
 	errText    string
 	output     json.RawMessage
@@ -130,8 +137,10 @@ func (r *runner) run() error {
 		r.errText = "verification: " + err.Error()
 		return r.finish()
 	}
-	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleSystem, Content: r.task.Instructions + "\n\n" + r.toolGuide()},
-		llm.Message{Role: llm.RoleUser, Content: strings.TrimSpace(r.inst.Prompt) + "\n\nThe verification of the working tree as it is now:\n\n" + r.feedback(rep)})
+	if err := r.openConversation(llm.Message{Role: llm.RoleSystem, Content: r.task.Instructions + "\n\n" + r.toolGuide()},
+		llm.Message{Role: llm.RoleUser, Content: strings.TrimSpace(r.inst.Prompt) + "\n\nThe verification of the working tree as it is now:\n\n" + r.feedback(rep)}); err != nil {
+		return err
+	}
 	for step := 0; step < r.lim.MaxSteps; step++ {
 		if r.ctx.Err() != nil {
 			r.aborted, r.errText = true, "cancelled: "+r.ctx.Err().Error()
@@ -150,7 +159,14 @@ func (r *runner) run() error {
 		if !ok {
 			break
 		}
-		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		for i := range resp.ToolCalls {
+			// A call without an id gets the one its result will answer (handle's), so that
+			// the conversation pairs them as an endpoint expects.
+			if resp.ToolCalls[i].ID == "" {
+				resp.ToolCalls[i].ID = fmt.Sprintf("call_%d", r.callN+i+1)
+			}
+		}
+		r.add(llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}, "")
 		if len(resp.ToolCalls) == 0 {
 			break
 		}
@@ -183,7 +199,7 @@ func (r *runner) run() error {
 			}
 			break
 		}
-		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "The verification after your change:\n\n" + r.feedback(rep)})
+		r.add(llm.Message{Role: llm.RoleUser, Content: "The verification after your change:\n\n" + r.feedback(rep)}, "")
 		if step == r.lim.MaxSteps-1 {
 			r.errText = fmt.Sprintf("step cap: %d model turns", r.lim.MaxSteps)
 		}
@@ -221,9 +237,28 @@ func (r *runner) escalate(reason string) error {
 	return r.emit(events.RunEscalated{Reason: reason})
 }
 
-// call sends the conversation with the run's pinned parameters and records model.called.
+// call sends the conversation (as context management prepares it) with the run's pinned
+// parameters and records model.called. ok is false when the run ends here: the model failed,
+// the context overflowed or its management failed.
 func (r *runner) call() (llm.Response, bool, error) {
-	req := llm.Request{Model: r.spec.Model, Seed: r.spec.Seed, Messages: r.msgs, Tools: r.tools,
+	r.acts++
+	tools := r.offered()
+	msgs, estimate, err := r.prepare(r.acts, tools)
+	switch {
+	case errors.Is(err, errOverflowed):
+		r.overflow = true
+		return llm.Response{}, false, nil
+	case errors.Is(err, harness.ErrEmit) || errors.Is(err, harness.ErrHistory):
+		return llm.Response{}, false, err
+	case err != nil:
+		if r.ctx.Err() != nil {
+			r.aborted, r.errText = true, "cancelled: "+r.ctx.Err().Error()
+		} else {
+			r.errText = err.Error()
+		}
+		return llm.Response{}, false, nil
+	}
+	req := llm.Request{Model: r.spec.Model, Seed: r.spec.Seed, Messages: msgs, Tools: tools,
 		ToolChoice: &llm.ToolChoice{Mode: llm.ToolChoiceAuto}, Temperature: r.spec.Sampling.Temperature,
 		TopP: r.spec.Sampling.TopP, MaxTokens: r.spec.Sampling.MaxTokens}
 	t0 := time.Now()
@@ -236,6 +271,9 @@ func (r *runner) call() (llm.Response, bool, error) {
 	}
 	if err := r.emit(mc); err != nil {
 		return llm.Response{}, false, err
+	}
+	if cerr == nil {
+		r.observe(estimate, resp.Usage.PromptTokens)
 	}
 	if cerr != nil {
 		if r.ctx.Err() != nil {
@@ -305,6 +343,8 @@ func (r *runner) finish() error {
 		r.status = events.StatusEscalated
 	case r.aborted:
 		r.status = events.StatusAborted
+	case r.overflow:
+		r.status = events.StatusOverflow
 	case r.last != nil && r.turn > 0 && r.last.Success():
 		r.status, r.success = events.StatusSucceeded, true
 	default:

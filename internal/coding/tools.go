@@ -80,6 +80,9 @@ func (r *runner) handle(tc llm.ToolCall) (patched bool, err error) {
 	if id == "" || len(id) > 64 {
 		id = fmt.Sprintf("call_%d", r.callN)
 	}
+	if handled, err := r.contextCall(tc, id); handled {
+		return false, err
+	}
 	args, canon, cerr := r.parse(tc)
 	if cerr == nil {
 		cerr = r.gate(tc.Name, args)
@@ -113,14 +116,21 @@ func (r *runner) handle(tc llm.ToolCall) (patched bool, err error) {
 		ret.Error = clip(terr.Error(), 4096)
 		r.reply(tc, id, failure("tool_error", terr.Error()))
 	} else {
-		ret.Output, _ = events.CanonicalValue(out)
-		if len(ret.Output) > 64<<10 {
-			ret.Output, _ = events.CanonicalValue(map[string]any{"sha256": sha(string(ret.Output)), "bytes": len(ret.Output)})
-		}
+		ret.Output = outputValue(out)
 		b, _ := json.Marshal(map[string]any{"ok": true, "output": out})
 		r.reply(tc, id, string(b))
 	}
 	return patched, r.emit(ret)
+}
+
+// outputValue is what tool.returned records of a tool's output: its canonical JSON, or its
+// hash and size past 64 KiB.
+func outputValue(out any) json.RawMessage {
+	v, _ := events.CanonicalValue(out)
+	if len(v) > 64<<10 {
+		v, _ = events.CanonicalValue(map[string]any{"sha256": sha(string(v)), "bytes": len(v)})
+	}
+	return v
 }
 
 func failure(kind, detail string) string {
@@ -133,7 +143,7 @@ func (r *runner) reply(tc llm.ToolCall, id, content string) {
 	if callID == "" {
 		callID = id
 	}
-	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Content: content})
+	r.add(llm.Message{Role: llm.RoleTool, ToolCallID: callID, Content: content}, tc.Name)
 }
 
 type toolArgs struct {
