@@ -62,8 +62,9 @@ func (w *Worker) newAttempt(job *study.Job, n int, expect uint64) (*attempt, err
 
 func (a *attempt) emitter() harness.Emitter { return a }
 
-// Emit implements harness.Emitter: the event is numbered, encoded, folded and handed to the
-// publisher; its acknowledgement is collected by Wait.
+// Emit implements harness.Emitter: the event is numbered, encoded, cleared of API keys
+// (redactor), folded and handed to the publisher; its acknowledgement is collected by Wait.
+// Every event a worker stores goes through it.
 func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	t0 := time.Now()
 	e := events.New(a.study, a.run, t0, p)
@@ -71,6 +72,12 @@ func (a *attempt) Emit(ctx context.Context, p events.Payload) error {
 	data, err := events.Encode(&e)
 	if err != nil {
 		return fmt.Errorf("worker: event %d (%s) is invalid: %w", e.Seq, e.Type, err)
+	}
+	// No API key is stored, whatever an endpoint echoed back into an error or an answer.
+	if red, re, changed, err := a.w.redact.redact(data); err != nil {
+		return fmt.Errorf("worker: event %d (%s): %w", e.Seq, e.Type, err)
+	} else if changed {
+		data, e = red, re
 	}
 	if err := a.fold.Apply(&e); err != nil {
 		return fmt.Errorf("%w: %v", ErrIllFormed, err)

@@ -106,4 +106,10 @@
 // only) wrapped in a harness.Sequencer, and the worker folds every event (events.Run.Apply)
 // before publishing it: a harness bug that would produce an ill-formed history fails the run
 // instead of polluting the stream.
+//
+// Every event goes through attempt.Emit, which also replaces the worker's API keys (the values
+// of the variables Config.Endpoints lets keys be read from, 8 bytes or more) with [redacted]
+// wherever they appear in the encoded event, as is or JSON-escaped: an endpoint that echoes
+// the Authorization header into its error text does not get the key stored in
+// model.called.error or run.finished.error. (The worker's log lines are not redacted.)
 package worker

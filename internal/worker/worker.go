@@ -30,6 +30,7 @@ type Worker struct {
 	stats   Stats
 	events  eventsStream
 	files   *fileTasks // the tasks of the task files jobs carry, their tools bound
+	redact  *redactor  // the API keys to keep out of events
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -62,7 +63,8 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency),
-		files: &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}}}
+		files:  &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}},
+		redact: newRedactor(cfg.Endpoints.Secrets())}
 	return w, nil
 }
 
