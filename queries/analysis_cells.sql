@@ -1,19 +1,23 @@
--- analysis_cells: per cell of one study, the runs the metrics count and those they do not.
+-- analysis_cells: per cell of one study, the runs the metrics score and those they do not.
 -- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell; run.started: every
 --   attempt; model.called and retry.scheduled: the activity of attempts, finished or not),
 --   run_folds (finished attempts). Read directly rather than through the view runs, whose scan
 --   of every study's run.started events dominated the cost.
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
 --   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
---   runs with a finished attempt, each counted once, by its latest finished attempt: succeeded,
---   failed, escalated and aborted alike), superseded_attempts (attempts not counted because the
---   same run has a later attempt: crash-aborted attempts and re-executions), superseded_finished
---   (of those, the ones that had finished), incomplete_runs (runs without a finished attempt),
---   running_attempts (latest attempts without run.finished), fold_errors and check_errors (among
---   counted runs), distinct_traces, distinct_outputs, distinct_tool_sequences (among counted
---   runs), superseded_tokens and superseded_retries (the harness activity spent in superseded
---   attempts), first_started_us and last_finished_us (counted runs, microseconds since the
---   epoch; the order of production releases).
+--   the scored runs — each run counts once, by its latest finished attempt, and is scored when
+--   that attempt is the agent's behaviour: succeeded, failed, escalated or overflow),
+--   errored_runs (latest finished attempt errored: the model or a tool server never answered),
+--   aborted_runs (latest finished attempt aborted), superseded_attempts (attempts not counted
+--   because the same run has a later attempt: crash-aborted attempts and re-executions),
+--   superseded_finished (of those, the ones that had finished), incomplete_runs (runs without a
+--   finished attempt, or whose latest finished attempt's history has a gap or an event the fold
+--   refuses), running_attempts (latest attempts without run.finished), fold_errors (latest
+--   finished attempts the fold refused: the incomplete runs that did finish) and check_errors
+--   (among scored runs), distinct_traces, distinct_outputs, distinct_tool_sequences (among
+--   scored runs), superseded_tokens and superseded_retries (the harness activity spent in
+--   superseded attempts), first_started_us and last_finished_us (scored runs, microseconds since
+--   the epoch; the order of production releases).
 WITH defined AS (
     SELECT arg_max(payload, stream_seq) AS payload
     FROM events
@@ -50,6 +54,8 @@ WITH defined AS (
     SELECT coalesce(f.task, s.task, '') AS task, coalesce(f.model, s.model, '') AS model,
            coalesce(f.condition, s.condition, '') AS condition, run, attempt,
            f.sig_trace IS NOT NULL AS finished,
+           f.status IN ('succeeded', 'failed', 'escalated', 'overflow') AS scored,
+           f.status,
            f.sig_trace, f.sig_output, f.sig_tools, f.fold_error, f.check_error,
            coalesce(a.tokens, 0) AS tokens, coalesce(a.retries, 0) AS retries,
            coalesce(f.started_at, s.started_at) AS started_at, f.finished_at,
@@ -61,20 +67,23 @@ WITH defined AS (
 ), seen AS (
     SELECT task, model, condition,
            count(DISTINCT run) AS runs,
-           count(*) FILTER (WHERE attempt = counted_attempt) AS counted_runs,
+           count(*) FILTER (WHERE attempt = counted_attempt AND scored) AS counted_runs,
+           count(*) FILTER (WHERE attempt = counted_attempt AND status = 'errored') AS errored_runs,
+           count(*) FILTER (WHERE attempt = counted_attempt AND status = 'aborted') AS aborted_runs,
            count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt) AS superseded_attempts,
            count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt AND finished) AS superseded_finished,
-           count(DISTINCT run) FILTER (WHERE counted_attempt IS NULL) AS incomplete_runs,
+           count(DISTINCT run) FILTER (WHERE counted_attempt IS NULL)
+               + count(*) FILTER (WHERE attempt = counted_attempt AND status = 'incomplete') AS incomplete_runs,
            count(*) FILTER (WHERE attempt = latest_attempt AND NOT finished) AS running_attempts,
            count(*) FILTER (WHERE attempt = counted_attempt AND fold_error IS NOT NULL) AS fold_errors,
-           count(*) FILTER (WHERE attempt = counted_attempt AND check_error IS NOT NULL) AS check_errors,
-           count(DISTINCT sig_trace) FILTER (WHERE attempt = counted_attempt) AS distinct_traces,
-           count(DISTINCT sig_output) FILTER (WHERE attempt = counted_attempt) AS distinct_outputs,
-           count(DISTINCT sig_tools) FILTER (WHERE attempt = counted_attempt) AS distinct_tool_sequences,
+           count(*) FILTER (WHERE attempt = counted_attempt AND scored AND check_error IS NOT NULL) AS check_errors,
+           count(DISTINCT sig_trace) FILTER (WHERE attempt = counted_attempt AND scored) AS distinct_traces,
+           count(DISTINCT sig_output) FILTER (WHERE attempt = counted_attempt AND scored) AS distinct_outputs,
+           count(DISTINCT sig_tools) FILTER (WHERE attempt = counted_attempt AND scored) AS distinct_tool_sequences,
            coalesce(sum(tokens) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt), 0) AS superseded_tokens,
            coalesce(sum(retries) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt), 0) AS superseded_retries,
-           epoch_us(min(started_at) FILTER (WHERE attempt = counted_attempt)) AS first_started_us,
-           epoch_us(max(finished_at) FILTER (WHERE attempt = counted_attempt)) AS last_finished_us
+           epoch_us(min(started_at) FILTER (WHERE attempt = counted_attempt AND scored)) AS first_started_us,
+           epoch_us(max(finished_at) FILTER (WHERE attempt = counted_attempt AND scored)) AS last_finished_us
     FROM attempts
     GROUP BY task, model, condition
 )
@@ -84,6 +93,8 @@ SELECT coalesce(s.task, e.task) AS task,
        e.expected_runs,
        coalesce(s.runs, 0) AS runs,
        coalesce(s.counted_runs, 0) AS counted_runs,
+       coalesce(s.errored_runs, 0) AS errored_runs,
+       coalesce(s.aborted_runs, 0) AS aborted_runs,
        coalesce(s.superseded_attempts, 0) AS superseded_attempts,
        coalesce(s.superseded_finished, 0) AS superseded_finished,
        coalesce(s.incomplete_runs, 0) AS incomplete_runs,

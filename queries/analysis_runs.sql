@@ -1,20 +1,23 @@
--- analysis_runs: the counted runs of one study (or of one cell within a time window), one row
+-- analysis_runs: the scored runs of one study (or of one cell within a time window), one row
 -- each with the per-run values the metrics need; their trace content is in analysis_traces.
 -- Inputs: $1 study (VARCHAR); $2 task, $3 model, $4 condition (VARCHAR, NULL for any); $5, $6
 --   (BIGINT microseconds since the epoch, NULL for unbounded): keep runs with $5 <= started_at <
 --   $6. Table run_folds (one row per finished attempt; reading it rather than the view runs
 --   spares the view's scan of every run.started event). A run counts once, by its latest
---   finished attempt (see analysis_cells).
+--   finished attempt (see analysis_cells), and is scored when that attempt's status is the
+--   agent's behaviour: succeeded, failed, escalated or overflow (not errored, aborted, or
+--   incomplete: a history with a gap).
 -- Outputs: rows (task, model, condition, run, attempt, status, success, tokens, latency_ms,
 --   retries, plan_reprompts, rejected_tool_calls, escalated, input_index, seed_index, started_us,
---   sig_trace, sig_tools), ordered by task, model, condition, run. success is the ground-truth
---   check, false for escalated and aborted runs; latency_ms is run.finished's latency (the
---   timestamps' difference when it is missing).
+--   sig_trace, sig_tools, input_key), ordered by task, model, condition, run. success is the
+--   ground-truth check, false for escalated runs; latency_ms is run.finished's latency (the
+--   timestamps' difference when it is missing); input_key is the run's input key (NULL when it
+--   has none).
 WITH attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
            coalesce(condition, '') AS condition, run, attempt, status, success, tokens,
            latency_ms, elapsed_ms, retries, plan_reprompts, rejected_tool_calls, escalated,
-           input_index, seed_index, started_at, sig_trace, sig_tools,
+           input_index, seed_index, started_at, sig_trace, sig_tools, input_key,
            max(attempt) OVER (PARTITION BY run) AS counted_attempt
     FROM run_folds
     WHERE study = $1
@@ -27,9 +30,10 @@ SELECT task, model, condition, run, attempt, status,
        escalated OR status = 'escalated' AS escalated,
        input_index, seed_index,
        epoch_us(started_at) AS started_us,
-       sig_trace, sig_tools
+       sig_trace, sig_tools, input_key
 FROM attempts
 WHERE attempt = counted_attempt
+  AND status IN ('succeeded', 'failed', 'escalated', 'overflow')
   AND (CAST($2 AS VARCHAR) IS NULL OR task = CAST($2 AS VARCHAR))
   AND (CAST($3 AS VARCHAR) IS NULL OR model = CAST($3 AS VARCHAR))
   AND (CAST($4 AS VARCHAR) IS NULL OR condition = CAST($4 AS VARCHAR))

@@ -1,5 +1,6 @@
--- analysis_traces: the signature grouping of the counted runs: each distinct trace of a cell
--- once, with its multiplicity, so that run contents cross the wire once per distinct trace.
+-- analysis_traces: the signature grouping of the scored runs (those of analysis_runs): each
+-- distinct trace of a cell once, with its multiplicity, so that run contents cross the wire once
+-- per distinct trace.
 -- Inputs: the parameters of analysis_runs ($1 study; $2 task, $3 model, $4 condition, NULL for
 --   any; $5, $6 microseconds since the epoch, NULL for unbounded, on started_at). Table
 --   run_folds (finished attempts).
@@ -11,7 +12,7 @@
 --   group's runs.
 WITH attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
-           coalesce(condition, '') AS condition, run, attempt, started_at,
+           coalesce(condition, '') AS condition, run, attempt, status, started_at,
            sig_trace, sig_tools, plan, states, tools, calls, output,
            max(attempt) OVER (PARTITION BY run) AS counted_attempt
     FROM run_folds
@@ -26,6 +27,7 @@ SELECT task, model, condition, sig_trace, sig_tools,
        count(*) AS runs
 FROM attempts
 WHERE attempt = counted_attempt
+  AND status IN ('succeeded', 'failed', 'escalated', 'overflow')
   AND (CAST($2 AS VARCHAR) IS NULL OR task = CAST($2 AS VARCHAR))
   AND (CAST($3 AS VARCHAR) IS NULL OR model = CAST($3 AS VARCHAR))
   AND (CAST($4 AS VARCHAR) IS NULL OR condition = CAST($4 AS VARCHAR))

@@ -81,6 +81,7 @@ var (
 	IngestAttemptEvents = load("ingest_attempt_events", Ingest)
 	IngestFoldedKeys    = load("ingest_folded_keys", Ingest)
 	IngestFoldDelete    = load("ingest_fold_delete", Ingest)
+	IngestSchemaCheck   = load("ingest_schema_check", Ingest)
 )
 
 // Analysis statements (package analysis): reading a study's runs for the metrics, and the
@@ -90,6 +91,7 @@ var (
 	AnalysisCells             = load("analysis_cells", Analysis)
 	AnalysisRuns              = load("analysis_runs", Analysis)
 	AnalysisTraces            = load("analysis_traces", Analysis)
+	AnalysisCauses            = load("analysis_causes", Analysis)
 	AnalysisTableMetrics      = load("analysis_table_metrics", Analysis)
 	AnalysisTableComparisons  = load("analysis_table_comparisons", Analysis)
 	AnalysisAddPSE            = load("analysis_add_p_se", Analysis)
@@ -136,8 +138,8 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete,
-		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces,
+		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete, IngestSchemaCheck,
+		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,

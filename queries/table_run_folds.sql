@@ -7,7 +7,11 @@
 --   {"args":…,"tool":…}; output is canonical JSON or '<none>'. sig_* are the lowercase hex SHA-256
 --   signatures of metrics.PlanSignature & co. fold_error is the fold's first error (NULL when the
 --   history is well-formed); check_error lists disagreements between run.finished's totals and
---   the fold's.
+--   the fold's. status is run.finished's status (finished_status), except 'incomplete' while the
+--   fold refuses the history (a gap, an event it cannot apply): such a run is not scored until
+--   its history is whole, and success is then false. cause_kind, cause_permanent and cause are
+--   run.finished's cause (errored runs; NULL otherwise); input_key is run.started's input key,
+--   else the one derived from its input (events.RunStarted.ResolvedInputKey), NULL when neither.
 CREATE TABLE IF NOT EXISTS run_folds (
     study               VARCHAR   NOT NULL,
     run                 VARCHAR   NOT NULL,
@@ -53,5 +57,10 @@ CREATE TABLE IF NOT EXISTS run_folds (
     sig_trace           VARCHAR   NOT NULL,
     events              INTEGER   NOT NULL,
     fold_error          VARCHAR,
-    check_error         VARCHAR
+    check_error         VARCHAR,
+    finished_status     VARCHAR   NOT NULL,
+    cause_kind          VARCHAR,
+    cause_permanent     BOOLEAN,
+    cause               VARCHAR,
+    input_key           VARCHAR
 );

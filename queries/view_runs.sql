@@ -1,13 +1,16 @@
 -- view_runs: one row per run attempt (harness and production alike).
 -- Inputs: run_folds (finished attempts), events (run.started of attempts not finished yet).
 -- Outputs: view runs: the columns of run_folds plus last_attempt (this is the run's latest
---   attempt). status is run.finished's status (succeeded, failed, escalated, aborted) for finished
---   attempts; for attempts without run.finished it is 'aborted' when a later attempt of the same
+--   attempt). status is run.finished's status for finished attempts (succeeded, failed, escalated
+--   and overflow: the agent's behaviour, scored; errored: the model or a tool server never
+--   answered, with cause_kind and cause; aborted), or 'incomplete' while the attempt's history has
+--   a gap or an event the fold refuses (fold_error; finished_status keeps what run.finished
+--   said); for attempts without run.finished it is 'aborted' when a later attempt of the same
 --   run exists and 'incomplete' otherwise, and the fold columns (plan, states, …, sig_*) are NULL.
 --   output is NULL for a run that produced none (run_folds keeps the sentinel '<none>', which
 --   its sig_output signs).
---   An analysis of a cell normally takes the finished last attempts: WHERE last_attempt AND
---   status <> 'incomplete'.
+--   An analysis of a cell takes the scored runs: WHERE last_attempt AND status IN ('succeeded',
+--   'failed', 'escalated', 'overflow').
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     SELECT study, run, attempt,

@@ -62,18 +62,22 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 	if err != nil {
 		return nil, err
 	}
+	if err := loadCauses(ctx, q, study, cells); err != nil {
+		return nil, err
+	}
 	runs, err := loadRuns(ctx, q, selection{study: study}, st.Paired)
 	if err != nil {
 		return nil, err
 	}
-	var counted int64
+	var finished int64
 	for _, c := range cells {
 		if got := int64(len(runs[c.key])); got != c.data.CountedRuns {
 			return nil, fmt.Errorf("%w: cell %s: %d counted runs, %d loaded", ErrChanged, c.key, c.data.CountedRuns, got)
 		}
-		counted += c.data.CountedRuns
+		// A study whose runs all errored has a result: null metrics and the causes.
+		finished += c.data.CountedRuns + c.data.ErroredRuns + c.data.AbortedRuns + c.data.FoldErrors
 	}
-	if counted == 0 {
+	if finished == 0 {
 		var incomplete int64
 		for _, c := range cells {
 			incomplete += c.data.IncompleteRuns
@@ -272,26 +276,48 @@ func cellNotes(c cellRow, m metrics.CellMetrics) []string {
 	var out []string
 	d := c.data
 	if d.ExpectedRuns != nil && d.CountedRuns < *d.ExpectedRuns {
-		out = append(out, fmt.Sprintf("%s: %d of %d expected runs finished", c.key, d.CountedRuns, *d.ExpectedRuns))
+		out = append(out, fmt.Sprintf("%s: %d of %d expected runs scored", c.key, d.CountedRuns, *d.ExpectedRuns))
 	}
-	if d.IncompleteRuns > 0 {
-		out = append(out, fmt.Sprintf("%s: runs without a finished attempt, not counted: %d (attempts still running or lost: %d)", c.key, d.IncompleteRuns, d.RunningAttempts))
+	if d.ErroredRuns > 0 {
+		out = append(out, fmt.Sprintf("%s: errored runs, not scored (the model or a tool server never answered): %d — %s", c.key, d.ErroredRuns, causesText(d.Causes)))
+	}
+	if d.AbortedRuns > 0 {
+		out = append(out, fmt.Sprintf("%s: aborted runs, not scored: %d", c.key, d.AbortedRuns))
+	}
+	if n := d.IncompleteRuns - d.FoldErrors; n > 0 {
+		out = append(out, fmt.Sprintf("%s: runs without a finished attempt, not scored: %d (attempts still running or lost: %d)", c.key, n, d.RunningAttempts))
+	}
+	if d.FoldErrors > 0 {
+		out = append(out, fmt.Sprintf("%s: finished runs whose history has a gap or an event the fold refuses, incomplete and not scored until it is whole (see the anomalies view): %d", c.key, d.FoldErrors))
 	}
 	if d.SupersededAttempts > 0 {
 		out = append(out, fmt.Sprintf("%s: superseded attempts, not counted: %d (%d of them finished; they spent %d tokens and %d retries)", c.key, d.SupersededAttempts, d.SupersededFinished, d.SupersededTokens, d.SupersededRetries))
 	}
-	if d.FoldErrors > 0 {
-		out = append(out, fmt.Sprintf("%s: counted runs with malformed histories (fold errors; see the anomalies view): %d", c.key, d.FoldErrors))
-	}
 	if d.CheckErrors > 0 {
-		out = append(out, fmt.Sprintf("%s: counted runs whose run.finished totals disagree with their events: %d", c.key, d.CheckErrors))
+		out = append(out, fmt.Sprintf("%s: scored runs whose run.finished totals disagree with their events: %d", c.key, d.CheckErrors))
 	}
 	if m.N > 0 && (c.distinctTraces != int64(m.DistinctTraces) || c.distinctOutputs != int64(m.DistinctOutputs) || c.distinctTools != int64(m.DistinctToolSeqs)) {
 		out = append(out, fmt.Sprintf("%s: the stored signatures group runs differently from package metrics (%d/%d/%d distinct traces/outputs/tool sequences against %d/%d/%d); rebuild the database (analyzer rebuild)",
 			c.key, c.distinctTraces, c.distinctOutputs, c.distinctTools, m.DistinctTraces, m.DistinctOutputs, m.DistinctToolSeqs))
 	}
-	if m.N == 1 {
-		out = append(out, fmt.Sprintf("%s: one run; pairwise metrics are undefined (null)", c.key))
+	switch m.N {
+	case 0:
+		out = append(out, fmt.Sprintf("%s: no scored run; every metric is undefined (null)", c.key))
+	case 1:
+		out = append(out, fmt.Sprintf("%s: one scored run; pairwise metrics are undefined (null)", c.key))
 	}
 	return out
+}
+
+// causesText lists causes as "kind: detail (n runs)", most frequent first, at most three.
+func causesText(cs []Cause) string {
+	var parts []string
+	for i, c := range cs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(cs)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s (%d)", c.Kind, c.Detail, c.Runs))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/metrics"
 )
@@ -73,6 +74,20 @@ func TestComputeMatchesMetrics(t *testing.T) {
 		t.Errorf("missing cell = %+v, want N = 0 with 2 expected", m)
 	}
 
+	// Aborted runs are counted in the data, not scored.
+	if b := byKey[wantKeys[0]].Data; b.AbortedRuns == 0 || b.AbortedRuns+b.CountedRuns != 13 || b.Runs != 13 {
+		t.Errorf("baseline data = %+v, want aborted runs beside the scored ones, 13 in all", b)
+	}
+	// Errored runs are counted with their cause, not scored.
+	kb := byKey[wantKeys[3]].Data
+	wantCause := []Cause{{Kind: events.CauseMissingKey, Permanent: true, Detail: "OPENAI_API_KEY is not set", Runs: 2}}
+	if kb.ErroredRuns != 2 || kb.CountedRuns != 1 || kb.Runs != 3 || !slices.Equal(kb.Causes, wantCause) {
+		t.Errorf("kyc baseline data = %+v, want 2 errored (missing_key), 1 scored of 3 runs", kb)
+	}
+	// A finished run whose history has a gap is incomplete, not scored.
+	if kh := byKey[wantKeys[4]].Data; kh.IncompleteRuns != 1 || kh.FoldErrors != 1 || kh.CountedRuns != 3 || kh.Runs != 4 {
+		t.Errorf("kyc harness data = %+v, want 1 incomplete (fold error) beside 3 scored of 4 runs", kh)
+	}
 	// N = 1: pairwise metrics and their SEs are null.
 	one := byKey[wantKeys[3]].Metrics
 	if one.N != 1 || one.RR.Value.Valid || one.DI.Value.Valid || one.TSS.Value.Valid || one.AC.Value.Valid || one.RR.SE.Valid {

@@ -48,6 +48,7 @@ type cellRow struct {
 }
 
 var cellCols = []string{"task", "model", "condition", "expected_runs", "runs", "counted_runs",
+	"errored_runs", "aborted_runs",
 	"superseded_attempts", "superseded_finished", "incomplete_runs", "running_attempts", "fold_errors",
 	"check_errors", "distinct_traces", "distinct_outputs", "distinct_tool_sequences", "superseded_tokens",
 	"superseded_retries", "first_started_us", "last_finished_us"}
@@ -59,19 +60,38 @@ func loadCells(ctx context.Context, q Querier, study string) ([]cellRow, error) 
 		c := cellRow{key: CellKey{Task: r.str(0), Model: r.str(1), Condition: r.str(2)}}
 		c.data = CellData{
 			ExpectedRuns: r.optInt(3), Runs: r.int(4), CountedRuns: r.int(5),
-			SupersededAttempts: r.int(6), SupersededFinished: r.int(7), IncompleteRuns: r.int(8),
-			RunningAttempts: r.int(9), FoldErrors: r.int(10), CheckErrors: r.int(11),
-			SupersededTokens: r.int(15), SupersededRetries: r.int(16),
+			ErroredRuns: r.int(6), AbortedRuns: r.int(7), Causes: []Cause{},
+			SupersededAttempts: r.int(8), SupersededFinished: r.int(9), IncompleteRuns: r.int(10),
+			RunningAttempts: r.int(11), FoldErrors: r.int(12), CheckErrors: r.int(13),
+			SupersededTokens: r.int(17), SupersededRetries: r.int(18),
 		}
-		c.distinctTraces, c.distinctOutputs, c.distinctTools = r.int(12), r.int(13), r.int(14)
-		c.firstStartedUS = r.optInt(17)
+		c.distinctTraces, c.distinctOutputs, c.distinctTools = r.int(14), r.int(15), r.int(16)
+		c.firstStartedUS = r.optInt(19)
 		c.data.FirstStarted = timeText(c.firstStartedUS)
-		c.data.LastFinished = timeText(r.optInt(18))
+		c.data.LastFinished = timeText(r.optInt(20))
 		out = append(out, c)
 		return r.err
 	})
 	slices.SortFunc(out, func(a, b cellRow) int { return compareKeys(a.key, b.key) })
 	return out, err
+}
+
+var causeCols = []string{"task", "model", "condition", "cause_kind", "permanent", "cause", "runs"}
+
+// loadCauses reads the causes of the study's errored runs (analysis_causes) into their cells.
+func loadCauses(ctx context.Context, q Querier, study string, cells []cellRow) error {
+	byKey := map[CellKey]*CellData{}
+	for i := range cells {
+		byKey[cells[i].key] = &cells[i].data
+	}
+	return q.Query(ctx, queries.AnalysisCauses, []any{study}, func(vals []any) error {
+		r := row{vals: vals, cols: causeCols}
+		k := CellKey{Task: r.str(0), Model: r.str(1), Condition: r.str(2)}
+		if d := byKey[k]; d != nil {
+			d.Causes = append(d.Causes, Cause{Kind: r.str(3), Permanent: r.bool(4), Detail: r.str(5), Runs: r.int(6)})
+		}
+		return r.err
+	})
 }
 
 func compareKeys(a, b CellKey) int {
@@ -135,7 +155,7 @@ var traceCols = []string{"task", "model", "condition", "sig_trace", "sig_tools",
 
 var runCols = []string{"task", "model", "condition", "run", "attempt", "status", "success", "tokens", "latency_ms",
 	"retries", "plan_reprompts", "rejected_tool_calls", "escalated", "input_index", "seed_index", "started_us",
-	"sig_trace", "sig_tools"}
+	"sig_trace", "sig_tools", "input_key"}
 
 // loadRuns returns the counted runs of the selection by cell, each cell's runs ordered by run
 // id. Run contents come from the signature grouping (analysis_traces) and are shared by the

@@ -17,6 +17,7 @@ var goldenCases = map[string][]any{
 	"analysis_study":              {"s1"},
 	"analysis_cells":              {"s1"},
 	"analysis_runs":               {"s1", nil, nil, "harness_sp", nil, nil},
+	"analysis_causes":             {"s1"},
 	"analysis_traces":             {"s1", "credit_ecl", "sim-a", nil, nil, studyClock.Add(41 * time.Second).UnixMicro()},
 	"analysis_table_metrics":      nil,
 	"analysis_table_comparisons":  nil,

@@ -4,10 +4,12 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
-// CountedRunsRule states which attempts a cell's N counts; it is part of every Result.
-const CountedRunsRule = "each run counts once, by its latest finished attempt (status succeeded, failed, " +
-	"escalated or aborted with run.finished); earlier attempts of the same run are superseded and not counted; " +
-	"runs without a finished attempt are incomplete and not counted"
+// CountedRunsRule states which runs a cell's N counts; it is part of every Result.
+const CountedRunsRule = "each run counts once, by its latest finished attempt, and is scored (in N and every " +
+	"metric) when that attempt is the agent's behaviour: succeeded, failed, escalated or overflow; errored runs " +
+	"(the model or a tool server never answered) and aborted runs are counted with their causes, not scored; " +
+	"runs without a finished attempt, or whose history has a gap or an event the fold refuses, are incomplete " +
+	"and not scored; earlier attempts of the same run are superseded"
 
 // Result is the analysis of one study: every cell, every comparison, and notes on the data.
 // It holds no wall clock and no map, so the same events and Options give an equal Result.
@@ -84,9 +86,15 @@ type Cell struct {
 type CellData struct {
 	// ExpectedRuns is what study.defined planned (null without a definition).
 	ExpectedRuns *int64 `json:"expected_runs"`
-	// Runs counts the distinct runs seen, CountedRuns those in the metrics (N).
+	// Runs counts the distinct runs seen, CountedRuns the scored ones, in the metrics (N).
 	Runs        int64 `json:"runs"`
 	CountedRuns int64 `json:"counted_runs"`
+	// ErroredRuns never reached their model or a tool server, or got no answer (Causes says
+	// why); AbortedRuns were interrupted. Neither is scored.
+	ErroredRuns int64 `json:"errored_runs"`
+	AbortedRuns int64 `json:"aborted_runs"`
+	// Causes are the causes of the errored runs, most frequent first.
+	Causes []Cause `json:"causes"`
 	// SupersededAttempts are attempts replaced by a later attempt of the same run (crash
 	// recovery); SupersededFinished of them had finished. SupersededTokens and
 	// SupersededRetries are the harness activity they spent, not in the metrics.
@@ -94,17 +102,28 @@ type CellData struct {
 	SupersededFinished int64 `json:"superseded_finished"`
 	SupersededTokens   int64 `json:"superseded_tokens"`
 	SupersededRetries  int64 `json:"superseded_retries"`
-	// IncompleteRuns have no finished attempt; RunningAttempts are latest attempts without
-	// run.finished (still running, or lost).
+	// IncompleteRuns have no finished attempt, or a history with a gap or an event the fold
+	// refuses (FoldErrors of them); RunningAttempts are latest attempts without run.finished
+	// (still running, or lost). None is scored.
 	IncompleteRuns  int64 `json:"incomplete_runs"`
 	RunningAttempts int64 `json:"running_attempts"`
-	// FoldErrors and CheckErrors count counted runs whose history did not fold cleanly or whose
-	// run.finished totals disagree with their events.
-	FoldErrors  int64 `json:"fold_errors"`
+	FoldErrors      int64 `json:"fold_errors"`
+	// CheckErrors counts scored runs whose run.finished totals disagree with their events.
 	CheckErrors int64 `json:"check_errors"`
-	// FirstStarted and LastFinished bound the counted runs (RFC 3339, UTC).
+	// FirstStarted and LastFinished bound the scored runs (RFC 3339, UTC).
 	FirstStarted *string `json:"first_started"`
 	LastFinished *string `json:"last_finished"`
+}
+
+// Cause is one cause of a cell's errored runs.
+type Cause struct {
+	// Kind is what failed (events.Cause* kinds: missing_key, unauthorized, model_not_found,
+	// unreachable, timeout, rate_limited, server_error, tool_server, …).
+	Kind string `json:"kind"`
+	// Permanent says trying again could not help (a missing key, 401/403, an unknown model).
+	Permanent bool   `json:"permanent"`
+	Detail    string `json:"detail"`
+	Runs      int64  `json:"runs"`
 }
 
 // Comparison is one test between two cells of the same task and model: condition B against

@@ -47,6 +47,10 @@ type runSpec struct {
 	source      events.SourceKind
 	sourceID    string
 	finishedGap time.Duration
+	// gap drops the run's second event (a lost event: the history has a gap); late returns it
+	// instead, the dropped event alone, as it arrives after the rest (see synth.late).
+	gap   bool
+	cause events.Cause // of an errored run
 }
 
 func (r runSpec) want(paired bool) metrics.Run {
@@ -97,6 +101,8 @@ type synth struct {
 	study string
 	n     int
 	envs  []events.Envelope
+	// late holds the events dropped by runSpec.gap, to be sent after the others.
+	late []events.Envelope
 }
 
 func (s *synth) emit(run string, attempt int, seq int64, at time.Time, src events.Source, p events.Payload) {
@@ -125,6 +131,10 @@ func (s *synth) add(r runSpec) {
 		seq++
 		at = at.Add(time.Millisecond)
 		s.emit(r.run, r.attempt, seq, at, src, p)
+		if r.gap && seq == 2 {
+			s.late = append(s.late, s.envs[len(s.envs)-1])
+			s.envs = s.envs[:len(s.envs)-1]
+		}
 	}
 	seed := int64(1000 + r.seed)
 	next(events.RunStarted{Task: r.cell.Task, Model: r.cell.Model, Condition: r.cell.Condition, InputIndex: r.input,
@@ -175,7 +185,7 @@ func (s *synth) add(r runSpec) {
 		calls += 1 + boolInt(st.retry)
 	}
 	calls += r.reprompts + boolInt(r.planText != "")
-	next(events.RunFinished{Status: r.status, Success: r.success, Output: out, Totals: events.Totals{
+	next(events.RunFinished{Status: r.status, Success: r.success, Output: out, Cause: r.cause, Totals: events.Totals{
 		PromptTokens: int64(calls) * r.tokens[0], CompletionTokens: int64(calls) * r.tokens[1], ModelCalls: calls,
 		ToolCalls: len(w.Tools), Retries: w.Retries, PlanReprompts: r.reprompts, RejectedToolCalls: w.RejectedToolCalls,
 		LatencyMS: r.latencyMS}})
@@ -183,17 +193,18 @@ func (s *synth) add(r runSpec) {
 
 // harnessStudy builds a paired study with three conditions of one task and a small second
 // task: varied traces, failed, escalated and aborted runs, a superseded attempt, a re-executed
-// attempt, an incomplete run, a one-run cell and an all-failed cell. It returns the envelopes
-// and the counted runs by cell, as the spec defines them, built from the specs alone.
+// attempt, an incomplete run, a cell of one scored run beside two errored ones, an all-failed
+// cell with a run whose history has a gap. It returns the envelopes and the scored runs by
+// cell, as the spec defines them, built from the specs alone.
 func harnessStudy(study string) ([]events.Envelope, map[CellKey][]metrics.Run) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	s := &synth{study: study}
 	const t1, t2, m1 = "credit_ecl", "kyc_check", "sim-a"
 	conds := []string{"baseline", "harness", "harness_sp"}
 	s.define([]events.Cell{
-		{Task: t1, Model: m1, Condition: "baseline", Runs: 12}, {Task: t1, Model: m1, Condition: "harness", Runs: 13},
+		{Task: t1, Model: m1, Condition: "baseline", Runs: 13}, {Task: t1, Model: m1, Condition: "harness", Runs: 13},
 		{Task: t1, Model: m1, Condition: "harness_sp", Runs: 12},
-		{Task: t2, Model: m1, Condition: "baseline", Runs: 1}, {Task: t2, Model: m1, Condition: "harness", Runs: 3},
+		{Task: t2, Model: m1, Condition: "baseline", Runs: 3}, {Task: t2, Model: m1, Condition: "harness", Runs: 4},
 		{Task: t2, Model: m1, Condition: "missing", Runs: 2},
 	}, true)
 	want := map[CellKey][]metrics.Run{}
@@ -250,10 +261,17 @@ func harnessStudy(study string) ([]events.Envelope, map[CellKey][]metrics.Run) {
 					r.attempt = 2
 					r.start += time.Second
 				}
-				counted(r)
+				if status == events.StatusAborted {
+					s.add(r) // interrupted: counted in the data, not scored
+				} else {
+					counted(r)
+				}
 			}
 		}
 	}
+	// An interrupted run of baseline: aborted, counted in the data, not scored.
+	s.add(runSpec{cell: CellKey{t1, m1, "baseline"}, run: "baseline-9-0", attempt: 1, input: 9, status: events.StatusAborted,
+		steps: []step{{state: "load", tool: "load_data", args: map[string]any{"path": "loans.csv"}}}, tokens: [2]int64{1, 1}, start: 890 * time.Second})
 	// An incomplete run of harness (expected 13, 12 counted).
 	s.add(runSpec{cell: CellKey{t1, m1, "harness"}, run: "harness-9-0", attempt: 1, input: 9, unfinished: true,
 		steps: []step{{state: "load", tool: "load_data", args: map[string]any{"path": "loans.csv"}}}, tokens: [2]int64{1, 1}, start: 900 * time.Second})
@@ -261,6 +279,17 @@ func harnessStudy(study string) ([]events.Envelope, map[CellKey][]metrics.Run) {
 	counted(runSpec{cell: CellKey{t2, m1, "baseline"}, run: "kyc-b-0", attempt: 1, input: 0, seed: 0,
 		steps: []step{{state: "check", tool: "lookup", args: map[string]any{"id": 1}}}, output: map[string]any{"ok": true},
 		status: events.StatusSucceeded, success: true, tokens: [2]int64{80, 8}, latencyMS: 40, start: 1000 * time.Second})
+	// Two runs of the baseline whose model was never reached: errored, not scored, so that
+	// the cell still has one scored run (and null pairwise metrics, not 1).
+	for i := 1; i <= 2; i++ {
+		s.add(runSpec{cell: CellKey{t2, m1, "baseline"}, run: fmt.Sprintf("kyc-b-%d", i), attempt: 1, input: i, seed: 0,
+			status: events.StatusErrored, start: time.Duration(1000+i) * time.Second,
+			cause: events.Cause{Kind: events.CauseMissingKey, Permanent: true, Endpoint: "openai", Detail: "OPENAI_API_KEY is not set"}})
+	}
+	// A finished run of the harness cell whose second event was lost: incomplete, not scored.
+	s.add(runSpec{cell: CellKey{t2, m1, "harness"}, run: "kyc-h-gap", attempt: 1, input: 5, seed: 0, gap: true,
+		steps: []step{{state: "check", tool: "lookup", args: map[string]any{"id": 1}}}, output: map[string]any{"ok": true},
+		status: events.StatusSucceeded, success: true, tokens: [2]int64{80, 8}, latencyMS: 40, start: 1020 * time.Second})
 	for i := 0; i < 3; i++ {
 		counted(runSpec{cell: CellKey{t2, m1, "harness"}, run: fmt.Sprintf("kyc-h-%d", i), attempt: 1, input: i, seed: 0,
 			steps: []step{{state: "check", tool: "lookup", args: map[string]any{"id": 1 + i%2}}}, output: map[string]any{"ok": false},

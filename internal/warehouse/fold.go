@@ -12,6 +12,10 @@ import (
 	"github.com/dittolab/ditto/metrics"
 )
 
+// StatusIncomplete is the status of a run in the projection while its history has a gap or an
+// event the fold refuses (and, in the runs view, of an attempt without run.finished).
+const StatusIncomplete = "incomplete"
+
 // NoOutput is the value of runs.output (and of the output fed to sig_output) for a run that
 // produced no output. It is not valid JSON, so it never equals a real output.
 const NoOutput = "<none>"
@@ -105,16 +109,27 @@ func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
 
 	var foldErr, checkErr any
 	foldErrors := false
+	status, success := finished.Status, finished.Success
 	if ferr != nil {
 		foldErr, foldErrors = ferr.Error(), true
+		// A history with a gap or an event the fold refuses is not the run: it stays
+		// incomplete, out of every metric, until the missing events arrive and it folds.
+		status, success = StatusIncomplete, false
 	} else if msg := checkTotals(finished.Totals, r); msg != "" {
 		checkErr = msg
+	}
+	var causeKind, causePermanent, cause, inputKey any
+	if c := finished.Cause; c.Kind != "" {
+		causeKind, causePermanent, cause = c.Kind, c.Permanent, c.Detail
+	}
+	if started != nil {
+		inputKey = nullString(started.ResolvedInputKey())
 	}
 	src := envs[0].Source
 	row := foldRow{
 		k.study, k.run, int32(k.attempt), string(src.Kind), src.ID,
 		task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated,
-		finished.Status, finished.Success, nullString(finished.Error),
+		status, success, nullString(finished.Error),
 		startedAt, finishedAt, finished.Totals.LatencyMS, elapsed,
 		r.PromptTokens, r.CompletionTokens, r.PromptTokens + r.CompletionTokens,
 		int32(r.ModelCalls), int32(len(r.Tools)), int32(r.Retries), int32(r.PlanReprompts),
@@ -124,6 +139,7 @@ func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
 		sig(metrics.PlanSignature(mr)), sig(metrics.StatesSignature(mr)), sig(metrics.ToolsSignature(mr)),
 		sig(metrics.CallsSignature(mr)), sig(metrics.OutputSignature(mr)), sig(metrics.TraceSignature(mr)),
 		int32(len(h)), foldErr, checkErr,
+		finished.Status, causeKind, causePermanent, cause, inputKey,
 	}
 	return row, foldErrors
 }

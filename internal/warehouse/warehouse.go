@@ -72,6 +72,25 @@ func (w *Warehouse) createSchema(ctx context.Context) error {
 		if _, err := w.db.ExecContext(ctx, s.SQL); err != nil {
 			return fmt.Errorf("warehouse: schema %s: %w", s.Name, err)
 		}
+		if s.Name == queries.TableRunFolds.Name {
+			if err := w.checkRunFolds(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRunFolds refuses a database whose run_folds table predates the columns this build
+// writes (CREATE TABLE IF NOT EXISTS leaves an existing table as it is): its rows lack the
+// statuses and input keys the analysis needs, and only a replay of the stream recomputes them.
+func (w *Warehouse) checkRunFolds(ctx context.Context) error {
+	var current bool
+	if err := w.db.QueryRowContext(ctx, queries.IngestSchemaCheck.SQL).Scan(&current); err != nil {
+		return fmt.Errorf("warehouse: schema check: %w", err)
+	}
+	if !current {
+		return fmt.Errorf("%w: %s was written by an older ditto (run_folds has no input_key column); rebuild it from the stream: analyzer rebuild", ErrOldSchema, w.cfg.Path)
 	}
 	return nil
 }
