@@ -114,6 +114,12 @@ func writeStatus(w io.Writer, st []queryapi.Study, bars bool) {
 	}
 	for _, s := range st {
 		extra := fmt.Sprintf("incomplete %d, succeeded %d", s.IncompleteRuns, s.SucceededRuns)
+		if s.FoldErrors > 0 {
+			extra = fmt.Sprintf("incomplete %d (%d with a gap or a refused event), succeeded %d", s.IncompleteRuns, s.FoldErrors, s.SucceededRuns)
+		}
+		if s.ErroredRuns > 0 {
+			extra += fmt.Sprintf(", errored %d (never reached the model or a tool; not scored: analyzer metrics gives the causes)", s.ErroredRuns)
+		}
 		if s.ExpectedRuns == nil {
 			fmt.Fprintf(w, "%-*s  %d runs finished (no expected count: %s traces), %s\n",
 				width, s.Study, s.FinishedRuns, orDefault(s.SourceKind, "unplanned"), extra)

@@ -13,6 +13,7 @@ func TestWriteStatus(t *testing.T) {
 	st := []queryapi.Study{
 		{Study: "alpha", ExpectedRuns: ptr[int64](200), FinishedRuns: 57, IncompleteRuns: 2, SucceededRuns: 50, Progress: ptr(0.285)},
 		{Study: "prod", SourceKind: "production", FinishedRuns: 24, SucceededRuns: 21},
+		{Study: "nokey", ExpectedRuns: ptr[int64](4), FinishedRuns: 4, IncompleteRuns: 1, FoldErrors: 1, ErroredRuns: 3, Progress: ptr(1.0)},
 	}
 	tests := []struct {
 		name string
@@ -22,6 +23,7 @@ func TestWriteStatus(t *testing.T) {
 		{"plain", false, []string{
 			"alpha  57/200 runs finished (28.5%), incomplete 2, succeeded 50\n",
 			"prod   24 runs finished (no expected count: production traces), incomplete 0, succeeded 21\n",
+			"nokey  4/4 runs finished (100.0%), incomplete 1 (1 with a gap or a refused event), succeeded 0, errored 3 (never reached",
 		}},
 		{"bars", true, []string{
 			"alpha  28% |", "| (57/200)  incomplete 2, succeeded 50\n",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -241,18 +242,45 @@ func waitForStudy(ctx context.Context, b *bus.Bus, p *study.Plan, w io.Writer) e
 	return printOutcomes(ctx, b, p, w)
 }
 
-// printOutcomes prints each cell's runs by status.
+// printOutcomes prints each cell's runs by status, then the causes of the errored runs: those
+// runs never reached their model or a tool server, and a study with any is an error (ErrErrored)
+// — its metrics rest on fewer runs than planned, or on none.
 func printOutcomes(ctx context.Context, b *bus.Bus, p *study.Plan, w io.Writer) error {
 	outcomes, err := study.Outcomes(ctx, b, p)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  task\tmodel\tcondition\truns\tsucceeded\tfailed\tescalated\taborted")
+	fmt.Fprintln(tw, "  task\tmodel\tcondition\truns\tsucceeded\tfailed\tescalated\toverflow\terrored\taborted")
+	causes := map[string]int{}
+	errored := 0
 	for _, o := range outcomes {
 		st := o.Statuses
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", o.Task, o.Model, o.Condition, o.Runs,
-			st[events.StatusSucceeded], st[events.StatusFailed], st[events.StatusEscalated], st[events.StatusAborted])
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", o.Task, o.Model, o.Condition, o.Runs,
+			st[events.StatusSucceeded], st[events.StatusFailed], st[events.StatusEscalated], st[events.StatusOverflow],
+			st[events.StatusErrored], st[events.StatusAborted])
+		errored += st[events.StatusErrored]
+		for c, n := range o.Causes {
+			causes[c] += n
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if errored == 0 {
+		return nil
+	}
+	list := make([]string, 0, len(causes))
+	for c := range causes {
+		list = append(list, c)
+	}
+	slices.SortFunc(list, func(a, b string) int { return cmp.Or(causes[b]-causes[a], strings.Compare(a, b)) })
+	fmt.Fprintf(w, "%d runs errored (the model or a tool server was never reached or never answered; not scored):\n", errored)
+	for _, c := range list {
+		fmt.Fprintf(w, "  %d × %s\n", causes[c], c)
+	}
+	return fmt.Errorf("%w: study %s: %d runs errored, first cause %s", ErrErrored, p.Spec.Name, errored, list[0])
 }
+
+// ErrErrored: runs of the study errored (infrastructure, not the agent).
+var ErrErrored = errors.New("runs errored")

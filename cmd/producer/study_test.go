@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -163,5 +164,50 @@ func TestStudyPolicyRefusesSpec(t *testing.T) {
 		if info, err := s.Info(ctx); err != nil || info.State.Msgs != 0 {
 			t.Errorf("jobs stream after a refused submit: %+v, %v; want no job", info, err)
 		}
+	}
+}
+
+// TestStudySubmitWaitMissingKey: a study whose endpoint's key variable is unset ends quickly
+// (no retries of a permanent cause) and submit --wait exits with an error naming the cause,
+// after printing the errored runs by cause.
+func TestStudySubmitWaitMissingKey(t *testing.T) {
+	srv := bustest.NewServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t.Setenv("DITTO_KEY_TEST_UNSET", "")
+	spec := filepath.Join(t.TempDir(), "nokey.json")
+	if err := os.WriteFile(spec, []byte(`{"name": "nokey", "tasks": ["renal_dosing"], "models": ["gpt-4o-mini"],
+  "conditions": ["harness"], "runs": 4, "seeds": {"base": 1},
+  "endpoints": {"openai": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "DITTO_KEY_TEST_UNSET", "models": ["gpt-4o-mini"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := srv.Connect(t)
+	w, err := worker.New(b, worker.Config{ID: "w", FetchWait: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+
+	err = runStudy(ctx, []string{"submit", "--nats-url", srv.ClientURL(), "--wait", "--timeout", "50s", spec})
+	if !errors.Is(err, ErrErrored) || !strings.Contains(err.Error(), "missing_key") || !strings.Contains(err.Error(), "DITTO_KEY_TEST_UNSET") {
+		t.Errorf("submit --wait = %v, want ErrErrored naming missing_key and the variable", err)
+	}
+	p, err := loadSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printOutcomes(ctx, b, p, &out); !errors.Is(err, ErrErrored) {
+		t.Errorf("outcomes = %v, want ErrErrored", err)
+	}
+	if !strings.Contains(out.String(), "4 runs errored") || !strings.Contains(out.String(), "4 × missing_key") {
+		t.Errorf("output does not list the errored runs by cause:\n%s", out.String())
+	}
+	if r := w.Stats().Requeued.Load(); r != 0 {
+		t.Errorf("the worker requeued %d jobs; a missing key is not retried", r)
 	}
 }

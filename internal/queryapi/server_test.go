@@ -53,7 +53,8 @@ func newTestDB(t *testing.T) (*sql.DB, string) {
 			SELECT study, 'Study ' || study AS name, 'harness' AS source_kind, 20::BIGINT AS expected_runs,
 			       count(*) AS runs, count(*) FILTER (WHERE ok IS NOT NULL) AS finished_runs,
 			       count(*) FILTER (WHERE ok IS NULL) AS incomplete_runs,
-			       count(*) FILTER (WHERE ok) AS succeeded_runs, count(*) AS attempts
+			       count(*) FILTER (WHERE ok) AS succeeded_runs, count(*) AS attempts,
+			       0::BIGINT AS errored_runs, 0::BIGINT AS fold_errors
 			FROM runs GROUP BY study`,
 	} {
 		if _, err := db.Exec(s); err != nil {

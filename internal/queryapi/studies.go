@@ -16,6 +16,10 @@ type Study struct {
 	FinishedRuns   int64    `json:"finished_runs"`   // runs whose latest attempt finished
 	IncompleteRuns int64    `json:"incomplete_runs"` // runs started and not finished
 	SucceededRuns  int64    `json:"succeeded_runs"`  // finished runs that succeeded
+	// ErroredRuns never reached their model or a tool server (not scored); FoldErrors are
+	// incomplete runs whose history has a gap or an event the fold refuses.
+	ErroredRuns int64 `json:"errored_runs"`
+	FoldErrors  int64 `json:"fold_errors"`
 	Attempts       int64    `json:"attempts"`        // run attempts (retries included)
 	Progress       *float64 `json:"progress"`        // finished / expected, null without an expectation
 	Done           bool     `json:"done"`            // finished_runs >= expected_runs
@@ -25,7 +29,7 @@ type Study struct {
 // the definitions of these columns. It lives here rather than in queries/ because it is the
 // API's choice of columns, not part of the schema.
 const studiesSQL = `SELECT study, name, source_kind, expected_runs, runs, finished_runs,
-       incomplete_runs, succeeded_runs, attempts
+       incomplete_runs, succeeded_runs, attempts, errored_runs, fold_errors
 FROM studies
 ORDER BY study`
 
@@ -42,7 +46,7 @@ func ReadStudies(ctx context.Context, db *sql.DB) ([]Study, error) {
 		var name, kind sql.NullString
 		var expected sql.NullInt64
 		if err := rows.Scan(&s.Study, &name, &kind, &expected, &s.Runs, &s.FinishedRuns,
-			&s.IncompleteRuns, &s.SucceededRuns, &s.Attempts); err != nil {
+			&s.IncompleteRuns, &s.SucceededRuns, &s.Attempts, &s.ErroredRuns, &s.FoldErrors); err != nil {
 			return nil, fmt.Errorf("api: studies: %w", err)
 		}
 		s.Name, s.SourceKind = name.String, kind.String

@@ -53,6 +53,8 @@ func finishedFilter(study string) string {
 type CellOutcome struct {
 	events.Cell
 	Statuses map[string]int
+	// Causes counts the errored runs by cause ("kind: detail").
+	Causes map[string]int
 }
 
 // Outcomes reads every run.finished of the study and counts, per cell, the status of each
@@ -71,6 +73,7 @@ func Outcomes(ctx context.Context, b *bus.Bus, p *Plan) ([]CellOutcome, error) {
 	type outcome struct {
 		attempt int
 		status  string
+		cause   string
 	}
 	best := map[string]outcome{}
 	err = s.Read(ctx, filter, want, func(m jetstream.Msg) error {
@@ -87,7 +90,7 @@ func Outcomes(ctx context.Context, b *bus.Bus, p *Plan) ([]CellOutcome, error) {
 			(cur.status == events.StatusAborted) != (f.Status == events.StatusAborted) && f.Status != events.StatusAborted ||
 			(cur.status == events.StatusAborted) == (f.Status == events.StatusAborted) && e.Attempt > cur.attempt
 		if better {
-			best[e.Run] = outcome{e.Attempt, f.Status}
+			best[e.Run] = outcome{e.Attempt, f.Status, f.Cause.String()}
 		}
 		return nil
 	})
@@ -99,12 +102,16 @@ func Outcomes(ctx context.Context, b *bus.Bus, p *Plan) ([]CellOutcome, error) {
 	index := map[cellKey]int{}
 	out := make([]CellOutcome, len(p.Cells))
 	for i, c := range p.Cells {
-		out[i] = CellOutcome{Cell: c, Statuses: map[string]int{}}
+		out[i] = CellOutcome{Cell: c, Statuses: map[string]int{}, Causes: map[string]int{}}
 		index[cellKey{c.Task, c.Model, c.Condition}] = i
 	}
 	for _, j := range p.Jobs {
 		if o, ok := best[j.Run]; ok {
-			out[index[cellKey{j.Task, j.Model, j.Condition}]].Statuses[o.status]++
+			c := &out[index[cellKey{j.Task, j.Model, j.Condition}]]
+			c.Statuses[o.status]++
+			if o.status == events.StatusErrored {
+				c.Causes[o.cause]++
+			}
 		}
 	}
 	return out, nil
