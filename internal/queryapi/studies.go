@@ -8,21 +8,21 @@ import (
 
 // Study is one row of GET /v1/studies: how far a study has got.
 type Study struct {
-	Study          string   `json:"study"`
-	Name           string   `json:"name"`
-	SourceKind     string   `json:"source_kind"`     // harness or production
-	ExpectedRuns   *int64   `json:"expected_runs"`   // null for studies without a definition (production traces)
-	Runs           int64    `json:"runs"`            // distinct runs started
-	FinishedRuns   int64    `json:"finished_runs"`   // runs whose latest attempt finished
-	IncompleteRuns int64    `json:"incomplete_runs"` // runs started and not finished
-	SucceededRuns  int64    `json:"succeeded_runs"`  // finished runs that succeeded
+	Study          string `json:"study"`
+	Name           string `json:"name"`
+	SourceKind     string `json:"source_kind"`     // harness or production
+	ExpectedRuns   *int64 `json:"expected_runs"`   // null for studies without a definition (production traces)
+	Runs           int64  `json:"runs"`            // distinct runs started
+	FinishedRuns   int64  `json:"finished_runs"`   // runs whose latest attempt finished
+	IncompleteRuns int64  `json:"incomplete_runs"` // runs started and not finished
+	SucceededRuns  int64  `json:"succeeded_runs"`  // finished runs that succeeded
 	// ErroredRuns never reached their model or a tool server (not scored); FoldErrors are
 	// incomplete runs whose history has a gap or an event the fold refuses.
-	ErroredRuns int64 `json:"errored_runs"`
-	FoldErrors  int64 `json:"fold_errors"`
-	Attempts       int64    `json:"attempts"`        // run attempts (retries included)
-	Progress       *float64 `json:"progress"`        // finished / expected, null without an expectation
-	Done           bool     `json:"done"`            // finished_runs >= expected_runs
+	ErroredRuns int64    `json:"errored_runs"`
+	FoldErrors  int64    `json:"fold_errors"`
+	Attempts    int64    `json:"attempts"` // run attempts (retries included)
+	Progress    *float64 `json:"progress"` // finished / expected, null without an expectation
+	Done        bool     `json:"done"`     // finished_runs >= expected_runs
 }
 
 // studiesSQL reads the studies view of the projection (queries/view_studies.sql), which owns
