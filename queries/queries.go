@@ -80,6 +80,7 @@ var (
 	IngestWatermarkSet  = load("ingest_watermark_set", Ingest)
 	IngestAttemptEvents = load("ingest_attempt_events", Ingest)
 	IngestFoldedKeys    = load("ingest_folded_keys", Ingest)
+	IngestFoldedAll     = load("ingest_folded_all", Ingest)
 	IngestFoldDelete    = load("ingest_fold_delete", Ingest)
 	IngestSchemaCheck   = load("ingest_schema_check", Ingest)
 )
@@ -138,7 +139,7 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestAttemptEvents, IngestFoldedKeys, IngestFoldDelete, IngestSchemaCheck,
+		IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,

@@ -360,6 +360,9 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		ing.maxID = max(ing.maxID, it.env.ID)
 	}
 	ing.tracker.endBatch(folded)
+	for _, k := range folded {
+		ing.folded.add(k)
+	}
 	return res, nil
 }
 
@@ -433,9 +436,12 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]
 // finished attempts that received a late event. It returns the keys folded.
 func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, error) {
 	t := ing.tracker
+	if err := ing.folded.ensure(ctx, ing.conn); err != nil {
+		return nil, 0, fmt.Errorf("folded attempts: %w", err)
+	}
 	var newKeys []attemptKey
 	for _, a := range t.batch {
-		if a.isNew {
+		if a.isNew && ing.folded.mayHave(a.key) {
 			newKeys = append(newKeys, a.key)
 		}
 	}

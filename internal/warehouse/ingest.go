@@ -133,6 +133,7 @@ type ingester struct {
 	cfg           IngestConfig
 	conn          *sql.Conn
 	tracker       *tracker
+	folded        foldedFilter // the attempts with a run_folds row
 	untilCaughtUp bool
 	batchNo       int
 	committed     int          // batches committed

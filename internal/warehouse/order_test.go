@@ -66,3 +66,44 @@ func TestHoleInStream(t *testing.T) {
 		t.Errorf("Stats().Restarts = %d, want the consumer restarted before stepping over the hole", st.Restarts)
 	}
 }
+
+// A run folded in one ingestion (one of its events missing: folded with an error) whose missing
+// event arrives in a later one, from a new ingester and a reopened database: the ingester's
+// filter of folded attempts starts from run_folds, so the late event still refolds the run.
+// Two more runs fold between, so that the filter also holds attempts added while ingesting.
+func TestLateEventRefoldsAfterRestart(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	s := newSynth(t, "restart")
+	s.run("r-0", 1, runOpts{condition: "harness"})
+	first := slices.Clone(s.out)
+	missing := first[2]
+	first = slices.Delete(first, 2, 3)
+	s.out = nil
+	s.run("r-1", 1, runOpts{condition: "harness"})
+	s.run("r-2", 1, runOpts{condition: "baseline"})
+	path := tempDB(t)
+	warehousetest.Publish(t, b, append(first, s.out...))
+	cfg := warehouse.IngestConfig{BatchSize: 5, BatchWait: 10 * time.Millisecond}
+	w := openWH(t, path)
+	catchUp(t, w, b, cfg)
+	foldError := func(w *warehouse.Warehouse, run string) any {
+		var fe any
+		if err := w.DB().QueryRow("SELECT fold_error FROM run_folds WHERE run = ?", run).Scan(&fe); err != nil {
+			t.Fatalf("run_folds row of %s: %v", run, err)
+		}
+		return fe
+	}
+	if fe := foldError(w, "r-0"); fe == nil {
+		t.Fatal("r-0 without its third event folded without an error; the test needs a fold the late event changes")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	warehousetest.Publish(t, b, []msg{missing})
+	w = openWH(t, path)
+	catchUp(t, w, b, cfg)
+	if fe := foldError(w, "r-0"); fe != nil {
+		t.Errorf("after its late event, r-0's fold_error = %v, want none (refolded from its whole history)", fe)
+	}
+	checkExact(t, w, append(append(first, s.out...), missing))
+}
