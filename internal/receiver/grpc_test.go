@@ -200,3 +200,54 @@ func TestLogsExport(t *testing.T) {
 		t.Errorf("the chat span's (%x) model.called = %+v; want the user message and the choice from the logs signal", chat.span, call)
 	}
 }
+
+// TestGRPCPerTokenFairness: over OTLP/gRPC too, one token holds at most MaxConcurrentPerToken
+// calls: while a call of token "all" is in progress (JetStream down: it waits for its
+// acknowledgements), the token's next call is refused RESOURCE_EXHAUSTED naming the token,
+// though server-wide slots are free, and another token's call is admitted meanwhile.
+func TestGRPCPerTokenFairness(t *testing.T) {
+	e := newEnv(t, func(c *receiver.Config) {
+		c.MaxConcurrent, c.MaxConcurrentPerToken = 4, 1
+		c.AckTimeout, c.AdmitWait = 2*time.Second, 2*time.Second
+		c.DisableSeenCheck = true
+	})
+	tc := coltracepb.NewTraceServiceClient(grpcClient(t, e))
+	ctx := ctxT(t, 90*time.Second)
+	req := mustDecode(t, payload(t, "genai.json"))
+	e.nats.Stop()
+
+	var exhausted error
+	for attempt := 0; exhausted == nil; attempt++ {
+		if attempt == 20 {
+			t.Fatal("no call of token all was refused RESOURCE_EXHAUSTED while another of its calls was in progress")
+		}
+		first := make(chan error, 1)
+		go func() { _, err := tc.Export(withToken(ctx, tokAll), req); first <- err }()
+		deadline := time.Now().Add(5 * time.Second)
+		for exhausted == nil && time.Now().Before(deadline) {
+			select {
+			case <-first:
+				deadline = time.Time{} // the token's call ended: start over
+				continue
+			default:
+			}
+			if _, err := tc.Export(withToken(ctx, tokAll), req); status.Code(err) == codes.ResourceExhausted {
+				exhausted = err
+				// The first call still holds the token's one slot: another token is served.
+				if _, err := tc.Export(withToken(ctx, tokProd), req); status.Code(err) == codes.ResourceExhausted {
+					t.Errorf("token prod's call while token all holds its slot = %v; want it admitted", err)
+				}
+			}
+		}
+		if exhausted != nil {
+			<-first
+		}
+	}
+	if msg := status.Convert(exhausted).Message(); !strings.Contains(msg, "token all") {
+		t.Errorf("RESOURCE_EXHAUSTED message %q does not name the token", msg)
+	}
+	// Its call over, the token is admitted again (and refused only because JetStream is down).
+	if _, err := tc.Export(withToken(ctx, tokAll), req); status.Code(err) != codes.Unavailable {
+		t.Errorf("token all's call after its other call ended = %v, want UNAVAILABLE (admitted, JetStream down)", err)
+	}
+}
