@@ -104,11 +104,11 @@ func buildPooledIndex(runs pooled, keepIDs [numKinds]bool) *index {
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
 			h := newHasher()
-			var gr grouper
+			var t keyTable
 			var buf []byte
 			var scratch []int32
-			keys := make([]key128, n)
 			for k := kind(next.Add(1) - 1); k < numKinds; k = kind(next.Add(1) - 1) {
+				t.reset(n)
 				g := &ix.g[k]
 				var ids []int32
 				if keepIDs[k] {
@@ -124,11 +124,18 @@ func buildPooledIndex(runs pooled, keepIDs [numKinds]bool) *index {
 				for _, part := range [2][]Run{runs.a, runs.b} {
 					for j := range part {
 						buf = frame(buf[:0], &part[j], k)
-						keys[i] = h.key(buf)
+						ids[i], _ = t.id(h.key(buf))
 						i++
 					}
 				}
-				g.count, g.rep = gr.group(keys, ids)
+				// Sized once the number of groups is known: appending as
+				// groups appear spent more time copying than hashing.
+				g.count = make([]int64, t.len())
+				g.rep = make([]int32, t.len())
+				for i := len(ids) - 1; i >= 0; i-- {
+					g.count[ids[i]]++
+					g.rep[ids[i]] = int32(i)
+				}
 			}
 		})
 	}
