@@ -68,6 +68,8 @@ var (
 	ViewStudies     = load("view_studies", View)
 	ViewCells       = load("view_cells", View)
 	ViewAnomalies   = load("view_anomalies", View)
+	// ViewContextSeries is the per-turn context size of context-managed (coding) runs.
+	ViewContextSeries = load("view_context_series", View)
 )
 
 // Ingester statements.
@@ -131,7 +133,7 @@ func Schema() []Statement {
 	return []Statement{
 		TableEvents, TableRejectedEvents, TableIngestState, TableRunFolds,
 		ViewRuns, ViewPlans, ViewTransitions, ViewToolCalls, ViewValidations, ViewModelCalls,
-		ViewStudies, ViewCells, ViewAnomalies,
+		ViewStudies, ViewCells, ViewAnomalies, ViewContextSeries,
 	}
 }
 

@@ -11,6 +11,12 @@
 --   its sig_output signs).
 --   An analysis of a cell takes the scored runs: WHERE last_attempt AND status IN ('succeeded',
 --   'failed', 'escalated', 'overflow').
+--   Context management (coding runs under a tier; NULL tier and budget when the context is not
+--   managed): context_tier and context_budget (context.configured), peak_context (the largest
+--   request prepared, tokens; NULL when none was), overflowed (a request did not fit), and the
+--   invocations of each mechanism: elisions (requests before which observations were elided,
+--   M1), recalls (recall_event answered, M2), summaries (summarization calls that folded the
+--   history, M3); plan_updates counts the valid update_plan calls.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     SELECT study, run, attempt,
@@ -42,9 +48,30 @@ WITH started AS (
     FROM started s
     JOIN latest l ON l.study = s.study AND l.run = s.run
     ANTI JOIN run_folds f ON f.study = s.study AND f.run = s.run AND f.attempt = s.attempt
+), base AS (
+    SELECT f.* REPLACE (nullif(f.output, '<none>') AS output), f.attempt = l.attempt AS last_attempt
+    FROM run_folds f JOIN latest l ON l.study = f.study AND l.run = f.run
+    UNION ALL BY NAME
+    SELECT u.*, u.attempt = l.attempt AS last_attempt
+    FROM unfinished u JOIN latest l ON l.study = u.study AND l.run = u.run
+), context AS (
+    SELECT study, run, attempt,
+           any_value(json_extract_string(payload, '$.tier')) FILTER (WHERE type = 'context.configured') AS context_tier,
+           any_value(TRY_CAST(json_extract(payload, '$.budget') AS INTEGER)) FILTER (WHERE type = 'context.configured') AS context_budget,
+           max(TRY_CAST(json_extract(payload, '$.tokens') AS INTEGER)) FILTER (WHERE type = 'context.prepared') AS peak_context,
+           count(*) FILTER (WHERE type = 'context.overflowed') > 0 AS overflowed,
+           count(*) FILTER (WHERE type = 'context.elided') AS elisions,
+           count(*) FILTER (WHERE type = 'context.recalled') AS recalls,
+           count(*) FILTER (WHERE type = 'context.summarized') AS summaries,
+           count(*) FILTER (WHERE type = 'plan.updated') AS plan_updates
+    FROM events
+    WHERE type IN ('context.configured', 'context.prepared', 'context.overflowed', 'context.elided',
+                   'context.recalled', 'context.summarized', 'plan.updated')
+    GROUP BY study, run, attempt
 )
-SELECT f.* REPLACE (nullif(f.output, '<none>') AS output), f.attempt = l.attempt AS last_attempt
-FROM run_folds f JOIN latest l ON l.study = f.study AND l.run = f.run
-UNION ALL BY NAME
-SELECT u.*, u.attempt = l.attempt AS last_attempt
-FROM unfinished u JOIN latest l ON l.study = u.study AND l.run = u.run;
+SELECT b.*, c.context_tier, c.context_budget, c.peak_context,
+       coalesce(c.overflowed, false) AS overflowed,
+       coalesce(c.elisions, 0) AS elisions, coalesce(c.recalls, 0) AS recalls,
+       coalesce(c.summaries, 0) AS summaries, coalesce(c.plan_updates, 0) AS plan_updates
+FROM base b
+LEFT JOIN context c ON c.study = b.study AND c.run = b.run AND c.attempt = b.attempt;

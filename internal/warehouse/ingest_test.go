@@ -22,7 +22,7 @@ func small() warehouse.IngestConfig {
 }
 
 func testMsgs(t testing.TB) []msg {
-	return append(warehousetest.SampleMsgs(t), harnessStudy(t, "study1")...)
+	return append(append(warehousetest.SampleMsgs(t), harnessStudy(t, "study1")...), contextStudy(t)...)
 }
 
 func catchUp(t testing.TB, w *warehouse.Warehouse, b *bus.Bus, cfg warehouse.IngestConfig) {
