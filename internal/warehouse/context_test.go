@@ -19,14 +19,20 @@ func (s *synth) contextRun(run, status string, ps ...events.Payload) {
 	next := func(p events.Payload) { seq++; s.emit(run, 1, seq, p) }
 	next(events.RunStarted{Task: "coding-inventory-nil-map", Model: "sim-a", Condition: "c-" + run,
 		Components: []string{events.ComponentUpdatePlan}, Simulated: true})
-	calls := 0
+	calls, tools := 0, 0
+	var totals events.Totals
 	for _, p := range ps {
-		if _, ok := p.(events.ModelCalled); ok {
+		switch p := p.(type) {
+		case events.ModelCalled:
 			calls++
+			totals.PromptTokens += p.PromptTokens
+			totals.CompletionTokens += p.CompletionTokens
+		case events.ToolCalled:
+			tools++
 		}
 		next(p)
 	}
-	next(events.RunFinished{Status: status, Totals: events.Totals{ModelCalls: calls, ToolCalls: 2}})
+	next(events.RunFinished{Status: status, Output: events.MustCanonical(map[string]string{"patch": run}), Totals: events.Totals{PromptTokens: totals.PromptTokens, CompletionTokens: totals.CompletionTokens, ModelCalls: calls, ToolCalls: tools}})
 }
 
 // contextStudy: the study of TestContextViews's context columns and the per-turn series, from a T0 run
