@@ -237,13 +237,16 @@ type ingestStatusJSON struct {
 	Rate        float64   `json:"rate_events_per_second"`
 	LastCommit  time.Time `json:"last_commit"`
 	LastBatchMS float64   `json:"last_batch_ms"`
-	FoldErrors  uint64    `json:"fold_errors"`
+	// RefusedFolds counts the folds of run attempts this process refused (a gap, an event the
+	// fold cannot apply): an attempt folded again as its events arrive counts each time, so it
+	// is not a count of runs ("runs" of /healthz has those).
+	RefusedFolds uint64 `json:"refused_folds"`
 }
 
 func ingestStatus(s warehouse.Stats) ingestStatusJSON {
 	return ingestStatusJSON{
 		Running: s.Running, Watermark: s.Watermark, Lag: s.Lag, Events: s.Events, Rejected: s.Rejected,
 		Duplicates: s.Duplicates, Batches: s.Batches, Rate: s.Rate, LastCommit: s.LastCommit,
-		LastBatchMS: float64(s.LastBatch.Microseconds()) / 1000, FoldErrors: s.FoldErrors,
+		LastBatchMS: float64(s.LastBatch.Microseconds()) / 1000, RefusedFolds: s.FoldErrors,
 	}
 }

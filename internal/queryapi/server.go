@@ -133,6 +133,9 @@ type Health struct {
 	Status string `json:"status"` // ok, or unavailable when the database does not answer
 	Error  string `json:"error,omitempty"`
 	Ingest any    `json:"ingest,omitempty"` // Config.Status()
+	// Runs are the projection's run counts, summed over the studies (the studies view, as
+	// `analyzer status` and the reports count them); absent when the database does not answer.
+	Runs *RunCounts `json:"runs,omitempty"`
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +149,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		h.Status, h.Error = "unavailable", err.Error()
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
+	}
+	if st, err := ReadStudies(ctx, s.db); err == nil {
+		c := CountRuns(st)
+		h.Runs = &c
+	} else {
+		h.Error = err.Error() // alive, but without the counts
 	}
 	writeJSON(w, http.StatusOK, h)
 }

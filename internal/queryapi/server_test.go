@@ -54,7 +54,8 @@ func newTestDB(t *testing.T) (*sql.DB, string) {
 			       count(*) AS runs, count(*) FILTER (WHERE ok IS NOT NULL) AS finished_runs,
 			       count(*) FILTER (WHERE ok IS NULL) AS incomplete_runs,
 			       count(*) FILTER (WHERE ok) AS succeeded_runs, count(*) AS attempts,
-			       0::BIGINT AS errored_runs, 0::BIGINT AS fold_errors
+			       0::BIGINT AS errored_runs, 0::BIGINT AS fold_errors,
+			       count(*) FILTER (WHERE ok IS NOT NULL) AS scored_runs, 0::BIGINT AS aborted_runs
 			FROM runs GROUP BY study`,
 	} {
 		if _, err := db.Exec(s); err != nil {

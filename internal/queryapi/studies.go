@@ -18,8 +18,12 @@ type Study struct {
 	SucceededRuns  int64  `json:"succeeded_runs"`  // finished runs that succeeded
 	// ErroredRuns never reached their model or a tool server (not scored); FoldErrors are
 	// incomplete runs whose history has a gap or an event the fold refuses.
-	ErroredRuns int64    `json:"errored_runs"`
-	FoldErrors  int64    `json:"fold_errors"`
+	ErroredRuns int64 `json:"errored_runs"`
+	FoldErrors  int64 `json:"fold_errors"`
+	// ScoredRuns are the finished runs the metrics count (succeeded, failed, escalated,
+	// overflow); AbortedRuns were interrupted (not scored).
+	ScoredRuns  int64    `json:"scored_runs"`
+	AbortedRuns int64    `json:"aborted_runs"`
 	Attempts    int64    `json:"attempts"` // run attempts (retries included)
 	Progress    *float64 `json:"progress"` // finished / expected, null without an expectation
 	Done        bool     `json:"done"`     // finished_runs >= expected_runs
@@ -29,7 +33,7 @@ type Study struct {
 // the definitions of these columns. It lives here rather than in queries/ because it is the
 // API's choice of columns, not part of the schema.
 const studiesSQL = `SELECT study, name, source_kind, expected_runs, runs, finished_runs,
-       incomplete_runs, succeeded_runs, attempts, errored_runs, fold_errors
+       incomplete_runs, succeeded_runs, attempts, errored_runs, fold_errors, scored_runs, aborted_runs
 FROM studies
 ORDER BY study`
 
@@ -46,7 +50,7 @@ func ReadStudies(ctx context.Context, db *sql.DB) ([]Study, error) {
 		var name, kind sql.NullString
 		var expected sql.NullInt64
 		if err := rows.Scan(&s.Study, &name, &kind, &expected, &s.Runs, &s.FinishedRuns,
-			&s.IncompleteRuns, &s.SucceededRuns, &s.Attempts, &s.ErroredRuns, &s.FoldErrors); err != nil {
+			&s.IncompleteRuns, &s.SucceededRuns, &s.Attempts, &s.ErroredRuns, &s.FoldErrors, &s.ScoredRuns, &s.AbortedRuns); err != nil {
 			return nil, fmt.Errorf("api: studies: %w", err)
 		}
 		s.Name, s.SourceKind = name.String, kind.String
@@ -65,4 +69,29 @@ func ReadStudies(ctx context.Context, db *sql.DB) ([]Study, error) {
 		return nil, fmt.Errorf("api: studies: %w", err)
 	}
 	return out, nil
+}
+
+// RunCounts sum the studies' runs as the studies view counts them: the "runs" member of
+// /healthz, equal to the sums of `analyzer status` and of the reports' data.
+type RunCounts struct {
+	Runs           int64 `json:"runs"`
+	ScoredRuns     int64 `json:"scored_runs"`
+	ErroredRuns    int64 `json:"errored_runs"`
+	AbortedRuns    int64 `json:"aborted_runs"`
+	IncompleteRuns int64 `json:"incomplete_runs"`
+	FoldErrors     int64 `json:"fold_errors"`
+}
+
+// CountRuns sums the studies' run counts.
+func CountRuns(st []Study) RunCounts {
+	var c RunCounts
+	for _, s := range st {
+		c.Runs += s.Runs
+		c.ScoredRuns += s.ScoredRuns
+		c.ErroredRuns += s.ErroredRuns
+		c.AbortedRuns += s.AbortedRuns
+		c.IncompleteRuns += s.IncompleteRuns
+		c.FoldErrors += s.FoldErrors
+	}
+	return c
 }

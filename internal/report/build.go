@@ -59,6 +59,9 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 		r.Basis.IncompleteRuns += d.IncompleteRuns
 		r.Basis.SupersededAttempts += d.SupersededAttempts
 		r.Basis.FoldErrors += d.FoldErrors
+		r.Basis.ErroredRuns += d.ErroredRuns
+		r.Basis.AbortedRuns += d.AbortedRuns
+		r.Basis.Causes = addCauses(r.Basis.Causes, d.Causes)
 		if d.ExpectedRuns != nil {
 			r.Basis.ExpectedRuns += *d.ExpectedRuns
 		}
@@ -86,8 +89,10 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 	wb := analysis.Window{From: now.Add(-window), To: now}
 	type tm struct{ task, model string }
 	var pairs []tm
+	incomplete := map[analysis.CellKey]int64{} // per (task, model), both windows
 	err := q.Query(ctx, queries.ReportWindowCells, []any{study, wa.From.UnixMicro(), wb.To.UnixMicro()}, func(row []any) error {
 		pairs = append(pairs, tm{str(row[0]), str(row[1])})
+		incomplete[analysis.CellKey{Task: str(row[0]), Model: str(row[1])}], _ = toInt(row[3])
 		return nil
 	})
 	if err != nil {
@@ -136,11 +141,15 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 		return nil, err
 	}
 	r.Basis.WindowA, r.Basis.WindowB = wa.String(), wb.String()
+	for _, n := range incomplete {
+		r.Basis.IncompleteRuns += n
+		r.Basis.FoldErrors += n
+	}
 	for _, d := range r.Drift {
 		r.Basis.CountedRuns += int64(d.A.Metrics.N + d.B.Metrics.N)
 	}
 	r.Basis.Models = modelsOf(r.Cells)
-	r.Findings = driftFindings(r.Drift, window, r.Cells)
+	r.Findings = driftFindings(r.Drift, window, r.Cells, incomplete)
 	r.Notes = append(r.Notes, basisNotes(r)...)
 	r.Notes = append(r.Notes, opts.Notes...)
 	return r, nil
@@ -152,14 +161,19 @@ type StudyInfo struct {
 	SourceKind string
 	// LastEvent is the time of its latest event, report announcements excluded.
 	LastEvent time.Time
+	// LastSeq is the highest stream sequence of its stored events, report announcements
+	// excluded: it moves whenever an event of the study is stored, whatever the event's time.
+	LastSeq uint64
 }
 
-// Studies lists every study with run events, with its kind and latest event.
+// Studies lists every study with run events, with its kind, latest event and highest stream
+// sequence.
 func Studies(ctx context.Context, q analysis.Querier) ([]StudyInfo, error) {
 	var out []StudyInfo
 	err := q.Query(ctx, queries.ReportStudies, nil, func(row []any) error {
 		us, _ := toInt(row[2])
-		out = append(out, StudyInfo{Study: str(row[0]), SourceKind: str(row[1]), LastEvent: time.UnixMicro(us).UTC()})
+		seq, _ := toInt(row[3])
+		out = append(out, StudyInfo{Study: str(row[0]), SourceKind: str(row[1]), LastEvent: time.UnixMicro(us).UTC(), LastSeq: uint64(seq)})
 		return nil
 	})
 	return out, err
@@ -181,7 +195,7 @@ func loadCellInfo(ctx context.Context, q analysis.Querier, study string) ([]Cell
 }
 
 func loadBasis(ctx context.Context, q analysis.Querier, study string) (Basis, error) {
-	var b Basis
+	b := Basis{Causes: []analysis.Cause{}}
 	err := q.Query(ctx, queries.ReportBasis, []any{study}, func(row []any) error {
 		b.Events, _ = toInt(row[0])
 		b.ReportEvents, _ = toInt(row[1])
@@ -337,4 +351,21 @@ func timeText(v any) *string {
 	}
 	s := time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
 	return &s
+}
+
+// addCauses adds a cell's causes to a study's: the same kind, permanence and detail sum their
+// runs; the most frequent first.
+func addCauses(to, from []analysis.Cause) []analysis.Cause {
+	for _, c := range from {
+		i := slices.IndexFunc(to, func(t analysis.Cause) bool {
+			return t.Kind == c.Kind && t.Permanent == c.Permanent && t.Detail == c.Detail
+		})
+		if i < 0 {
+			to = append(to, c)
+		} else {
+			to[i].Runs += c.Runs
+		}
+	}
+	slices.SortStableFunc(to, func(a, b analysis.Cause) int { return int(b.Runs - a.Runs) })
+	return to
 }

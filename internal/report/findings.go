@@ -203,7 +203,8 @@ func studyFindings(mr *analysis.Result, cells []CellInfo) []Finding {
 			valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), modelText(cells, c.Model), c.Task, qText(c.PAdjusted))
 		s += costClause(mr.Comparisons, c)
 		out = append(out, Finding{Task: c.Task, Model: c.Model, ConditionA: c.ConditionA, ConditionB: c.ConditionB,
-			Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Bad: IsBad(c.Comparison), Sentence: s + "."})
+			Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Direction: direction(c.Difference),
+			Bad: IsBad(c.Comparison), IncompleteRuns: incompleteIn(mr, c.Task, c.Model, c.ConditionA, c.ConditionB), Sentence: s + "."})
 	}
 	return out
 }
@@ -232,7 +233,8 @@ func costClause(all []analysis.Comparison, c analysis.Comparison) string {
 }
 
 // driftFindings makes one finding per significant window comparison.
-func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells []CellInfo) []Finding {
+// incomplete holds the incomplete runs of both windows per (task, model) (Condition empty).
+func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells []CellInfo, incomplete map[analysis.CellKey]int64) []Finding {
 	out := []Finding{}
 	for _, d := range ds {
 		seen := map[string]bool{}
@@ -249,8 +251,47 @@ func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells [
 				human(window), quantityLabel(c.Quantity), d.Cell.Task, modelText(cells, d.Cell.Model), verb,
 				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), human(window), c.NA, c.NB, qText(c.PAdjusted))
 			out = append(out, Finding{Task: d.Cell.Task, Model: d.Cell.Model, ConditionA: "previous window", ConditionB: "last window",
-				Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Bad: IsBad(c), Sentence: s})
+				Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Direction: direction(c.Difference),
+				Bad: IsBad(c), IncompleteRuns: incomplete[analysis.CellKey{Task: d.Cell.Task, Model: d.Cell.Model}], Sentence: s})
 		}
 	}
 	return out
+}
+
+// direction says which way B moved from A.
+func direction(d metrics.Value) string {
+	if d.Valid && d.V < 0 {
+		return "lower"
+	}
+	return "higher"
+}
+
+// incompleteIn counts the incomplete runs (a gap or a refused event: FoldErrors) of the cells
+// a comparison sets side by side: task and model, conditions a and b, any of them pooled
+// (analysis.AnyCondition) matching every cell.
+func incompleteIn(mr *analysis.Result, task, model, a, b string) int64 {
+	is := func(x, want string) bool { return want == analysis.AnyCondition || x == want }
+	var n int64
+	for _, c := range mr.Cells {
+		if is(c.Task, task) && is(c.Model, model) && (is(c.Condition, a) || is(c.Condition, b)) {
+			n += c.Data.FoldErrors
+		}
+	}
+	return n
+}
+
+// heldText says why a bad finding is not alerted ("" when it is not held back).
+func heldText(f Finding) string {
+	if !f.Bad || f.IncompleteRuns == 0 {
+		return ""
+	}
+	return fmt.Sprintf("No alert: the compared cells hold %d incomplete %s (a gap in the history or a refused event), out of every metric; the alert waits until their history is whole.",
+		f.IncompleteRuns, runsWord(f.IncompleteRuns))
+}
+
+func runsWord(n int64) string {
+	if n == 1 {
+		return "run"
+	}
+	return "runs"
 }

@@ -60,6 +60,17 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		fmt.Fprintf(bw, "Data up to %s. Plots: %s beside this file.\n\n", *r.Metrics.GeneratedAt, FileHTML)
 	}
+	if lines := r.Unscored(); len(lines) > 0 {
+		fmt.Fprintln(bw, "## Runs not scored")
+		fmt.Fprintln(bw)
+		for _, l := range lines {
+			fmt.Fprintf(bw, "- %s\n", l)
+		}
+		fmt.Fprintln(bw)
+		if t := r.UnscoredTable(); len(t.Rows) > 0 {
+			writeMDTable(bw, t)
+		}
+	}
 	if r.Kind == KindStudy {
 		fmt.Fprintln(bw, "## Summary")
 		fmt.Fprintln(bw)
@@ -78,6 +89,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			mark := ""
 			if fd.Bad {
 				mark = " **(worse)**"
+			}
+			if h := heldText(fd); h != "" {
+				mark += " " + h
 			}
 			fmt.Fprintf(bw, "- %s%s\n", fd.Sentence, mark)
 		}
@@ -157,11 +171,11 @@ type htmlPlot struct {
 }
 
 type htmlData struct {
-	R                                                     *Report
-	Cells, Conditions, Drift, Comparisons, Basis, Summary Table
-	Plots                                                 []htmlPlot
-	GeneratedAt                                           string
-	HasCells                                              bool
+	R                                                               *Report
+	Cells, Conditions, Drift, Comparisons, Basis, Summary, Unscored Table
+	Plots                                                           []htmlPlot
+	GeneratedAt                                                     string
+	HasCells                                                        bool
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -172,7 +186,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return err
 	}
 	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(), Comparisons: r.ComparisonTable(),
-		Basis: r.BasisTable(), Summary: r.SummaryTable(), HasCells: r.Kind == KindStudy}
+		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy}
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
 	}
@@ -183,7 +197,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return pageTemplate.Execute(w, d)
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"held": heldText}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.R.Title}}</title>
@@ -200,11 +214,13 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 </style></head><body>
 <h1>{{.R.Title}}</h1>
 <p class="meta">study <b>{{.R.Study}}</b>{{if .GeneratedAt}} · data up to {{.GeneratedAt}}{{end}} · {{.R.Basis.CountedRuns}} runs counted · {{.R.Basis.Events}} events</p>
+{{with .R.Unscored}}<h2>Runs not scored</h2><ul class="unscored">{{range .}}<li>{{.}}</li>{{end}}</ul>
+{{if $.Unscored.Rows}}{{template "table" $.Unscored}}{{end}}{{end}}
 {{if .HasCells}}<h2>Summary</h2>
 <p class="meta">What each change did, per model, across tasks: ↑k/n significantly higher in k of n tasks, ↓ lower, · no significant difference (Benjamini–Hochberg across the report).</p>
 {{template "table" .Summary}}{{end}}
 <h2>Findings</h2>
-{{if .R.Findings}}{{range .R.FindingGroups}}<h3>{{.Title}}</h3><ul class="findings">{{range .Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}</li>{{end}}</ul>{{end}}
+{{if .R.Findings}}{{range .R.FindingGroups}}<h3>{{.Title}}</h3><ul class="findings">{{range .Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}{{with held .}} <i>{{.}}</i>{{end}}</li>{{end}}</ul>{{end}}
 {{else}}<p>No comparison is significant after the Benjamini–Hochberg adjustment.</p>{{end}}
 {{define "table"}}<div class="scroll"><table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
 {{range $i, $row := .Rows}}<tr{{if index $.Flag $i}} class="bad"{{end}}>{{range $row}}<td>{{.}}</td>{{end}}</tr>

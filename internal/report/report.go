@@ -79,6 +79,11 @@ type Basis struct {
 	IncompleteRuns     int64 `json:"incomplete_runs"`
 	SupersededAttempts int64 `json:"superseded_attempts"`
 	FoldErrors         int64 `json:"fold_errors"`
+	// ErroredRuns never reached their model or a tool server, or got no answer (Causes says
+	// why, over the whole study); AbortedRuns were interrupted. Neither is scored.
+	ErroredRuns int64            `json:"errored_runs"`
+	AbortedRuns int64            `json:"aborted_runs"`
+	Causes      []analysis.Cause `json:"causes"`
 	// Models lists every model with whether it is simulated.
 	Models []ModelInfo `json:"models"`
 	// Window is the drift report's pair of windows ("" for a study report).
@@ -103,8 +108,14 @@ type Finding struct {
 	ValueA    metrics.Value `json:"value_a"`
 	ValueB    metrics.Value `json:"value_b"`
 	PAdjusted metrics.Value `json:"p_adjusted"`
+	// Direction is "higher" when B's value is above A's, "lower" when below.
+	Direction string `json:"direction"`
 	// Bad is true when B is worse than A: RR, DI, TSS, AC or success down, tokens or latency up.
 	Bad bool `json:"bad"`
+	// IncompleteRuns counts the runs of the compared cells (of the compared windows, in a drift
+	// report) whose history has a gap or an event the fold refuses. They are in no metric, but
+	// the finding may change when they are whole: no alert is computed from it until then.
+	IncompleteRuns int64 `json:"incomplete_runs"`
 	// Sentence says it in words.
 	Sentence string `json:"sentence"`
 }

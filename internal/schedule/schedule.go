@@ -69,12 +69,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Scheduler regenerates reports on a cron schedule: every study with new events since its
-// last report (harness and production alike), and for every production study a drift report
-// (the last DriftWindow against the one before). Each report is written into ReportsDir,
-// announced on NATS (report.published) and, when comparisons turned significant in the bad
-// direction, alerted to the webhook. The time of the last run is kept in ReportsDir: a run
-// missed while the analyzer was down is made once on Start.
+// Scheduler regenerates reports on a cron schedule: every study with events stored since its
+// last report (harness and production alike; stream sequences tell, not event times), and for
+// every production study a drift report (the last DriftWindow against the one before). Each
+// report is written into ReportsDir, announced on NATS (report.published) and, when
+// comparisons turned significant in the bad direction, alerted to the webhook, once per
+// finding. The scheduler's state (the last run, each study's stream sequence, the findings
+// alerted) is kept in ReportsDir: a run missed while the analyzer was down is made once on
+// Start.
 type Scheduler struct {
 	db   *sql.DB
 	bus  *bus.Bus
@@ -179,9 +181,22 @@ type RunResult struct {
 	Skipped []string
 }
 
+// job is one report a run makes.
+type job struct {
+	name  string
+	build func() (*report.Report, error)
+}
+
 // RunOnce regenerates the reports now (the Clock's now), records the run, and returns what it
-// wrote. A study whose report fails is logged and skipped; the error of the last failure is
-// returned with the result of the others.
+// wrote. A study's report is made again when an event of the study was stored after its last
+// report (a higher stream sequence: back-fills, re-sends and late imports included, whatever
+// their times); a production study's drift report is made at every run (its windows move). A
+// report that fails is logged and skipped; the error of the last failure is returned with the
+// result of the others.
+//
+// A bad finding alerts once: its key (alertKey: the report, the comparison and its direction)
+// is kept in the state file while the finding stays bad, through runs that do not make its
+// report again, runs whose report failed, findings held back by incomplete runs, and restarts.
 func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,22 +212,24 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 	res := &RunResult{At: now}
 	var lastErr error
 	alerted := map[string]bool{}
+	made := map[string]bool{} // reports whose findings this run established (made, or no data)
 	for _, si := range studies {
-		jobs := []func() (*report.Report, error){}
-		prev, reported := st.Studies[si.Study]
-		if !reported || si.LastEvent.After(prev) {
-			jobs = append(jobs, func() (*report.Report, error) { return s.buildStudy(ctx, si.Study) })
+		var jobs []job
+		prev, reported := st.Seqs[si.Study]
+		if !reported || si.LastSeq > prev {
+			jobs = append(jobs, job{si.Study, func() (*report.Report, error) { return s.buildStudy(ctx, si.Study) }})
 		} else {
 			res.Skipped = append(res.Skipped, si.Study)
 		}
 		if si.SourceKind == "production" {
-			jobs = append(jobs, func() (*report.Report, error) { return s.buildDrift(ctx, si.Study, now) })
+			jobs = append(jobs, job{report.DriftName(si.Study), func() (*report.Report, error) { return s.buildDrift(ctx, si.Study, now) }})
 		}
 		failed := false
-		for _, job := range jobs {
-			r, err := job()
+		for _, j := range jobs {
+			r, err := j.build()
 			if errors.Is(err, report.ErrNoData) || errors.Is(err, analysis.ErrNoRuns) {
-				continue // nothing to report yet
+				made[j.name] = true // nothing to report yet, so nothing is bad
+				continue
 			}
 			if err != nil {
 				s.log.Error("reports: build", "study", si.Study, "err", err)
@@ -225,19 +242,21 @@ func (s *Scheduler) RunOnce(ctx context.Context) (*RunResult, error) {
 				lastErr, failed = err, true
 				continue
 			}
+			made[j.name] = true
 			res.Reports = append(res.Reports, g)
 		}
 		if !failed { // a failed study is tried again at the next run
-			st.Studies[si.Study] = si.LastEvent
-		} else { // and keeps its alerted findings, so that they do not alert twice
-			for k := range st.Alerted {
-				if strings.HasPrefix(k, si.Study+"|") || strings.HasPrefix(k, report.DriftName(si.Study)+"|") {
-					alerted[k] = true
-				}
-			}
+			st.Seqs[si.Study] = si.LastSeq
 		}
 	}
-	// Findings that are no longer bad may alert again when they turn bad anew.
+	// A report not made again in this run (no new event, or it failed) keeps its alerted
+	// findings, so that they do not alert twice; findings of a report made again and no longer
+	// bad may alert again when they turn bad anew.
+	for k := range st.Alerted {
+		if name, _, _ := strings.Cut(k, "|"); !made[name] {
+			alerted[k] = true
+		}
+	}
 	st.Alerted = alerted
 	st.LastRun = now
 	if err := saveState(s.cfg.ReportsDir, st); err != nil {
@@ -280,8 +299,11 @@ func alertable(r *report.Report) bool {
 	return r.Kind == report.KindDrift || r.Metrics != nil && r.Metrics.Study.SourceKind == "production"
 }
 
-func findingKey(r *report.Report, f report.Finding) string {
-	return strings.Join([]string{r.Name, f.Task, f.Model, f.ConditionA, f.ConditionB, f.Quantity}, "|")
+// alertKey identifies a bad finding across regenerations and restarts: the report (the study,
+// or its drift report), the comparison (task, model, conditions A and B, quantity) and its
+// direction. A study name is a subject token and holds no "|".
+func alertKey(r *report.Report, f report.Finding) string {
+	return strings.Join([]string{r.Name, f.Task, f.Model, f.ConditionA, f.ConditionB, f.Quantity, f.Direction}, "|")
 }
 
 // publish writes a report, alerts its new bad findings and announces it.
@@ -296,7 +318,15 @@ func (s *Scheduler) publish(ctx context.Context, r *report.Report, st *state, al
 			if !f.Bad {
 				continue
 			}
-			k := findingKey(r, f)
+			k := alertKey(r, f)
+			if f.IncompleteRuns > 0 {
+				// No alert is computed from cells holding incomplete runs (the report says
+				// so); one already sent stays sent.
+				if st.Alerted[k] {
+					alerted[k] = true
+				}
+				continue
+			}
 			alerted[k] = true
 			if !st.Alerted[k] {
 				g.Alerted = append(g.Alerted, f)
@@ -307,7 +337,7 @@ func (s *Scheduler) publish(ctx context.Context, r *report.Report, st *state, al
 		if err := s.alert(ctx, r, dir, g.Alerted); err != nil {
 			// Not alerted: forget the keys so that the next run tries again.
 			for _, f := range g.Alerted {
-				delete(alerted, findingKey(r, f))
+				delete(alerted, alertKey(r, f))
 			}
 			return g, err
 		}

@@ -16,14 +16,18 @@ const StateFile = "schedule-state.json"
 type state struct {
 	// LastRun is the time of the last completed run.
 	LastRun time.Time `json:"last_run"`
-	// Studies maps each reported study to its latest event at that report.
-	Studies map[string]time.Time `json:"studies"`
-	// Alerted holds the keys of the bad findings alerted and still bad at the last run.
+	// Seqs maps each reported study to the highest stream sequence of its events at that
+	// report: the study's report is made again when an event is stored with a higher one,
+	// whatever the event's time. (State files of earlier versions kept the latest event time
+	// under "studies"; it is ignored, and each study is reported once more.)
+	Seqs map[string]uint64 `json:"study_seqs"`
+	// Alerted holds the keys (alertKey) of the bad findings alerted and still bad at the last
+	// run.
 	Alerted map[string]bool `json:"alerted"`
 }
 
 func loadState(dir string) (*state, error) {
-	st := &state{Studies: map[string]time.Time{}, Alerted: map[string]bool{}}
+	st := &state{Seqs: map[string]uint64{}, Alerted: map[string]bool{}}
 	b, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -34,8 +38,8 @@ func loadState(dir string) (*state, error) {
 	if err := json.Unmarshal(b, st); err != nil {
 		return nil, fmt.Errorf("schedule: state %s: %w", filepath.Join(dir, StateFile), err)
 	}
-	if st.Studies == nil {
-		st.Studies = map[string]time.Time{}
+	if st.Seqs == nil {
+		st.Seqs = map[string]uint64{}
 	}
 	if st.Alerted == nil {
 		st.Alerted = map[string]bool{}
