@@ -282,8 +282,10 @@ func isUnknownType(err error) bool {
 	return ok && fe.Err == ErrUnknownType
 }
 
-// decodePayload switches on (type, version). Version 1 is the only version so far; when a
-// payload changes shape, add a case for the new version and keep the old one decoding.
+// decodePayload switches on (type, version). Versions 2 and 3 only added optional members, so
+// one payload type reads every version (Validate refuses, by checkVersion, an earlier version
+// using what a later one added); when a payload changes shape, add a case for the new version
+// and keep the old one decoding.
 func decodePayload(t Type, version int, raw []byte) (Payload, error) {
 	if version < 1 || version > SchemaVersion {
 		return nil, &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: fmt.Sprintf("version %d (this build reads 1..%d)", version, SchemaVersion)}

@@ -17,8 +17,22 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func ptr[T any](v T) *T { return &v }
 
 // samples holds one payload of every event type of the current schema version, as the golden
-// files of testdata/v2 freeze them: those of version 1 with what version 2 added.
+// files of testdata/v3 freeze them: those of version 2 with what version 3 added.
 func samples() map[Type]Payload {
+	s := samplesV2()
+	server := ToolServer{Name: "dpa-review", Version: "1.0.0", Key: "dpa", Transport: "stdio"}
+	called := s[TypeToolCalled].(ToolCalled)
+	called.Server = server
+	s[TypeToolCalled] = called
+	returned := s[TypeToolReturned].(ToolReturned)
+	returned.Server = server
+	s[TypeToolReturned] = returned
+	return s
+}
+
+// samplesV2 holds one payload of every event type as schema version 2 knows them, as the
+// golden files of testdata/v2 freeze them: those of version 1 with what version 2 added.
+func samplesV2() map[Type]Payload {
 	s := samplesV1()
 	started := s[TypeRunStarted].(RunStarted)
 	started.InputKey, started.Input = "portfolio-a", MustCanonical(map[string]any{"portfolio": "a", "as_of": "2026-11-30"})
@@ -94,7 +108,10 @@ func sampleEnvelopeV(version int, t Type, p Payload) Envelope {
 
 // goldenDirs are the golden files of each schema version. Those of a version, once written,
 // never change: versions are added, never mutated.
-var goldenDirs = map[int]string{1: "testdata", 2: filepath.Join("testdata", "v2")}
+var goldenDirs = map[int]string{1: "testdata", 2: filepath.Join("testdata", "v2"), 3: filepath.Join("testdata", "v3")}
+
+// samplesOf are the sample payloads of each schema version.
+var samplesOf = map[int]func() map[Type]Payload{1: samplesV1, 2: samplesV2, 3: samples}
 
 // goldenFiles lists the golden events of every version.
 func goldenFiles(t testing.TB) []string {
@@ -111,10 +128,7 @@ func goldenFiles(t testing.TB) []string {
 
 func TestGoldenRoundTrip(t *testing.T) {
 	for v := 1; v <= SchemaVersion; v++ {
-		s := samplesV1()
-		if v == 2 {
-			s = samples()
-		}
+		s := samplesOf[v]()
 		for _, typ := range Types() {
 			p, ok := s[typ]
 			if !ok {
@@ -176,7 +190,8 @@ func TestDecodeBadInput(t *testing.T) {
 		{"malformed json", []byte(`{"schema":1,`), ErrMalformed, ""},
 		{"trailing data", append(append([]byte{}, goodJSON...), []byte(` {}`)...), ErrMalformed, ""},
 		{"unknown type", replace(`"type":"tool.called"`, `"type":"tool.exploded"`), ErrUnknownType, "type"},
-		{"unknown version", replace(`"schema":2`, `"schema":99`), ErrUnknownVersion, "schema"},
+		{"unknown version", replace(fmt.Sprintf(`"schema":%d`, SchemaVersion), `"schema":99`), ErrUnknownVersion, "schema"},
+		{"server without name", replace(`"name":"dpa-review",`, ``), ErrMissingField, "payload.server.name"},
 		{"missing payload field", replace(`"tool":"load_portfolio",`, ``), ErrMissingField, "payload.tool"},
 		{"missing id", replace(`"id":"`, `"xid":"`), ErrMissingField, "id"},
 		{"missing payload", replace(`"payload":`, `"xpayload":`), ErrMissingField, "payload"},

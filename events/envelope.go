@@ -10,7 +10,11 @@ import (
 // Version 2 adds the run statuses errored (with RunFinished.Cause) and overflow, and
 // RunStarted.InputKey and Input. Everything else is as in version 1, and an event of version
 // 1 reads as it always did; a version 1 event that uses what version 2 added is invalid.
-const SchemaVersion = 2
+//
+// Version 3 adds the server that served a tool call (ToolCalled.Server, ToolReturned.Server:
+// an MCP server's name and version). An event of an earlier version that names a server is
+// invalid.
+const SchemaVersion = 3
 
 // MaxEventSize is the largest encoded event accepted, envelope included: 1 MiB, the default
 // max_payload of a NATS server, so that every valid event can be published as one message.
@@ -140,10 +144,8 @@ func (e *Envelope) Validate() error {
 	if e.Payload.EventType() != e.Type {
 		return invalid("payload", "payload is %s but type is %s", e.Payload.EventType(), e.Type)
 	}
-	if e.Schema < 2 {
-		if err := checkV1(e.Payload); err != nil {
-			return err
-		}
+	if err := checkVersion(e.Schema, e.Payload); err != nil {
+		return err
 	}
 	return e.Payload.Validate()
 }
@@ -161,25 +163,36 @@ func validateID(id string) error {
 	return nil
 }
 
-// checkV1 refuses, in an event of schema version 1, what version 2 added.
-func checkV1(p Payload) error {
-	v2 := func(field string) error {
-		return &FieldError{Field: field, Err: ErrUnknownVersion, Msg: "added in schema version 2; this event says version 1"}
+// checkVersion refuses, in an event of an earlier schema version, what a later version added.
+func checkVersion(version int, p Payload) error {
+	added := func(field string, in int) error {
+		return &FieldError{Field: field, Err: ErrUnknownVersion,
+			Msg: fmt.Sprintf("added in schema version %d; this event says version %d", in, version)}
 	}
 	switch p := p.(type) {
 	case RunFinished:
 		switch {
+		case version >= 2:
 		case p.Status == StatusErrored || p.Status == StatusOverflow:
-			return v2("payload.status")
+			return added("payload.status", 2)
 		case p.Cause != (Cause{}):
-			return v2("payload.cause")
+			return added("payload.cause", 2)
 		}
 	case RunStarted:
 		switch {
+		case version >= 2:
 		case p.InputKey != "":
-			return v2("payload.input_key")
+			return added("payload.input_key", 2)
 		case len(p.Input) > 0:
-			return v2("payload.input")
+			return added("payload.input", 2)
+		}
+	case ToolCalled:
+		if version < 3 && p.Server != (ToolServer{}) {
+			return added("payload.server", 3)
+		}
+	case ToolReturned:
+		if version < 3 && p.Server != (ToolServer{}) {
+			return added("payload.server", 3)
 		}
 	}
 	return nil

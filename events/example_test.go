@@ -33,7 +33,7 @@ func Example() {
 	fmt.Println(string(b))
 	// Output:
 	// ditto.events.prod-invoice.run-0001.tool.called
-	// {"schema":2,"id":"01M8NTXDM04YB6HR2MATZ7BYDR","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"prod-invoice","run":"run-0001","attempt":1,"seq":5,"source":{"kind":"production","id":"invoice-agent"},"payload":{"call_id":"call-1","tool":"fetch_invoice","args":{"fields":["total"],"invoice_id":"INV-1"}}}
+	// {"schema":3,"id":"01M8NTXDM04YB6HR2MATZ7BYDR","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"prod-invoice","run":"run-0001","attempt":1,"seq":5,"source":{"kind":"production","id":"invoice-agent"},"payload":{"call_id":"call-1","tool":"fetch_invoice","args":{"fields":["total"],"invoice_id":"INV-1"}}}
 }
 
 // A reader decodes what it receives and switches on the payload's type. A bad event is an

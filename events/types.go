@@ -264,6 +264,21 @@ type ToolCalled struct {
 	Tool   string          `json:"tool"`
 	Args   json.RawMessage `json:"args"` // canonical JSON
 	State  string          `json:"state,omitempty"`
+	// Server is the server that serves the tool; zero for a tool ditto runs in process.
+	// Schema version 3.
+	Server ToolServer `json:"server,omitzero"`
+}
+
+// ToolServer names the server that served a tool call, as the server introduced itself: for
+// an MCP server the implementation name and version of its initialization handshake. Schema
+// version 3.
+type ToolServer struct {
+	Name    string `json:"name"`              // the implementation's name (an HTTP tool: its base URL)
+	Version string `json:"version,omitempty"` // as the server reports it; "" when it reports none
+	// Key is the server's name in the task file; Transport how it is reached: stdio,
+	// streamable_http (MCP), http (an endpoint per tool) or fixtures (tables in the task file).
+	Key       string `json:"key,omitempty"`
+	Transport string `json:"transport,omitempty"`
 }
 
 // ToolRejected records a tool call refused before any side effect.
@@ -284,6 +299,8 @@ type ToolReturned struct {
 	Output     json.RawMessage `json:"output,omitempty"` // canonical JSON when OK
 	Error      string          `json:"error,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
+	// Server is the server that answered (or failed to), as on tool.called. Schema version 3.
+	Server ToolServer `json:"server,omitzero"`
 }
 
 // OutputValidated records a state output that passed its validator.
@@ -484,7 +501,18 @@ func (p ToolCalled) Validate() error {
 	case p.Tool == "":
 		return missing("payload.tool")
 	}
+	if err := p.Server.validate(); err != nil {
+		return err
+	}
 	return checkCanonical("payload.args", p.Args, false)
+}
+
+// validate checks a server that is named at all: it has a name.
+func (s ToolServer) validate() error {
+	if s != (ToolServer{}) && s.Name == "" {
+		return missing("payload.server.name")
+	}
+	return nil
 }
 
 func (p ToolRejected) Validate() error {
@@ -514,6 +542,9 @@ func (p ToolReturned) Validate() error {
 		return missing("payload.error")
 	case p.DurationMS < 0:
 		return invalid("payload.duration_ms", "negative")
+	}
+	if err := p.Server.validate(); err != nil {
+		return err
 	}
 	return checkCanonical("payload.output", p.Output, !p.OK)
 }

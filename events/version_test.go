@@ -44,6 +44,47 @@ func TestVersion1RefusesVersion2(t *testing.T) {
 	}
 }
 
+// TestVersion2RefusesVersion3: the server of a tool call, added in version 3, is invalid in an
+// event of version 1 or 2 and valid in version 3.
+func TestVersion2RefusesVersion3(t *testing.T) {
+	server := ToolServer{Name: "dpa-review", Version: "1.0.0", Key: "dpa", Transport: "stdio"}
+	called := samplesV2()[TypeToolCalled].(ToolCalled)
+	returned := samplesV2()[TypeToolReturned].(ToolReturned)
+	called.Server, returned.Server = server, server
+	for _, p := range []Payload{called, returned} {
+		for v := 1; v <= 2; v++ {
+			env := sampleEnvelopeV(v, p.EventType(), p)
+			err := env.Validate()
+			var fe *FieldError
+			if !errors.Is(err, ErrUnknownVersion) || !errors.As(err, &fe) || fe.Field != "payload.server" {
+				t.Errorf("Validate(v%d %s with a server) = %v, want ErrUnknownVersion naming payload.server", v, p.EventType(), err)
+			}
+		}
+		v3 := sampleEnvelopeV(3, p.EventType(), p)
+		if err := v3.Validate(); err != nil {
+			t.Errorf("Validate(v3 %s with a server) = %v, want nil", p.EventType(), err)
+		}
+		b, err := Encode(&v3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%s) = %v", b, err)
+		}
+		var got ToolServer
+		switch d := dec.Payload.(type) {
+		case ToolCalled:
+			got = d.Server
+		case ToolReturned:
+			got = d.Server
+		}
+		if got != server {
+			t.Errorf("Decode(Encode(%s)).Server = %+v, want %+v", p.EventType(), got, server)
+		}
+	}
+}
+
 func TestRunFinishedCause(t *testing.T) {
 	cause := Cause{Kind: CauseUnreachable, Endpoint: "http://127.0.0.1:9/v1", Attempts: 4, Detail: "connection refused"}
 	tests := []struct {

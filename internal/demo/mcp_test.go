@@ -232,7 +232,8 @@ func TestStudyOverThirdPartyMCPServer(t *testing.T) {
 	root := t.TempDir()
 	specPath := writeFSStudy(t, bin, root)
 	scale := 0.0
-	res, err := Run(context.Background(), Config{DataDir: t.TempDir(), Spec: specPath, LatencyScale: &scale, Concurrency: 8,
+	dataDir := t.TempDir()
+	res, err := Run(context.Background(), Config{DataDir: dataDir, Spec: specPath, LatencyScale: &scale, Concurrency: 8,
 		Permutations: 200, Models: models(root)})
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +253,31 @@ func TestStudyOverThirdPartyMCPServer(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "clients", "acme", "review.txt")); err != nil || string(b) != "Reviewed: standard terms." {
 		t.Errorf("the note the planted model wrote through the server: %q, %v", b, err)
+	}
+	// Every executed call names the server as it introduced itself: the pinned package's
+	// server says secure-filesystem-server 0.2.0 (its dist/index.js).
+	w, err := warehouse.Open(context.Background(), warehouse.Config{Path: warehouse.DefaultPath(dataDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rows, err := w.DB().Query(`SELECT coalesce(server_name, 'NULL'), coalesce(server_version, 'NULL'), count(*)
+		FROM tool_calls WHERE status = 'executed' GROUP BY ALL ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var servers []string
+	for rows.Next() {
+		var name, version string
+		var n int
+		if err := rows.Scan(&name, &version, &n); err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, fmt.Sprintf("%s %s: %d calls", name, version, n))
+	}
+	if len(servers) != 1 || !strings.HasPrefix(servers[0], "secure-filesystem-server 0.2.0: ") {
+		t.Errorf("the tool_calls view's servers of executed calls: %q, want every call on secure-filesystem-server 0.2.0", servers)
 	}
 }
 

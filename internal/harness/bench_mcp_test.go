@@ -41,29 +41,37 @@ func dpaTurn(req llm.Request) (llm.Response, error) {
 	return llm.Response{ToolCalls: []llm.ToolCall{c}, FinishReason: "tool_calls"}, nil
 }
 
-// BenchmarkStepMCP is BenchmarkStep with the tools served by an MCP server over stdio (the
-// example's server, examples/dpa-review/server, built first): the harness's overhead per step
-// including the MCP round trip, p50 and p99, to read beside BenchmarkStep's in-process tools.
-func BenchmarkStepMCP(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "dpa-review-server")
+// dpaTask is the example task (examples/dpa-review/task.yaml) with its tools bound to the
+// example's MCP server, built first and started over stdio by a pool closed with tb.
+func dpaTask(tb testing.TB) *tasks.Task {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "dpa-review-server")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/dpa-review/server").CombinedOutput(); err != nil {
-		b.Fatalf("building the example server: %v\n%s", err, out)
+		tb.Fatalf("building the example server: %v\n%s", err, out)
 	}
 	data, err := os.ReadFile("../../examples/dpa-review/task.yaml")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	data = []byte(strings.Replace(string(data), "command: [go, run, ./examples/dpa-review/server]", "command: ["+bin+"]", 1))
 	f, err := tasks.ParseFile("task.yaml", data)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	pool := &toolserver.Pool{}
-	defer pool.Close()
+	tb.Cleanup(func() { _ = pool.Close() })
 	task, err := tasks.FromFile(f, pool)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return task
+}
+
+// BenchmarkStepMCP is BenchmarkStep with the tools served by an MCP server over stdio (the
+// example's server, examples/dpa-review/server, built first): the harness's overhead per step
+// including the MCP round trip, p50 and p99, to read beside BenchmarkStep's in-process tools.
+func BenchmarkStepMCP(b *testing.B) {
+	task := dpaTask(b)
 	for _, cond := range []string{"harness", "baseline"} {
 		b.Run("dpa_review/"+cond+"/with-events", func(b *testing.B) {
 			c, _ := condition.Parse(cond)

@@ -174,10 +174,12 @@ func (r *runner) execute(c *toolCall) (returned, error) {
 			return returned{}, err
 		}
 	}
+	var server events.ToolServer
 	if c.tool.Origin != nil {
 		c.key = idempotencyKey()
+		server = toolServer(c.tool.Origin())
 	}
-	if err := r.emit(events.ToolCalled{CallID: c.id, Tool: c.tool.Name, Args: c.args, State: c.st.Name}); err != nil {
+	if err := r.emit(events.ToolCalled{CallID: c.id, Tool: c.tool.Name, Args: c.args, State: c.st.Name, Server: server}); err != nil {
 		return returned{}, err
 	}
 	t0 := time.Now()
@@ -192,11 +194,17 @@ func (r *runner) execute(c *toolCall) (returned, error) {
 			canonOut = canon
 		}
 	}
-	ret := events.ToolReturned{CallID: c.id, Tool: c.tool.Name, OK: xerr == nil, Output: canonOut, DurationMS: ms(dur)}
+	ret := events.ToolReturned{CallID: c.id, Tool: c.tool.Name, OK: xerr == nil, Output: canonOut, DurationMS: ms(dur), Server: server}
 	if xerr != nil {
 		ret.Error = xerr.Error()
 	}
 	return returned{ret, xerr}, r.emit(ret)
+}
+
+// toolServer is the server of a tool's calls as events record it. A server that introduced
+// itself by no name (or was never reached) is named by its key in the task file.
+func toolServer(o tasks.Origin) events.ToolServer {
+	return events.ToolServer{Name: cmp.Or(o.Name, o.Server), Version: o.Version, Key: o.Server, Transport: o.Transport}
 }
 
 // returned is a recorded tool.returned with the tool's error, whose kind (a tool server that

@@ -121,3 +121,40 @@ func TestToolServerDownErrors(t *testing.T) {
 		t.Error("an errored run is scored")
 	}
 }
+
+// TestToolEventsNameTheirServer: the calls of a task whose tools a real MCP server serves over
+// stdio (the example's, examples/dpa-review/server, which introduces itself as dpa-review
+// 1.0.0) are recorded with that name and version, the server's key in the task file and the
+// transport, on tool.called and tool.returned alike, in events that decode as schema version 3.
+func TestToolEventsNameTheirServer(t *testing.T) {
+	task := dpaTask(t)
+	s := harness.RunSpec{Task: task.Name, TaskDef: task, Condition: cond(t, "harness"), Model: "scripted"}
+	res, rec := run(t, s, &gapModel{turn: dpaTurn})
+	if !res.Success {
+		t.Fatalf("run %s: %s", res.Status, res.Error)
+	}
+	want := events.ToolServer{Name: "dpa-review", Version: "1.0.0", Key: "dpa", Transport: "stdio"}
+	calls := 0
+	for _, b := range rec.Encoded {
+		e, err := events.Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", b, err)
+		}
+		var got events.ToolServer
+		switch p := e.Payload.(type) {
+		case events.ToolCalled:
+			got = p.Server
+			calls++
+		case events.ToolReturned:
+			got = p.Server
+		default:
+			continue
+		}
+		if e.Schema != 3 || got != want {
+			t.Errorf("%s of seq %d: schema %d, server %+v; want schema 3, server %+v", e.Type, e.Seq, e.Schema, got, want)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d tool calls recorded, want fetch, assess and file", calls)
+	}
+}
