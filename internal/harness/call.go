@@ -13,6 +13,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/taskfile"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -135,7 +136,7 @@ func (r *runner) gate(c *toolCall) (*callFailure, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v := checkSchema(s, c.args); len(v) > 0 {
+		if v := taskfile.Violations(s, c.args); len(v) > 0 {
 			return &callFailure{kind: events.RejectSchema, detail: strings.Join(v, "; "), extra: map[string]any{"violations": v}}, nil
 		}
 	}

@@ -1,17 +1,14 @@
 package harness
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
+	"github.com/dittolab/ditto/internal/taskfile"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -25,54 +22,12 @@ func toolSchema(task *tasks.Task, tool *tasks.Tool) (*jsonschema.Schema, error) 
 		return s.(*jsonschema.Schema), nil
 	}
 	key := task.Name + "/" + tool.Name
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Schema))
-	if err != nil {
-		return nil, fmt.Errorf("harness: schema of %s: %w", key, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	url := "mem:///" + key + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("harness: schema of %s: %w", key, err)
-	}
-	s, err := c.Compile(url)
+	s, err := taskfile.CompileSchema(key, tool.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("harness: schema of %s: %w", key, err)
 	}
 	schemaCache.Store(tool, s)
 	return s, nil
-}
-
-var printer = message.NewPrinter(language.English)
-
-// checkSchema validates raw arguments; it returns the violations (none = valid).
-func checkSchema(s *jsonschema.Schema, raw []byte) []string {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return []string{"arguments are not valid JSON: " + err.Error()}
-	}
-	err = s.Validate(v)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []string{err.Error()}
-	}
-	// Distil: the leaf causes, each as "at <path>: <message>".
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			out = append(out, fmt.Sprintf("at /%s: %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return out
 }
 
 // canonicalArgs returns the canonical JSON of raw arguments, or, when they are not JSON, the

@@ -153,7 +153,8 @@ func quoteAll(ss []string) []string {
 }
 
 // CompileSchema compiles a JSON Schema (draft 2020-12 unless it says otherwise) given as JSON.
-// name identifies it in errors.
+// name identifies it in errors. With Violations it is ditto's one way of checking JSON against a
+// schema: the task-file checks and the harness's schema gate both call them.
 func CompileSchema(name string, raw []byte) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
