@@ -4,13 +4,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/queries"
 )
@@ -56,41 +53,14 @@ var consoleCases = map[string][][]any{
 // with the production samples and a small synthetic harness study, and compares the results
 // with testdata/golden/<name>.golden (go test -run TestConsoleQueriesGolden -update).
 func TestConsoleQueriesGolden(t *testing.T) {
-	db := consoleGoldenDB(t)
-	statements := map[string]bool{}
-	for _, s := range queries.All() {
-		if s.Kind != queries.Console {
-			continue
-		}
-		statements[s.Name] = true
-		t.Run(s.Name, func(t *testing.T) {
-			cases, ok := consoleCases[s.Name]
-			if !ok {
-				t.Fatalf("no golden case for %s: add one to consoleCases", s.Name)
-			}
-			var b strings.Builder
-			for _, args := range cases {
-				fmt.Fprintf(&b, "-- args: %v\n", args)
-				b.WriteString(queryText(t, db, s, args))
-			}
-			warehousetest.CheckGolden(t, s.Name, b.String())
-		})
-	}
-	for name := range consoleCases {
-		if !statements[name] {
-			t.Errorf("consoleCases has %s, which is not a Console statement of package queries", name)
-		}
-	}
+	warehousetest.CheckQueriesGolden(t, consoleGoldenDB(t), queries.Console, consoleCases)
 }
 
 // consoleGoldenDB ingests the production samples and the synthetic study c1 and returns the
 // database.
 func consoleGoldenDB(t *testing.T) *sql.DB {
 	t.Helper()
-	msgs := append(warehousetest.SampleMsgs(t), warehousetest.EnvelopeMsgs(t, syntheticStudy())...)
-	b := bustest.NewServer(t).Connect(t)
-	warehousetest.Publish(t, b, msgs)
-	return warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}).DB()
+	return warehousetest.GoldenDB(t, warehousetest.EnvelopeMsgs(t, syntheticStudy()))
 }
 
 // syntheticStudy is study c1: one harness cell of task lookup whose runs part ways — h-0 (a
@@ -156,18 +126,4 @@ func syntheticStudy() []events.Envelope {
 		}
 	}
 	return out
-}
-
-// queryText runs a Console statement (they only read) and renders its rows, one line each.
-func queryText(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
-	t.Helper()
-	rows, err := db.Query(s.SQL, args...)
-	if err != nil {
-		t.Fatalf("%s%v: %v", s.Name, args, err)
-	}
-	var b strings.Builder
-	for _, line := range warehousetest.Rows(t, rows) {
-		b.WriteString(line + "\n")
-	}
-	return b.String()
 }

@@ -3,13 +3,10 @@ package report_test
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/dittolab/ditto/queries"
 )
@@ -46,45 +43,17 @@ var reportCases = map[string][][]any{
 // the production samples and a small synthetic harness study, and compares the results with
 // testdata/golden/<name>.golden (go test -run TestReportQueriesGolden -update).
 func TestReportQueriesGolden(t *testing.T) {
-	db := reportGoldenDB(t)
-	statements := map[string]bool{}
-	for _, s := range queries.All() {
-		if s.Kind != queries.Report {
-			continue
-		}
-		statements[s.Name] = true
-		t.Run(s.Name, func(t *testing.T) {
-			cases, ok := reportCases[s.Name]
-			if !ok {
-				t.Fatalf("no golden case for %s: add one to reportCases", s.Name)
-			}
-			var b strings.Builder
-			for _, args := range cases {
-				fmt.Fprintf(&b, "-- args: %v\n", args)
-				b.WriteString(queryText(t, db, s, args))
-			}
-			warehousetest.CheckGolden(t, s.Name, b.String())
-		})
-	}
-	for name := range reportCases {
-		if !statements[name] {
-			t.Errorf("reportCases has %s, which is not a Report statement of package queries", name)
-		}
-	}
+	warehousetest.CheckQueriesGolden(t, reportGoldenDB(t), queries.Report, reportCases)
 }
 
 // reportGoldenDB ingests the production samples, the synthetic study s1, a study with no run
 // (only study.defined) and two poison messages, one on s1's subjects, and returns the database.
 func reportGoldenDB(t *testing.T) *sql.DB {
 	t.Helper()
-	msgs := append(warehousetest.SampleMsgs(t), warehousetest.EnvelopeMsgs(t, syntheticStudy())...)
-	msgs = append(msgs,
+	return warehousetest.GoldenDB(t, append(warehousetest.EnvelopeMsgs(t, syntheticStudy()),
 		warehousetest.Msg{Subject: "ditto.events.s1.a-0.run.finished", ID: "poison-s1", Data: []byte("{")},
 		warehousetest.Msg{Subject: "ditto.events.other.x.run.started", ID: "poison-other", Data: []byte("not json")},
-	)
-	b := bustest.NewServer(t).Connect(t)
-	warehousetest.Publish(t, b, msgs)
-	return warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}).DB()
+	))
 }
 
 // syntheticStudy is study s1: two simulated cells of credit_ecl (baseline on two workers;
@@ -135,18 +104,4 @@ func syntheticStudy() []events.Envelope {
 	emit("empty", events.StudyRun, 1, 0, 0, "producer", events.StudyDefined{Name: "empty study", ExpectedRuns: 1,
 		Cells: []events.Cell{{Task: "credit_ecl", Model: "sim-a", Condition: "baseline", Runs: 1}}})
 	return out
-}
-
-// queryText runs a Report statement (they only read) and renders its rows, one line each.
-func queryText(t *testing.T, db *sql.DB, s queries.Statement, args []any) string {
-	t.Helper()
-	rows, err := db.Query(s.SQL, args...)
-	if err != nil {
-		t.Fatalf("%s%v: %v", s.Name, args, err)
-	}
-	var b strings.Builder
-	for _, line := range warehousetest.Rows(t, rows) {
-		b.WriteString(line + "\n")
-	}
-	return b.String()
 }
