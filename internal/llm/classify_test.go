@@ -114,3 +114,29 @@ func chatError(t *testing.T, baseURL string) *CallError {
 	}
 	return ce
 }
+
+// TestEchoedKeyTakenOutBeforeClipping: an endpoint quoting the key in a long error message,
+// the key across the 300 bytes the detail keeps: no part of the key is in the detail.
+func TestEchoedKeyTakenOutBeforeClipping(t *testing.T) {
+	const key = "sk-live-0123456789abcdefghijklmnop"
+	t.Setenv("DITTO_KEY_CLIP", key)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		// "Bearer " + key starts at byte 285 of the message: a clip at 300 cuts the key.
+		fmt.Fprintf(w, `{"error":{"message":"%s%s","type":"invalid_request_error"}}`, strings.Repeat("x", 285), r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	c, err := NewOpenAI(Config{BaseURL: srv.URL, APIKeyEnv: "DITTO_KEY_CLIP", Model: "m", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "x"}}})
+	var ce *CallError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Chat error = %v, want *CallError", err)
+	}
+	if strings.Contains(ce.Detail, key[:6]) || !strings.Contains(ce.Detail, "Bearer [re") {
+		t.Errorf("detail %q holds part of the key, or does not say where it was taken out", ce.Detail)
+	}
+}

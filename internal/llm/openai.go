@@ -84,6 +84,7 @@ func (c Config) Validate() error {
 type OpenAI struct {
 	cfg    Config
 	client *openai.Client
+	key    string // to take out of the endpoint's messages (classify)
 }
 
 var _ Model = (*OpenAI)(nil)
@@ -106,7 +107,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	oc := openai.DefaultConfig(key)
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = cfg.HTTPClient
-	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc), key: key}, nil
 }
 
 // Chat implements Model.
@@ -127,7 +128,7 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (Response, error) {
 			out.Latency, out.Retries = time.Since(start), retries
 			return out, nil
 		}
-		f := classify(ctx, err, c.cfg.Timeout)
+		f := classify(ctx, err, c.cfg.Timeout, c.key)
 		if !f.retryable || attempt > c.cfg.MaxRetries {
 			return Response{}, &CallError{Attempts: attempt, StatusCode: f.status, Retryable: f.retryable, Kind: f.kind,
 				Detail: f.detail, Retries: retries, Err: err}
@@ -164,7 +165,11 @@ type failure struct {
 // an error code model_not_found (the model), an exhausted quota, a context window exceeded,
 // other 4xx. Transient: timeouts, 408, 409, 429, 5xx and failures without an answer (refused
 // or reset connections, DNS).
-func classify(parent context.Context, err error, timeout time.Duration) failure {
+//
+// An endpoint that quotes the request's key in its message (echoing the Authorization header)
+// gets the key replaced by [redacted] before the message is clipped: clipped first, a key
+// across the clip would keep a prefix no later redaction could recognise.
+func classify(parent context.Context, err error, timeout time.Duration, key string) failure {
 	if parent.Err() != nil { // the caller gave up: never retry
 		return failure{kind: KindCancelled, reason: "cancelled", detail: "cancelled: " + parent.Err().Error()}
 	}
@@ -175,6 +180,9 @@ func classify(parent context.Context, err error, timeout time.Duration) failure 
 	switch {
 	case errors.As(err, &apiErr):
 		status, message = apiErr.HTTPStatusCode, apiErr.Message
+		if key != "" {
+			message = strings.ReplaceAll(message, key, "[redacted]")
+		}
 		if s, ok := apiErr.Code.(string); ok {
 			code = s
 		}
