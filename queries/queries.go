@@ -111,6 +111,7 @@ var (
 	ReportCells       = load("report_cells", Report)
 	ReportStudies     = load("report_studies", Report)
 	ReportWindowCells = load("report_window_cells", Report)
+	ReportContext     = load("report_context", Report)
 )
 
 // Console statements (package console): what the web console's pages read, through the same
@@ -145,7 +146,7 @@ func All() []Statement {
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
-		ReportBasis, ReportCells, ReportStudies, ReportWindowCells,
+		ReportBasis, ReportCells, ReportStudies, ReportWindowCells, ReportContext,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
 		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents, ConsoleDriftCells,
 	)

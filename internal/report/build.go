@@ -70,6 +70,9 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 	if err := loadDists(ctx, q, study, r.dists); err != nil {
 		return nil, err
 	}
+	if r.Context, err = analysis.ComputeContext(ctx, q, study, mr.Cells); err != nil {
+		return nil, err
+	}
 	r.Findings = studyFindings(mr, r.Cells)
 	r.Notes = append(r.Notes, basisNotes(r)...)
 	r.Notes = append(r.Notes, mr.Notes...)

@@ -105,6 +105,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintln(bw, "## Conditions")
 		fmt.Fprintln(bw)
 		writeMDTable(bw, r.ConditionTable())
+		if r.Context != nil {
+			fmt.Fprintln(bw, "## Context management")
+			fmt.Fprintln(bw)
+			fmt.Fprintln(bw, contextIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.ContextTierTable())
+			fmt.Fprintln(bw, contextBudgetIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.ContextBudgetTable())
+			fmt.Fprintln(bw, contextComparisonIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.ContextComparisonTable())
+		}
 	} else {
 		fmt.Fprintln(bw, "## Windows")
 		fmt.Fprintln(bw)
@@ -176,6 +189,8 @@ type htmlData struct {
 	Plots                                                           []htmlPlot
 	GeneratedAt                                                     string
 	HasCells                                                        bool
+	ContextTiers, ContextBudgets, ContextComparisons                Table
+	ContextIntro, ContextBudgetIntro, ContextCompIntro              string
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -186,7 +201,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return err
 	}
 	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(), Comparisons: r.ComparisonTable(),
-		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy}
+		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy,
+		ContextTiers: r.ContextTierTable(), ContextBudgets: r.ContextBudgetTable(), ContextComparisons: r.ContextComparisonTable(),
+		ContextIntro: contextIntro, ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro}
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
 	}
@@ -230,6 +247,9 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 {{else}}<h2>Windows</h2>{{template "table" .Drift}}{{end}}
 {{range .Plots}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
+{{if .R.Context}}<h2>Context management</h2><p class="meta">{{.ContextIntro}}</p>{{template "table" .ContextTiers}}
+<p class="meta">{{.ContextBudgetIntro}}</p>{{template "table" .ContextBudgets}}
+<p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}{{end}}
 <h2>Comparisons</h2>
 <p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A). Rows in red: significant and worse.</p>
 {{template "table" .Comparisons}}

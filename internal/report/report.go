@@ -36,6 +36,8 @@ type Report struct {
 	// Drift holds one window comparison per production (task, model) (KindDrift), adjusted
 	// together with Benjamini–Hochberg across the report.
 	Drift []analysis.WindowComparison `json:"drift,omitempty"`
+	// Context is the context-management section (KindStudy with context-managed runs).
+	Context *analysis.Context `json:"context,omitempty"`
 	// Cells say what each cell ran with.
 	Cells []CellInfo `json:"cells"`
 	Basis Basis      `json:"basis"`

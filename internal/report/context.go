@@ -1,0 +1,103 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/dittolab/ditto/metrics"
+)
+
+// ContextTierTable is the context-management figures per model, tier and budget: success,
+// overflow, peak context, cost, mechanism invocations, recall usage, turns, re-patches and the
+// determinism metrics of the group's cells.
+func (r *Report) ContextTierTable() Table {
+	t := Table{Header: []string{"model", "tier", "budget", "cells", "runs", "success", "overflow", "peak context",
+		"tokens", "turns", "re-patches", "elisions", "summaries", "recalls", "runs with recall", "RR", "DI", "TSS", "AC"},
+		Flag: map[int]bool{}}
+	if r.Context == nil {
+		return t
+	}
+	for i, g := range r.Context.Groups {
+		n := float64(g.Runs)
+		t.Rows = append(t.Rows, []string{g.Model, g.Tier, strconv.FormatInt(g.Budget, 10), fmt.Sprint(g.Cells), fmt.Sprint(g.Runs),
+			num(metrics.Some(float64(g.Successes)/n), 2), num(metrics.Some(float64(g.Overflows)/n), 2),
+			num(metrics.Some(g.PeakContext), 0), num(metrics.Some(g.Tokens), 0), num(metrics.Some(g.Turns), 1),
+			num(metrics.Some(g.Repatches), 2), num(metrics.Some(g.Elisions), 2), num(metrics.Some(g.Summaries), 2),
+			num(metrics.Some(g.Recalls), 2), fmt.Sprintf("%d/%d", g.RecallRuns, g.Runs),
+			num(g.RR, 3), num(g.DI, 3), num(g.TSS, 3), num(g.AC, 3)})
+		if g.Tier != "T0" && g.Overflows > 0 {
+			t.Flag[i] = true // a managed tier that overflowed
+		}
+	}
+	return t
+}
+
+// ContextBudgetTable is the budget curve of each tier: success (and overflow) per budget, one
+// row per model and tier, one column per budget.
+func (r *Report) ContextBudgetTable() Table {
+	t := Table{Header: []string{"model", "tier"}}
+	if r.Context == nil {
+		return t
+	}
+	var budgets []int64
+	for _, g := range r.Context.Groups {
+		if !slices.Contains(budgets, g.Budget) {
+			budgets = append(budgets, g.Budget)
+		}
+	}
+	slices.Sort(budgets)
+	for _, b := range budgets {
+		t.Header = append(t.Header, fmt.Sprintf("success (overflow) at %d", b))
+	}
+	row := map[[2]string][]string{}
+	var keys [][2]string
+	for _, g := range r.Context.Groups {
+		k := [2]string{g.Model, g.Tier}
+		if row[k] == nil {
+			row[k] = make([]string, len(budgets))
+			for i := range row[k] {
+				row[k][i] = nullText
+			}
+			keys = append(keys, k)
+		}
+		n := float64(g.Runs)
+		row[k][slices.Index(budgets, g.Budget)] = num(metrics.Some(float64(g.Successes)/n), 2) + " (" + num(metrics.Some(float64(g.Overflows)/n), 2) + ")"
+	}
+	for _, k := range keys {
+		t.Rows = append(t.Rows, append([]string{k[0], k[1]}, row[k]...))
+	}
+	return t
+}
+
+// ContextComparisonTable is the section's paired comparisons: success by exact McNemar, cost
+// and turns by Mann–Whitney, each family adjusted by Benjamini–Hochberg.
+func (r *Report) ContextComparisonTable() Table {
+	t := Table{Header: []string{"model", "factor", "A", "B", "held", "pairs", "success A", "success B", "b (A ok, B not)",
+		"c (B ok, A not)", "p", "q", "tokens A → B", "q (tokens)", "δ tokens", "turns A → B", "q (turns)", "δ turns"}, Flag: map[int]bool{}}
+	if r.Context == nil {
+		return t
+	}
+	for i, c := range r.Context.Comparisons {
+		if c.Significant && c.SuccessB < c.SuccessA {
+			t.Flag[i] = true
+		}
+		t.Rows = append(t.Rows, []string{c.Model, c.Factor, c.A, c.B, c.Scope, fmt.Sprint(c.Pairs),
+			num(metrics.Some(c.SuccessA), 2), num(metrics.Some(c.SuccessB), 2), fmt.Sprint(c.Disc[0]), fmt.Sprint(c.Disc[1]),
+			pValue(c.P), pValue(c.PAdjusted),
+			num(metrics.Some(c.TokensA), 0) + " → " + num(metrics.Some(c.TokensB), 0), pValue(c.TokensQ), num(c.TokensDelta, 2),
+			num(metrics.Some(c.TurnsA), 1) + " → " + num(metrics.Some(c.TurnsB), 1), pValue(c.TurnsQ), num(c.TurnsDelta, 2)})
+	}
+	return t
+}
+
+const contextIntro = "Context management: per model, tier and budget, the share of scored runs that succeeded and that overflowed " +
+	"the context window, the mean peak request (tokens, as the harness estimates it), prompt + completion tokens, the agent's turns, " +
+	"re-patches and the invocations of each mechanism per run (elision M1, summarization M3, recall M2); RR, DI, TSS and AC are the " +
+	"means over the group's cells of the cells' determinism metrics. A managed tier that overflowed is highlighted."
+
+const contextBudgetIntro = "Budget curve of each tier: success rate (overflow rate) at each context-window budget."
+
+const contextComparisonIntro = "Paired comparisons: each managed tier against T0 at the same budget, and planning on (B) against " +
+	"off (A) within a tier; runs paired on task, seed index and every other factor. Success: exact McNemar on the discordant pairs; " +
+	"tokens and turns: Mann–Whitney U (δ is Cliff's delta of B over A); q is Benjamini–Hochberg across each column of this table."
