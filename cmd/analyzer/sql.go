@@ -13,6 +13,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
+	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/sqlguard"
 )
 
@@ -97,7 +98,7 @@ func sqlCommand(ctx context.Context, cfg sqlCommandConfig, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return queryapi.WriteAligned(out, t)
+	return report.WriteQueryTable(out, t)
 }
 
 func sqlRemote(ctx context.Context, c *queryapi.Client, cfg sqlCommandConfig, out io.Writer) error {
@@ -110,7 +111,7 @@ func sqlRemote(ctx context.Context, c *queryapi.Client, cfg sqlCommandConfig, ou
 		if err != nil {
 			return err
 		}
-		return queryapi.WriteAligned(out, t)
+		return report.WriteQueryTable(out, t)
 	}
 	body, err := c.QueryRaw(ctx, req)
 	if err != nil {

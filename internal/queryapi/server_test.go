@@ -569,21 +569,3 @@ func TestURLFileAndDiscover(t *testing.T) {
 	}
 }
 
-func TestWriteAligned(t *testing.T) {
-	tab := &Table{
-		Columns: []sqlguard.Column{{Name: "study", Type: "VARCHAR"}, {Name: "n", Type: "BIGINT"}, {Name: "tags", Type: "VARCHAR[]"}},
-		Rows:    [][]any{{"alpha", json.Number("7"), []any{"x"}}, {"b", json.Number("12345"), nil}},
-	}
-	var b strings.Builder
-	if err := WriteAligned(&b, tab); err != nil {
-		t.Fatal(err)
-	}
-	want := "study  n      tags\n" +
-		"-----  -----  -----\n" +
-		"alpha      7  [\"x\"]\n" +
-		"b      12345  NULL\n" +
-		"(2 rows)\n"
-	if b.String() != want {
-		t.Errorf("WriteAligned =\n%s\nwant\n%s", b.String(), want)
-	}
-}

@@ -115,7 +115,7 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 		dists:  map[analysis.CellKey]dist{},
 	}
 	if r.Title == "" {
-		r.Title = fmt.Sprintf("Variance drift: %s, the last %s against the %s before", study, human(window), human(window))
+		r.Title = fmt.Sprintf("Variance drift: %s, the last %s against the %s before", study, period(window), period(window))
 	}
 	for _, p := range pairs {
 		wc, err := analysis.CompareWindowsFrom(ctx, q, analysis.CellFilter{Study: study, Task: p.task, Model: p.model}, wa, wb, opts.Analysis)
@@ -258,26 +258,6 @@ func basisNotes(r *Report) []string {
 		out = append(out, fmt.Sprintf("%d messages on the study's subjects were rejected at ingestion (see the rejected_events table)", r.Basis.RejectedEvents))
 	}
 	return out
-}
-
-func human(d time.Duration) string {
-	switch {
-	case d%(24*time.Hour) == 0:
-		n := int(d / (24 * time.Hour))
-		if n == 7 {
-			return "week"
-		}
-		if n == 1 {
-			return "day"
-		}
-		return strconv.Itoa(n) + " days"
-	case d%time.Hour == 0:
-		if d == time.Hour {
-			return "hour"
-		}
-		return strconv.Itoa(int(d/time.Hour)) + " hours"
-	}
-	return d.String()
 }
 
 // Value conversions for rows from database/sql (int64, float64, bool, string) and from the

@@ -248,8 +248,8 @@ func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells [
 				verb = "fell"
 			}
 			s := fmt.Sprintf("In the last %s, %s of %s on %s %s from %s to %s compared with the %s before (%d and %d runs), %s.",
-				human(window), quantityLabel(c.Quantity), d.Cell.Task, modelText(cells, d.Cell.Model), verb,
-				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), human(window), c.NA, c.NB, qText(c.PAdjusted))
+				period(window), quantityLabel(c.Quantity), d.Cell.Task, modelText(cells, d.Cell.Model), verb,
+				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), period(window), c.NA, c.NB, qText(c.PAdjusted))
 			out = append(out, Finding{Task: d.Cell.Task, Model: d.Cell.Model, ConditionA: "previous window", ConditionB: "last window",
 				Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Direction: direction(c.Difference),
 				Bad: IsBad(c), IncompleteRuns: incomplete[analysis.CellKey{Task: d.Cell.Task, Model: d.Cell.Model}], Sentence: s})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/dittolab/ditto/metrics"
 )
@@ -85,6 +87,115 @@ func percentChange(a, b metrics.Value) (string, bool) {
 
 // setting prints a setting (a level, a rate) in its shortest exact form: 0.05.
 func setting(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// doubleDigits is the number of significant digits a float64 holds for certain (DBL_DIG):
+// what lies beyond them in a computed value (5551.392600000001) is rounding noise.
+const doubleDigits = 15
+
+// Decimal prints a number whose precision ditto does not know (a DOUBLE in a query's answer)
+// rounded to the 15 significant digits a float64 holds, trailing zeros dropped: 5551.3926, not
+// 5551.392600000001; 0.3, not 0.30000000000000004. Machine formats (JSON, CSV, Arrow,
+// Parquet) carry the exact value.
+func Decimal(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "Infinity"
+	case math.IsInf(x, -1):
+		return "-Infinity"
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'e', doubleDigits-1, 64), 64)
+	if err != nil {
+		r = x
+	}
+	if r == 0 {
+		return "0"
+	}
+	if a := math.Abs(r); a >= 1e-4 && a < 1e15 {
+		return strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
+}
+
+// durationUnits are the units Duration speaks in, largest first.
+var durationUnits = []struct {
+	d    time.Duration
+	name string
+}{
+	{24 * time.Hour, "day"},
+	{time.Hour, "hour"},
+	{time.Minute, "minute"},
+	{time.Second, "second"},
+}
+
+// Duration says a duration in words, in its two largest units, rounded to the smaller:
+// "30 minutes", "1 hour 30 minutes", "1 minute 16 seconds", "2 days 3 hours"; below a second
+// in milliseconds ("250 milliseconds"), below ten seconds with a tenth ("1.5 seconds"). Never
+// Go's "30m0s".
+func Duration(d time.Duration) string {
+	if d < 0 {
+		return "minus " + Duration(-d)
+	}
+	switch {
+	case d == 0:
+		return "0 seconds"
+	case d < time.Millisecond:
+		return plural(float64(d.Microseconds()), "microsecond")
+	case d < time.Second:
+		return plural(float64(d.Round(time.Millisecond).Milliseconds()), "millisecond")
+	case d < 10*time.Second && d%time.Second != 0:
+		return plural(math.Round(d.Seconds()*10)/10, "second")
+	}
+	for i, u := range durationUnits {
+		if d < u.d {
+			continue
+		}
+		if i == len(durationUnits)-1 {
+			return plural(math.Round(d.Seconds()), u.name)
+		}
+		next := durationUnits[i+1]
+		r := d.Round(next.d)
+		if i > 0 && r >= durationUnits[i-1].d {
+			return Duration(r) // 59m59.6s is 1 hour, not 60 minutes
+		}
+		d = r
+		big, rest := d/u.d, (d%u.d)/next.d
+		s := plural(float64(big), u.name)
+		if rest > 0 {
+			s += " " + plural(float64(rest), next.name)
+		}
+		return s
+	}
+	return plural(math.Round(d.Seconds()), "second")
+}
+
+// plural prints n and the unit, made plural unless n is 1.
+func plural(n float64, unit string) string {
+	s := strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// period names a window's length as the subject of "the last …": "hour", "day", "week" for
+// exactly one of them, else Duration's words ("30 minutes", "2 days").
+func period(d time.Duration) string {
+	switch d {
+	case time.Hour:
+		return "hour"
+	case 24 * time.Hour:
+		return "day"
+	case 7 * 24 * time.Hour:
+		return "week"
+	}
+	w := Duration(d)
+	if unit, ok := strings.CutPrefix(w, "1 "); ok && !strings.Contains(unit, " ") {
+		return unit
+	}
+	return w
+}
 
 // Number prints v with digits decimals ("—" when null): this file's formatter for renderers
 // outside the package (the web console), so that a number prints the same there.

@@ -1,4 +1,4 @@
-package queryapi
+package report
 
 import (
 	"encoding/json"
@@ -6,27 +6,32 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dittolab/ditto/internal/queryapi"
 )
 
 // maxCellWidth bounds a table cell; longer values end in "…".
 const maxCellWidth = 60
 
-// WriteAligned prints t as an aligned text table with a header, a rule and a closing line
-// giving the row count (and whether the result was cut at the row limit). Numbers are
-// right-aligned; NULL prints as NULL.
-func WriteAligned(w io.Writer, t *Table) error {
+// WriteQueryTable prints a query's answer as an aligned text table (what `analyzer sql`
+// prints by default): a header, a rule, the rows and a closing line giving the row count (and
+// whether the answer was cut at the row limit). Numbers are right-aligned, a DOUBLE or FLOAT
+// rounded by Decimal (5551.3926, not 5551.392600000001); NULL prints as NULL.
+func WriteQueryTable(w io.Writer, t *queryapi.Table) error {
 	n := len(t.Columns)
 	cells := make([][]string, len(t.Rows))
 	width := make([]int, n)
 	numeric := make([]bool, n)
+	float := make([]bool, n)
 	for j, c := range t.Columns {
 		width[j] = utf8.RuneCountInString(c.Name)
 		numeric[j] = isNumericType(c.Type)
+		float[j] = c.Type == "DOUBLE" || c.Type == "FLOAT"
 	}
 	for i, row := range t.Rows {
 		cells[i] = make([]string, n)
 		for j := 0; j < n && j < len(row); j++ {
-			s := cellText(row[j])
+			s := cellText(row[j], float[j])
 			if utf8.RuneCountInString(s) > maxCellWidth {
 				s = string([]rune(s)[:maxCellWidth-1]) + "…"
 			}
@@ -74,14 +79,18 @@ func WriteAligned(w io.Writer, t *Table) error {
 	return err
 }
 
-// cellText renders a JSON value of a Table for a text table.
-func cellText(v any) string {
+// cellText renders a JSON value of a queryapi.Table for a text table; a number of a float
+// column is rounded by Decimal.
+func cellText(v any, float bool) string {
 	switch x := v.(type) {
 	case nil:
 		return "NULL"
 	case string:
 		return x
 	case json.Number:
+		if f, err := x.Float64(); err == nil && float {
+			return Decimal(f)
+		}
 		return x.String()
 	case bool:
 		if x {
@@ -89,7 +98,7 @@ func cellText(v any) string {
 		}
 		return "false"
 	case float64:
-		return fmt.Sprint(x)
+		return Decimal(x)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
