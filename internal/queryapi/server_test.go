@@ -568,4 +568,3 @@ func TestURLFileAndDiscover(t *testing.T) {
 		t.Errorf("Discover with a stale file = %v, want ErrNoServer", err)
 	}
 }
-
