@@ -30,6 +30,7 @@ type metricsConfig struct {
 	target       target
 	study        string
 	json         bool
+	summary      bool
 	out          string
 	permutations int
 	seed         uint64
@@ -56,6 +57,7 @@ func (c *metricsConfig) registerFlags(fs *flag.FlagSet) {
 	c.target.registerFlags(fs)
 	fs.StringVar(&c.study, "study", "", "the study (required)")
 	fs.BoolVar(&c.json, "json", false, "write the result as JSON (schema: internal/report/metrics.schema.json) instead of tables")
+	fs.BoolVar(&c.summary, "summary", false, "print a short table per cell and the significant comparisons only (the others are counted)")
 	fs.StringVar(&c.out, "out", "", "write to this file instead of stdout")
 	fs.IntVar(&c.permutations, "permutations", metrics.DefaultPermutations, "B, the permutations of each permutation test")
 	fs.Uint64Var(&c.seed, "seed", DefaultMetricsSeed, "seed of the permutation tests and sampled estimates (same seed, same events: same report)")
@@ -70,6 +72,8 @@ func (c *metricsConfig) validate(fs *flag.FlagSet) error {
 		return fmt.Errorf("%w: unexpected arguments %q", cli.ErrUsage, fs.Args())
 	case c.study == "":
 		return fmt.Errorf("%w: --study is required (analyzer status lists the studies)", cli.ErrUsage)
+	case c.json && c.summary:
+		return fmt.Errorf("%w: --json and --summary: choose one", cli.ErrUsage)
 	case c.permutations < 1:
 		return fmt.Errorf("%w: --permutations %d, want at least 1", cli.ErrUsage, c.permutations)
 	}
@@ -125,12 +129,36 @@ func metricsOutput(ctx context.Context, cfg metricsConfig, stderr io.Writer) ([]
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if cfg.json {
-		err = report.WriteMetricsJSON(&buf, rep)
-	} else {
-		err = report.WriteMetricsTables(&buf, rep)
-	}
+	err = writeMetrics(&buf, cfg.format(), rep)
 	return buf.Bytes(), err
+}
+
+// Formats of analyzer metrics' output (and of POST /v1/metrics).
+const (
+	metricsFormatJSON    = "json"
+	metricsFormatTables  = "tables"
+	metricsFormatSummary = "summary"
+)
+
+func (c *metricsConfig) format() string {
+	switch {
+	case c.json:
+		return metricsFormatJSON
+	case c.summary:
+		return metricsFormatSummary
+	}
+	return metricsFormatTables
+}
+
+// writeMetrics writes r in one of the metrics formats ("" is json).
+func writeMetrics(w io.Writer, format string, r *analysis.Result) error {
+	switch format {
+	case metricsFormatTables:
+		return report.WriteMetricsTables(w, r)
+	case metricsFormatSummary:
+		return report.WriteMetricsSummary(w, r)
+	}
+	return report.WriteMetricsJSON(w, r)
 }
 
 func computeLocal(ctx context.Context, cfg metricsConfig) (*analysis.Result, error) {
@@ -172,10 +200,7 @@ func metricsRemote(ctx context.Context, c *queryapi.Client, cfg metricsConfig, s
 	if err := awaitIngestion(ctx, c, cfg.noWait, stderr); err != nil {
 		return nil, err
 	}
-	req := MetricsRequest{Study: cfg.study, Permutations: cfg.permutations, Seed: cfg.seed, Pairs: cfg.pairs, Store: cfg.store, Format: "tables"}
-	if cfg.json {
-		req.Format = "json"
-	}
+	req := MetricsRequest{Study: cfg.study, Permutations: cfg.permutations, Seed: cfg.seed, Pairs: cfg.pairs, Store: cfg.store, Format: cfg.format()}
 	resp, err := c.Do(ctx, http.MethodPost, MetricsPath, req)
 	var se *queryapi.StatusError
 	switch {

@@ -121,6 +121,14 @@ func TestMetricsCommand(t *testing.T) {
 		}
 	}
 
+	// The summary: a line per cell, the significant comparisons only, the others counted.
+	var summary bytes.Buffer
+	if err := metricsCommand(ctx, metricsCfg(t, path, "--study", "sample-prod", "--summary"), &summary, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	checkSummary(t, summary.String(), &rep)
+	t.Logf("analyzer metrics --summary:\n%s", summary.String())
+
 	// Errors: an unknown study, a missing database.
 	if err := metricsCommand(ctx, metricsCfg(t, path, "--study", "nope"), &tables, &stderr); !errors.Is(err, analysis.ErrNoStudy) {
 		t.Errorf("unknown study = %v, want ErrNoStudy", err)
@@ -220,6 +228,17 @@ func TestMetricsThroughServe(t *testing.T) {
 	if !strings.Contains(tables.String(), "study beta (Study beta") {
 		t.Errorf("tables of beta:\n%s", tables.String())
 	}
+	// The summary through serve is the summary of the file.
+	var remoteSummary, localSummary bytes.Buffer
+	if err := metricsCommand(ctx, viaServe("--study", "sample-prod", "--summary", "--store=false"), &remoteSummary, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := metricsCommand(ctx, metricsCfg(t, path, "--study", "sample-prod", "--summary", "--store=false"), &localSummary, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if remoteSummary.String() != localSummary.String() {
+		t.Errorf("summary through serve:\n%s\nwant the file's:\n%s", remoteSummary.String(), localSummary.String())
+	}
 	// An unknown study, ingestion caught up: no such study.
 	if err := metricsCommand(ctx, viaServe("--study", "nope"), io.Discard, io.Discard); !errors.Is(err, analysis.ErrNoStudy) {
 		t.Errorf("unknown study through serve = %v, want ErrNoStudy", err)
@@ -233,6 +252,7 @@ func TestMetricsUsage(t *testing.T) {
 		{"--study", "s", "--permutations", "0"},
 		{"--study", "s", "--pairs", "baseline"},
 		{"--study", "s", "--pairs", "*:x"},
+		{"--study", "s", "--json", "--summary"},
 	} {
 		if err := runMetrics(context.Background(), flagSetFor(t), args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("metrics %q = %v, want ErrUsage", args, err)
@@ -245,4 +265,45 @@ func flagSetFor(t *testing.T) *flag.FlagSet {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
 	fs.SetOutput(&bytes.Buffer{})
 	return fs
+}
+
+// checkSummary: analyzer metrics --summary prints one line per cell, every significant
+// comparison and no other, and says how many it left out.
+func checkSummary(t *testing.T, out string, doc *report.MetricsDocument) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for _, c := range doc.Cells {
+		n := 0
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) > 3 && f[0] == c.Task && f[1] == c.Model && f[2] == c.Condition && f[3] == fmt.Sprint(c.Metrics.N) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("summary has %d lines for cell %s, want 1:\n%s", n, c.CellKey, out)
+		}
+	}
+	sig := 0
+	for _, c := range doc.Comparisons {
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.Task) + ` +` + regexp.QuoteMeta(c.Model) + ` +` + regexp.QuoteMeta(c.ConditionA) +
+			` +` + regexp.QuoteMeta(c.ConditionB) + ` +` + regexp.QuoteMeta(c.Quantity) + ` `)
+		listed := row.MatchString(out)
+		if c.Significant {
+			sig++
+		}
+		if listed != c.Significant {
+			t.Errorf("comparison %s %s→%s %s (significant %v) listed %v in the summary:\n%s", c.Task, c.ConditionA, c.ConditionB, c.Quantity, c.Significant, listed, out)
+		}
+	}
+	head := fmt.Sprintf("%d of %d comparisons significant", sig, len(doc.Comparisons))
+	if !strings.Contains(out, head) {
+		t.Errorf("summary lacks %q:\n%s", head, out)
+	}
+	if rest := len(doc.Comparisons) - sig; rest > 0 && !strings.Contains(out, fmt.Sprintf("the other %d are not listed", rest)) {
+		t.Errorf("summary does not count the %d comparisons it leaves out:\n%s", rest, out)
+	}
+	if strings.Contains(out, "n.s.") {
+		t.Errorf("summary lists an n.s. comparison:\n%s", out)
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus"
-	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
@@ -45,7 +44,7 @@ type MetricsRequest struct {
 	Seed         uint64 `json:"seed"`
 	Pairs        string `json:"pairs,omitempty"` // "A:B,…"; empty: the default pairs
 	Store        bool   `json:"store"`
-	Format       string `json:"format,omitempty"` // json (the ditto.metrics/v1 document, the default) or tables
+	Format       string `json:"format,omitempty"` // json (the ditto.metrics/v1 document, the default), tables or summary
 }
 
 // metricsService computes a study's metrics on serve's own database, one study at a time
@@ -121,8 +120,8 @@ func (s *metricsService) metrics(w http.ResponseWriter, r *http.Request) {
 	if err == nil && req.Study == "" {
 		err = errors.New("study is required")
 	}
-	if err == nil && req.Format != "" && req.Format != "json" && req.Format != "tables" {
-		err = fmt.Errorf("format %q: want json or tables", req.Format)
+	if err == nil && req.Format != "" && req.Format != metricsFormatJSON && req.Format != metricsFormatTables && req.Format != metricsFormatSummary {
+		err = fmt.Errorf("format %q: want json, tables or summary", req.Format)
 	}
 	if err != nil {
 		writeAPIError(w, http.StatusBadRequest, "request", err.Error())
@@ -144,11 +143,7 @@ func (s *metricsService) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if req.Format == "tables" {
-		err = report.WriteMetricsTables(&buf, rep)
-	} else {
-		err = report.WriteMetricsJSON(&buf, rep)
-	}
+	err = writeMetrics(&buf, req.Format, rep)
 	if err == nil && req.Store {
 		err = analysis.Store(r.Context(), s.db, rep)
 	}
@@ -157,7 +152,7 @@ func (s *metricsService) metrics(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusInternalServerError, "metrics", err.Error())
 		return
 	}
-	if req.Format == "tables" {
+	if req.Format == metricsFormatTables || req.Format == metricsFormatSummary {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
 		w.Header().Set("Content-Type", "application/json")

@@ -63,7 +63,11 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 		r.Basis.AbortedRuns += d.AbortedRuns
 		r.Basis.Causes = addCauses(r.Basis.Causes, d.Causes)
 		if d.ExpectedRuns != nil {
-			r.Basis.ExpectedRuns += *d.ExpectedRuns
+			n := *d.ExpectedRuns
+			if r.Basis.ExpectedRuns != nil {
+				n += *r.Basis.ExpectedRuns
+			}
+			r.Basis.ExpectedRuns = &n
 		}
 	}
 	r.Basis.Models = modelsOf(r.Cells)
@@ -76,6 +80,7 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 	r.Findings = studyFindings(mr, r.Cells)
 	r.Notes = append(r.Notes, basisNotes(r)...)
 	r.Notes = append(r.Notes, mr.Notes...)
+	r.Notes = append(r.Notes, boundNotes(mr.Cells)...)
 	r.Notes = append(r.Notes, opts.Notes...)
 	return r, nil
 }
@@ -154,8 +159,20 @@ func BuildDrift(ctx context.Context, q analysis.Querier, study string, now time.
 	r.Basis.Models = modelsOf(r.Cells)
 	r.Findings = driftFindings(r.Drift, window, r.Cells, incomplete)
 	r.Notes = append(r.Notes, basisNotes(r)...)
+	r.Notes = append(r.Notes, boundNotes(r.windowCells())...)
 	r.Notes = append(r.Notes, opts.Notes...)
 	return r, nil
+}
+
+// windowCells are a drift report's windows as cells, the condition naming the window.
+func (r *Report) windowCells() []analysis.Cell {
+	var out []analysis.Cell
+	for _, d := range r.Drift {
+		out = append(out,
+			analysis.Cell{CellKey: analysis.CellKey{Task: d.Cell.Task, Model: d.Cell.Model, Condition: "previous window"}, Metrics: d.A.Metrics},
+			analysis.Cell{CellKey: analysis.CellKey{Task: d.Cell.Task, Model: d.Cell.Model, Condition: "last window"}, Metrics: d.B.Metrics})
+	}
+	return out
 }
 
 // StudyInfo is a study as the scheduler sees it.

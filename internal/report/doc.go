@@ -14,7 +14,13 @@
 // an estimate with its SE or a success rate with its interval reads the same in the metrics
 // tables, the report's tables and its sentences: p and q with 4 decimals, or 2 significant
 // digits in scientific notation below 0.0001 (4.6e-05); an estimate as "0.412 ± 0.031" ("~"
-// first when sampled); a rate as "0.90 [0.60, 0.98]"; a null value as "—".
+// first when sampled); a rate as "0.90 [0.60, 0.98]"; a null value as "—"; a number of
+// unknown precision (a DOUBLE in a query's answer, WriteQueryTable) to the 15 digits a float64
+// holds (Decimal); a duration in words ("1 hour 30 minutes", Duration). A 95% interval of a
+// share that leaves [0, 1] is named in the notes. `analyzer metrics --summary`
+// (WriteMetricsSummary) prints a line per cell and the significant comparisons only; the HTML
+// report folds the n.s. comparisons behind <details>; plot legends sit in a column beside the
+// data, never over it.
 //
 // A Report holds the study's analysis.Result (every cell, every comparison,
 // Benjamini–Hochberg adjusted), what each cell ran with (harness components, simulated or

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/metrics"
 )
 
@@ -24,6 +25,82 @@ func num(v metrics.Value, digits int) string {
 		return nullText
 	}
 	return strconv.FormatFloat(v.V, 'f', digits, 64)
+}
+
+// signed prints a difference with digits decimals and its sign: "+0.250", "−12" (a minus
+// sign, as B − A prints).
+func signed(v metrics.Value, digits int) string {
+	if !v.Valid {
+		return nullText
+	}
+	s := strconv.FormatFloat(math.Abs(v.V), 'f', digits, 64)
+	switch {
+	case strings.Trim(s, "0.") == "":
+		return s
+	case v.V < 0:
+		return "−" + s
+	}
+	return "+" + s
+}
+
+// millis prints a latency in milliseconds, whole, with its unit: "1234 ms".
+func millis(v metrics.Value) string {
+	if !v.Valid {
+		return nullText
+	}
+	return num(v, 0) + " ms"
+}
+
+// interval95 is the normal 95% interval of an estimate from its jackknife SE.
+func interval95(e metrics.Estimate) (lo, hi float64, ok bool) {
+	if !e.Value.Valid || !e.SE.Valid {
+		return 0, 0, false
+	}
+	return e.Value.V - 1.96*e.SE.V, e.Value.V + 1.96*e.SE.V, true
+}
+
+// maxBoundNotes is how many intervals boundNotes names before counting the rest.
+const maxBoundNotes = 8
+
+// boundNotes says which 95% intervals (±1.96 jackknife SE) of the agreement metrics, all
+// shares in [0, 1], reach past 0 or 1 at the 3 decimals they print with: the normal interval
+// is rough that near a bound, and the plots draw it clipped there.
+func boundNotes(cells []analysis.Cell) []string {
+	var out []string
+	n := 0
+	for _, c := range cells {
+		for _, q := range []struct {
+			name string
+			e    metrics.Estimate
+		}{{"RR", c.Metrics.RR}, {"DI", c.Metrics.DI}, {"TSS", c.Metrics.TSS}, {"AC", c.Metrics.AC}} {
+			lo, hi, ok := interval95(q.e)
+			if !ok || (lo > -0.0005 && hi < 1.0005) {
+				continue
+			}
+			n++
+			if len(out) < maxBoundNotes {
+				out = append(out, fmt.Sprintf("%s of %s · %s · %s, %s, gives [%s, %s]", q.name, c.Task, c.Model, c.Condition,
+					estimate(q.e), signedNum(lo), signedNum(hi)))
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	s := "95% intervals (±1.96 jackknife SE) that leave [0, 1], the range of a share — the normal interval is rough this near 0 or 1, " +
+		"and the plots clip it there: " + strings.Join(out, "; ")
+	if n > len(out) {
+		s += fmt.Sprintf("; and %d more", n-len(out))
+	}
+	return []string{s}
+}
+
+// signedNum prints x with 3 decimals and a minus sign (−0.054) when negative.
+func signedNum(x float64) string {
+	if x < 0 {
+		return "−" + num(metrics.Some(-x), 3)
+	}
+	return num(metrics.Some(x), 3)
 }
 
 // pSmall is the p-value below which pValue switches to scientific notation.

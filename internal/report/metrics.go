@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/dittolab/ditto/internal/analysis"
@@ -80,12 +81,69 @@ func WriteMetricsTables(w io.Writer, r *analysis.Result) error {
 			return err
 		}
 	}
-	if len(r.Notes) > 0 {
-		fmt.Fprintln(bw, "\nnotes on the data:")
-		for _, n := range r.Notes {
-			fmt.Fprintf(bw, "  - %s\n", n)
+	writeNotes(bw, r)
+	return bw.Flush()
+}
+
+// writeNotes writes the Result's notes on the data and the intervals that leave [0, 1].
+func writeNotes(w io.Writer, r *analysis.Result) {
+	notes := append(slices.Clone(r.Notes), boundNotes(r.Cells)...)
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nnotes on the data:")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}
+}
+
+// WriteMetricsSummary writes r short, as `analyzer metrics --summary` prints it: one line per
+// cell (N, success with its interval, RR, DI, TSS, AC, median tokens and latency) and the
+// significant comparisons only, after saying how many there are of how many; the rest (n.s.,
+// or not computable) are counted, not listed.
+func WriteMetricsSummary(w io.Writer, r *analysis.Result) error {
+	bw := bufio.NewWriter(w)
+	s := r.Study
+	fmt.Fprintf(bw, "study %s (%s, %s)", s.ID, s.Name, s.SourceKind)
+	if r.GeneratedAt != nil {
+		fmt.Fprintf(bw, "  data up to %s", *r.GeneratedAt)
+	}
+	fmt.Fprint(bw, "\n\n")
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tTOKENS p50\tLATENCY p50")
+	for _, c := range r.Cells {
+		m := c.Metrics
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			c.Task, c.Model, c.Condition, m.N, success(m.Success, 2), num(m.RR.Value, 2), num(m.DI.Value, 2), num(m.TSS.Value, 2),
+			num(m.AC.Value, 2), num(m.Tokens.Median, 0), millis(m.Latency.Median))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var sig []analysis.Comparison
+	for _, c := range r.Comparisons {
+		if c.Significant {
+			sig = append(sig, c)
+		}
+	}
+	fmt.Fprintf(bw, "\n%d of %d comparisons significant after Benjamini–Hochberg at %s (B against the reference A; difference = B − A)",
+		len(sig), len(r.Comparisons), setting(r.Settings.FDRLevel))
+	if rest := len(r.Comparisons) - len(sig); rest > 0 {
+		fmt.Fprintf(bw, "; the other %d are not listed (analyzer metrics without --summary lists every one)", rest)
+	}
+	fmt.Fprintln(bw)
+	if len(sig) > 0 {
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tMODEL\tA\tB\tQUANTITY\tVALUE A\tVALUE B\tDIFF\tQ\tVERDICT")
+		for _, c := range sig {
+			pr := diffPrec(c.Quantity)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Task, c.Model, c.ConditionA, c.ConditionB, c.Quantity,
+				num(c.ValueA, pr), num(c.ValueB, pr), signed(c.Difference, pr), pValue(c.PAdjusted), verdict(c.Comparison))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	writeNotes(bw, r)
 	return bw.Flush()
 }
 

@@ -43,23 +43,39 @@ func (r *Report) conditions() []string {
 
 // Plots renders the report's figures as PNG.
 func (r *Report) Plots() ([]Plot, error) {
+	figs, err := r.figures()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Plot, 0, len(figs))
+	for _, f := range figs {
+		if f.PNG, err = f.render(); err != nil {
+			return nil, err
+		}
+		out = append(out, f.Plot)
+	}
+	return out, nil
+}
+
+// figures are the report's plots before rendering.
+func (r *Report) figures() ([]figure, error) {
 	if len(r.Drift) > 0 {
-		p, err := r.plotDrift()
+		f, err := r.plotDrift()
 		if err != nil {
 			return nil, err
 		}
-		return []Plot{p}, nil
+		return []figure{f}, nil
 	}
 	if r.Metrics == nil || len(r.Metrics.Cells) == 0 {
 		return nil, nil
 	}
-	var out []Plot
-	for _, f := range []func() (Plot, error){r.plotAgreement, r.plotTokens, r.plotLatency, r.plotActivity} {
-		p, err := f()
+	var out []figure
+	for _, mk := range []func() (figure, error){r.plotAgreement, r.plotTokens, r.plotLatency, r.plotActivity} {
+		f, err := mk()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		out = append(out, f)
 	}
 	div, err := r.plotDivergence()
 	if err != nil {
@@ -80,13 +96,57 @@ func (r *Report) cellOrder() ([]analysis.Cell, []string) {
 	return cells, labels
 }
 
-func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, "png")
+// figure is a plot before rendering: its legend is kept apart from it, to be drawn in a
+// column to the right of the plot, off the data (a legend inside the axes hid points and
+// intervals under it).
+type figure struct {
+	Plot   // its title and caption; PNG once rendered
+	p      *plot.Plot
+	legend plot.Legend
+	// w and h are the plot's size; the legend's column widens the picture.
+	w, h vg.Length
+}
+
+// newLegend is a figure's legend: entries from the top of its column.
+func newLegend() plot.Legend {
+	leg := plot.NewLegend()
+	leg.Top = true
+	leg.Left = true
+	return leg
+}
+
+// legendPad separates the legend's column from the plot and the picture's edge.
+const legendPad = 8
+
+// layout places the plot and its legend on a canvas of the figure's whole size: the plot on
+// the left, w × h, the legend in a column to its right.
+func (f *figure) layout(c draw.Canvas) (plotArea, legendArea draw.Canvas) {
+	plotArea = draw.Crop(c, 0, f.w-c.Size().X, 0, 0)
+	legendArea = draw.Crop(c, f.w+vg.Points(legendPad), -vg.Points(legendPad), 0, -vg.Points(legendPad))
+	return plotArea, legendArea
+}
+
+// size is the whole picture's: the plot and, when the legend has entries, its column.
+func (f *figure) size() (vg.Length, vg.Length) {
+	lw := f.legend.Rectangle(draw.Canvas{}).Size().X
+	if lw == 0 {
+		return f.w, f.h
+	}
+	return f.w + lw + 2*vg.Points(legendPad), f.h
+}
+
+func (f *figure) render() ([]byte, error) {
+	w, h := f.size()
+	cw, err := draw.NewFormattedCanvas(w, h, "png")
 	if err != nil {
 		return nil, fmt.Errorf("report: render plot: %w", err)
 	}
+	dc := draw.New(cw)
+	plotArea, legendArea := f.layout(dc)
+	f.p.Draw(plotArea)
+	f.legend.Draw(legendArea)
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := cw.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("report: render plot: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -108,9 +168,11 @@ type errPoints struct {
 }
 
 // plotAgreement: RR and DI per cell with 95% intervals (±1.96 jackknife SE, clipped to [0, 1]).
-func (r *Report) plotAgreement() (Plot, error) {
+func (r *Report) plotAgreement() (figure, error) {
 	cells, labels := r.cellOrder()
 	p := plot.New()
+	leg := newLegend()
+	clipped := 0
 	p.Title.Text = "RR and DI per cell (95% interval: ±1.96 jackknife SE)"
 	p.X.Label.Text = "agreement"
 	p.X.Min, p.X.Max = 0, 1.02
@@ -133,6 +195,9 @@ func (r *Report) plotAgreement() (Plot, error) {
 			lo, hi := 0.0, 0.0
 			if e.SE.Valid {
 				lo, hi = min(1.96*e.SE.V, v), min(1.96*e.SE.V, 1-v)
+				if l, h, _ := interval95(e); l <= -0.0005 || h >= 1.0005 {
+					clipped++
+				}
 			}
 			pts.XYs = append(pts.XYs, plotter.XY{X: v, Y: float64(i) + s.off})
 			pts.XErrors = append(pts.XErrors, struct{ Low, High float64 }{lo, hi})
@@ -142,29 +207,33 @@ func (r *Report) plotAgreement() (Plot, error) {
 		}
 		sc, err := plotter.NewScatter(pts.XYs)
 		if err != nil {
-			return Plot{}, err
+			return figure{}, err
 		}
 		sc.GlyphStyle.Color = plotutil.Color(si)
 		sc.GlyphStyle.Shape = plotutil.Shape(si)
 		sc.GlyphStyle.Radius = vg.Points(3)
 		eb, err := plotter.NewXErrorBars(pts)
 		if err != nil {
-			return Plot{}, err
+			return figure{}, err
 		}
 		eb.LineStyle.Color = plotutil.Color(si)
 		p.Add(eb, sc)
-		p.Legend.Add(s.name, sc)
+		leg.Add(s.name, sc)
 	}
-	p.Legend.Top = true
 	p.NominalY(labels...)
-	png, err := render(p, 9*vg.Inch, cellsHeight(len(cells)))
-	return Plot{Title: "Reproducibility Rate and Determinism Index", Caption: "Each cell's RR (share of run pairs with identical traces) and DI (mean agreement of tool sequences, state sequences and outputs), with 95% intervals from the leave-one-run-out jackknife.", PNG: png}, err
+	caption := "Each cell's RR (share of run pairs with identical traces) and DI (mean agreement of tool sequences, state sequences and outputs), with 95% intervals from the leave-one-run-out jackknife."
+	if clipped > 0 {
+		caption += fmt.Sprintf(" %d of the intervals reach past 0 or 1 and are drawn clipped at the bound (the notes give them whole).", clipped)
+	}
+	return figure{Plot: Plot{Title: "Reproducibility Rate and Determinism Index", Caption: caption},
+		p: p, legend: leg, w: 9 * vg.Inch, h: cellsHeight(len(cells))}, nil
 }
 
-func (r *Report) plotBoxes(title, axis string, get func(d dist) []float64) ([]byte, error) {
+func (r *Report) plotBoxes(title, axis string, get func(d dist) []float64) (figure, error) {
 	cells, labels := r.cellOrder()
 	colors := conditionColors(r.conditions())
 	p := plot.New()
+	leg := newLegend()
 	p.Title.Text = title
 	p.X.Label.Text = axis
 	p.Add(plotter.NewGrid())
@@ -176,37 +245,39 @@ func (r *Report) plotBoxes(title, axis string, get func(d dist) []float64) ([]by
 		}
 		b, err := plotter.NewBoxPlot(vg.Points(12), float64(i), plotter.Values(vals))
 		if err != nil {
-			return nil, err
+			return figure{}, err
 		}
 		b.Horizontal = true
 		b.FillColor = colors[c.Condition]
 		p.Add(b)
 		if !legend[c.Condition] {
 			legend[c.Condition] = true
-			p.Legend.Add(c.Condition, swatch{colors[c.Condition]})
+			leg.Add(c.Condition, swatch{colors[c.Condition]})
 		}
 	}
-	p.Legend.Top = true
 	p.NominalY(labels...)
-	return render(p, 9*vg.Inch, cellsHeight(len(cells)))
+	return figure{p: p, legend: leg, w: 9 * vg.Inch, h: cellsHeight(len(cells))}, nil
 }
 
-func (r *Report) plotTokens() (Plot, error) {
-	png, err := r.plotBoxes("Tokens per run, by cell (colour: condition)", "prompt + completion tokens per run",
+func (r *Report) plotTokens() (figure, error) {
+	f, err := r.plotBoxes("Tokens per run, by cell (colour: condition)", "prompt + completion tokens per run",
 		func(d dist) []float64 { return d.tokens })
-	return Plot{Title: "Token distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers. Every model call of a run counts, re-prompts and retries included.", PNG: png}, err
+	f.Plot = Plot{Title: "Token distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers. Every model call of a run counts, re-prompts and retries included."}
+	return f, err
 }
 
-func (r *Report) plotLatency() (Plot, error) {
-	png, err := r.plotBoxes("Latency per run, by cell (colour: condition)", "milliseconds from run start to finish",
+func (r *Report) plotLatency() (figure, error) {
+	f, err := r.plotBoxes("Latency per run, by cell (colour: condition)", "milliseconds from run start to finish",
 		func(d dist) []float64 { return d.latency })
-	return Plot{Title: "Latency distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers.", PNG: png}, err
+	f.Plot = Plot{Title: "Latency distributions", Caption: "Box: quartiles and median; whiskers: 1.5 IQR; points: outliers."}
+	return f, err
 }
 
 // plotActivity: harness interventions per run, per cell.
-func (r *Report) plotActivity() (Plot, error) {
+func (r *Report) plotActivity() (figure, error) {
 	cells, labels := r.cellOrder()
 	p := plot.New()
+	leg := newLegend()
 	p.Title.Text = "Harness activity per run"
 	p.X.Label.Text = "events per run"
 	p.Add(plotter.NewGrid())
@@ -227,24 +298,23 @@ func (r *Report) plotActivity() (Plot, error) {
 		}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
-			return Plot{}, err
+			return figure{}, err
 		}
 		b.Horizontal = true
 		b.Color = plotutil.Color(si)
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(float64(si)-1.5) * w
 		p.Add(b)
-		p.Legend.Add(s.name, b)
+		leg.Add(s.name, b)
 	}
-	p.Legend.Top = true
 	p.NominalY(labels...)
-	png, err := render(p, 9*vg.Inch, cellsHeight(len(cells)))
-	return Plot{Title: "Retries and escalations", Caption: "Per run: retries scheduled, Structured Planning re-prompts, tool calls the harness rejected (schema, permission, budget), and escalations.", PNG: png}, err
+	return figure{Plot: Plot{Title: "Retries and escalations", Caption: "Per run: retries scheduled, Structured Planning re-prompts, tool calls the harness rejected (schema, permission, budget), and escalations."},
+		p: p, legend: leg, w: 9 * vg.Inch, h: cellsHeight(len(cells))}, nil
 }
 
 // plotDivergence draws, per task, the share of run pairs whose calls already differ at or
 // before each step: where runs part ways.
-func (r *Report) plotDivergence() ([]Plot, error) {
+func (r *Report) plotDivergence() ([]figure, error) {
 	var tasks []string
 	for _, c := range r.Metrics.Cells {
 		if !slices.Contains(tasks, c.Task) {
@@ -258,9 +328,10 @@ func (r *Report) plotDivergence() ([]Plot, error) {
 			models = append(models, c.Model)
 		}
 	}
-	var out []Plot
+	var out []figure
 	for _, t := range tasks {
 		p := plot.New()
+		leg := newLegend()
 		p.Title.Text = "Divergence profile: " + t
 		p.X.Label.Text = "step k (tool call index)"
 		p.Y.Label.Text = "share of run pairs already differing"
@@ -289,22 +360,17 @@ func (r *Report) plotDivergence() ([]Plot, error) {
 			sc.Color = colors[c.Condition]
 			sc.Shape = plotutil.Shape(slices.Index(models, c.Model))
 			p.Add(l, sc)
-			p.Legend.Add(c.Model+" · "+c.Condition, l, sc)
+			leg.Add(c.Model+" · "+c.Condition, l, sc)
 		}
-		p.Legend.Top = true
-		p.Legend.Left = true
-		png, err := render(p, 7*vg.Inch, 4*vg.Inch)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Plot{Title: "Where runs part ways: " + t, Caption: "Line colour: condition; dash and marker: model. A flat line at 0 means every run made the same calls.", PNG: png})
+		out = append(out, figure{Plot: Plot{Title: "Where runs part ways: " + t, Caption: "Line colour: condition; dash and marker: model. A flat line at 0 means every run made the same calls."},
+			p: p, legend: leg, w: 7 * vg.Inch, h: 4 * vg.Inch})
 	}
 	return out, nil
 }
 
 // plotDrift draws, per production cell, success, RR, DI, TSS and AC in the previous and the
 // last window with 95% intervals (Wilson for success, ±1.96 jackknife SE for the others).
-func (r *Report) plotDrift() (Plot, error) {
+func (r *Report) plotDrift() (figure, error) {
 	type row struct {
 		label  string
 		before metrics.CellMetrics
@@ -335,6 +401,7 @@ func (r *Report) plotDrift() (Plot, error) {
 	slices.Reverse(rows)
 	p := plot.New()
 	p.Title.Text = "Previous window against the last (95% intervals)"
+	leg := newLegend()
 	p.X.Min, p.X.Max = 0, 1.02
 	p.Add(plotter.NewGrid())
 	for si, side := range []struct {
@@ -356,23 +423,22 @@ func (r *Report) plotDrift() (Plot, error) {
 		}
 		sc, err := plotter.NewScatter(pts.XYs)
 		if err != nil {
-			return Plot{}, err
+			return figure{}, err
 		}
 		sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = plotutil.Color(si), plotutil.Shape(si), vg.Points(3)
 		eb, err := plotter.NewXErrorBars(pts)
 		if err != nil {
-			return Plot{}, err
+			return figure{}, err
 		}
 		eb.LineStyle.Color = plotutil.Color(si)
 		p.Add(eb, sc)
-		p.Legend.Add(side.name, sc)
+		leg.Add(side.name, sc)
 	}
-	p.Legend.Top = true
 	labels := make([]string, len(rows))
 	for i, rw := range rows {
 		labels[i] = rw.label
 	}
 	p.NominalY(labels...)
-	png, err := render(p, 9*vg.Inch, cellsHeight(len(rows)))
-	return Plot{Title: "Drift", Caption: "Each production cell's success rate and agreement metrics in the two windows.", PNG: png}, err
+	return figure{Plot: Plot{Title: "Drift", Caption: "Each production cell's success rate and agreement metrics in the two windows (intervals reaching past 0 or 1 drawn clipped at the bound)."},
+		p: p, legend: leg, w: 9 * vg.Inch, h: cellsHeight(len(rows))}, nil
 }

@@ -184,13 +184,13 @@ type htmlPlot struct {
 }
 
 type htmlData struct {
-	R                                                               *Report
-	Cells, Conditions, Drift, Comparisons, Basis, Summary, Unscored Table
-	Plots                                                           []htmlPlot
-	GeneratedAt                                                     string
-	HasCells                                                        bool
-	ContextTiers, ContextBudgets, ContextComparisons                Table
-	ContextIntro, ContextBudgetIntro, ContextCompIntro              string
+	R                                                                               *Report
+	Cells, Conditions, Drift, Comparisons, NotSignificant, Basis, Summary, Unscored Table
+	Plots                                                                           []htmlPlot
+	GeneratedAt                                                                     string
+	HasCells                                                                        bool
+	ContextTiers, ContextBudgets, ContextComparisons                                Table
+	ContextIntro, ContextBudgetIntro, ContextCompIntro                              string
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -200,10 +200,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(), Comparisons: r.ComparisonTable(),
+	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(),
 		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy,
 		ContextTiers: r.ContextTierTable(), ContextBudgets: r.ContextBudgetTable(), ContextComparisons: r.ContextComparisonTable(),
 		ContextIntro: contextIntro, ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro}
+	d.Comparisons, d.NotSignificant = r.SplitComparisons()
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
 	}
@@ -228,6 +229,7 @@ th{background:#f6f8fa} tr.bad td{background:#ffebe9}
 ul.findings li{margin:.3rem 0} li.bad{color:#a40e26}
 figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcaption{color:#57606a;font-size:.85rem}
 .scroll{overflow-x:auto}
+details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 </style></head><body>
 <h1>{{.R.Title}}</h1>
 <p class="meta">study <b>{{.R.Study}}</b>{{if .GeneratedAt}} · data up to {{.GeneratedAt}}{{end}} · {{.R.Basis.CountedRuns}} runs counted · {{.R.Basis.Events}} events</p>
@@ -252,7 +254,9 @@ figure{margin:1rem 0} figure img{max-width:100%;border:1px solid #d0d7de} figcap
 <p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}{{end}}
 <h2>Comparisons</h2>
 <p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A). Rows in red: significant and worse.</p>
-{{template "table" .Comparisons}}
+{{if .Comparisons.Rows}}{{template "table" .Comparisons}}{{else}}<p>No comparison is significant.</p>{{end}}
+{{if .NotSignificant.Rows}}<details><summary>{{len .NotSignificant.Rows}} comparisons without a significant difference (n.s.)</summary>
+{{template "table" .NotSignificant}}</details>{{end}}
 <h2>The data</h2>{{template "table" .Basis}}
 {{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body></html>

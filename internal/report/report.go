@@ -68,16 +68,20 @@ type Basis struct {
 	Events int64 `json:"events"`
 	// ReportEvents counts earlier report.published events of the study.
 	ReportEvents int64 `json:"report_events"`
-	// RejectedEvents counts messages on the study's subjects that could not be stored.
+	// RejectedEvents counts messages on the study's subjects that reached the stream and could
+	// not be stored. Events a producer's receiver refused never reached it: the producer counts
+	// those (ditto_ingest_events_rejected_total), and a production report says it cannot.
 	RejectedEvents int64 `json:"rejected_events"`
 	// FirstEvent and LastEvent bound the events (RFC 3339, UTC).
 	FirstEvent *string `json:"first_event"`
 	LastEvent  *string `json:"last_event"`
 	// Runs, CountedRuns, IncompleteRuns and SupersededAttempts sum the cells' accounting
 	// (analysis.CellData).
-	Runs               int64 `json:"runs"`
-	CountedRuns        int64 `json:"counted_runs"`
-	ExpectedRuns       int64 `json:"expected_runs"`
+	// ExpectedRuns is what the study's definition planned: null for production traffic, which
+	// has no planned count.
+	Runs               int64  `json:"runs"`
+	CountedRuns        int64  `json:"counted_runs"`
+	ExpectedRuns       *int64 `json:"expected_runs"`
 	IncompleteRuns     int64 `json:"incomplete_runs"`
 	SupersededAttempts int64 `json:"superseded_attempts"`
 	FoldErrors         int64 `json:"fold_errors"`

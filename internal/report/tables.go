@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,27 @@ func (r *Report) ComparisonTable() Table {
 	return t
 }
 
+// SplitComparisons splits the comparison table into the rows a reader needs first (significant,
+// or not computable with the reason why) and the rows whose test found no significant
+// difference (n.s.), which the HTML report folds away: a 54-run study compares 144 quantities.
+func (r *Report) SplitComparisons() (shown, ns Table) {
+	all := r.ComparisonTable()
+	shown = Table{Header: all.Header, Flag: map[int]bool{}}
+	ns = Table{Header: all.Header, Flag: map[int]bool{}}
+	verdictCol := slices.Index(all.Header, "verdict")
+	for i, row := range all.Rows {
+		t := &shown
+		if row[verdictCol] == "n.s." {
+			t = &ns
+		}
+		if all.Flag[i] {
+			t.Flag[len(t.Rows)] = true
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return shown, ns
+}
+
 // DriftTable is the per-window table of a drift report.
 func (r *Report) DriftTable() Table {
 	t := Table{Header: []string{"task", "model", "window", "N", "success [95% CI]", "RR ± SE", "DI ± SE", "TSS ± SE", "AC ± SE",
@@ -158,19 +180,32 @@ func (r *Report) BasisTable() Table {
 		{"time window of the events", opt(b.FirstEvent) + " — " + opt(b.LastEvent)},
 		{"runs counted in the metrics", strconv.FormatInt(b.CountedRuns, 10)},
 	}
+	production := r.Kind == KindDrift || (r.Metrics != nil && r.Metrics.Study.SourceKind == "production")
 	if r.Kind == KindStudy {
+		expected := nullText + " (production traffic has no planned count)"
+		if b.ExpectedRuns != nil {
+			expected = strconv.FormatInt(*b.ExpectedRuns, 10)
+		} else if !production {
+			expected = nullText + " (no study definition was stored)"
+		}
 		t.Rows = append(t.Rows,
 			[]string{"runs seen", strconv.FormatInt(b.Runs, 10)},
-			[]string{"runs expected (study definition)", strconv.FormatInt(b.ExpectedRuns, 10)},
+			[]string{"runs expected (study definition)", expected},
 			[]string{"incomplete runs (no finished attempt)", strconv.FormatInt(b.IncompleteRuns, 10)},
 			[]string{"superseded attempts (crash recovery)", strconv.FormatInt(b.SupersededAttempts, 10)},
 			[]string{"runs with fold errors", strconv.FormatInt(b.FoldErrors, 10)})
 	} else {
 		t.Rows = append(t.Rows, []string{"previous window", b.WindowA}, []string{"last window", b.WindowB})
 	}
-	t.Rows = append(t.Rows,
-		[]string{"rejected events", strconv.FormatInt(b.RejectedEvents, 10)},
-		[]string{"models", strings.Join(models, ", ")})
+	if production {
+		// A producer's receiver refuses bad events before the stream: only it counts them.
+		t.Rows = append(t.Rows,
+			[]string{"messages on the stream that could not be stored", strconv.FormatInt(b.RejectedEvents, 10)},
+			[]string{"events the producer refused", nullText + " (not seen here: the producer counts them, ditto_ingest_events_rejected_total on its /metrics)"})
+	} else {
+		t.Rows = append(t.Rows, []string{"rejected events", strconv.FormatInt(b.RejectedEvents, 10)})
+	}
+	t.Rows = append(t.Rows, []string{"models", strings.Join(models, ", ")})
 	if r.Metrics != nil {
 		s := r.Metrics.Settings
 		t.Rows = append(t.Rows, []string{"tests", "permutations " + strconv.Itoa(s.Permutations) + ", seed " + strconv.FormatUint(s.Seed, 10) +
