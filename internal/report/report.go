@@ -82,9 +82,9 @@ type Basis struct {
 	Runs               int64  `json:"runs"`
 	CountedRuns        int64  `json:"counted_runs"`
 	ExpectedRuns       *int64 `json:"expected_runs"`
-	IncompleteRuns     int64 `json:"incomplete_runs"`
-	SupersededAttempts int64 `json:"superseded_attempts"`
-	FoldErrors         int64 `json:"fold_errors"`
+	IncompleteRuns     int64  `json:"incomplete_runs"`
+	SupersededAttempts int64  `json:"superseded_attempts"`
+	FoldErrors         int64  `json:"fold_errors"`
 	// ErroredRuns never reached their model or a tool server, or got no answer (Causes says
 	// why, over the whole study); AbortedRuns were interrupted. Neither is scored.
 	ErroredRuns int64            `json:"errored_runs"`
