@@ -77,10 +77,10 @@ type Basis struct {
 	LastEvent  *string `json:"last_event"`
 	// Runs, CountedRuns, IncompleteRuns and SupersededAttempts sum the cells' accounting
 	// (analysis.CellData).
+	Runs        int64 `json:"runs"`
+	CountedRuns int64 `json:"counted_runs"`
 	// ExpectedRuns is what the study's definition planned: null for production traffic, which
 	// has no planned count.
-	Runs               int64  `json:"runs"`
-	CountedRuns        int64  `json:"counted_runs"`
 	ExpectedRuns       *int64 `json:"expected_runs"`
 	IncompleteRuns     int64  `json:"incomplete_runs"`
 	SupersededAttempts int64  `json:"superseded_attempts"`
