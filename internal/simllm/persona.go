@@ -61,6 +61,8 @@ type Persona struct {
 	CharsPerToken float64 `json:"chars_per_token,omitempty"`
 	// Latency is how long a response takes; the server multiplies it by Config.LatencyScale.
 	Latency LatencyModel `json:"latency"`
+	// Coding is how the persona works on coding tasks (see CodingParams).
+	Coding CodingParams `json:"coding"`
 }
 
 // LatencyModel is a response's duration: (BaseMS + PerInputTokenMS·prompt tokens +
@@ -94,6 +96,9 @@ func (p Persona) Validate() error {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
 			return fmt.Errorf("%w: %s: %s = %v, want a value in [0,1]", ErrInvalidPersona, p.Name, r.field, r.v)
 		}
+	}
+	if err := p.Coding.validate(p.Name); err != nil {
+		return err
 	}
 	if math.IsNaN(p.CharsPerToken) || p.CharsPerToken < 0 {
 		return fmt.Errorf("%w: %s: chars_per_token = %v, want >= 0 (0 means 4)", ErrInvalidPersona, p.Name, p.CharsPerToken)

@@ -48,6 +48,7 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, *apiError
 type answer struct {
 	content string
 	call    *functionCall
+	more    []functionCall // further calls of the same response (coding personas patch several places at once)
 	finish  string
 }
 
@@ -111,6 +112,13 @@ func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chat
 	}
 	if choice.mode == "named" {
 		names = append(names, choice.name)
+	}
+	if in := codingInstance(conv); in != nil && choice.mode != "named" {
+		a, err := t.codingAnswer(in)
+		if err != nil {
+			return answer{}, &apiError{Status: 500, Type: "server_error", Message: err.Error()}
+		}
+		return a, nil
 	}
 	t.rec = recognise(catalogue, conv, dedupe(names))
 	if t.rec.task != nil {

@@ -188,6 +188,9 @@ func (s *Server) complete(ctx context.Context, body []byte) (*chatResponse, time
 	msg := responseMessage{Role: "assistant"}
 	if a.call != nil {
 		msg.ToolCalls = []toolCall{{ID: "call_" + d.hex("call-id", 24), Type: "function", Function: *a.call}}
+		for i, c := range a.more {
+			msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: "call_" + d.hex(labelf("call-id", i+1), 24), Type: "function", Function: c})
+		}
 		if a.content != "" {
 			msg.Content = &a.content
 		}

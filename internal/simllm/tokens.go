@@ -50,6 +50,9 @@ func (p *Persona) completionTokens(a answer) int {
 	if a.call != nil {
 		n += 3 + p.tokensOf(a.call.Name) + p.tokensOf(a.call.Arguments)
 	}
+	for _, c := range a.more {
+		n += 3 + p.tokensOf(c.Name) + p.tokensOf(c.Arguments)
+	}
 	return max(n, 1)
 }
 

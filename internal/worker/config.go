@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ type Config struct {
 	// Models builds model clients; nil means OpenAI-compatible clients (package llm) built
 	// from the job's endpoint, cached per endpoint.
 	Models ModelFactory
+	// WorkspaceRoot holds the worktrees of coding runs (internal/coding/workspace): the worker
+	// opens the first free slot under it (<root>/0, <root>/1, …) at its first coding job, and
+	// sweeps the worktrees a dead worker left in that slot. Default <temp dir>/ditto-worktrees.
+	WorkspaceRoot string
 	// Registry receives the worker's Prometheus metrics; nil means a private registry
 	// (Worker.Registry).
 	Registry *prometheus.Registry
@@ -98,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = DefaultAckTimeout
+	}
+	if c.WorkspaceRoot == "" {
+		c.WorkspaceRoot = filepath.Join(os.TempDir(), "ditto-worktrees")
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/coding/workspace"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/study"
@@ -31,6 +33,11 @@ type Worker struct {
 	events  eventsStream
 	files   *fileTasks // the tasks of the task files jobs carry, their tools bound
 	redact  *redactor  // the API keys to keep out of events
+
+	// Coding runs' worktrees, opened at the first coding job.
+	wsOnce sync.Once
+	ws     *workspace.Manager
+	wsErr  error
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -82,6 +89,11 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // aborted and Nak'ed. It returns nil after a clean shutdown, or the error that stopped it
 // (the connection closed for good, the consumer could not be created).
 func (w *Worker) Run(ctx context.Context) error {
+	defer func() {
+		if w.ws != nil {
+			w.ws.Close()
+		}
+	}()
 	// The streams, DITTO_REJECTED_JOBS among them, were ensured when the bus was opened.
 	cons, err := w.bus.EnsureJobsConsumer(ctx, JobsConsumer(w.cfg))
 	if err != nil {
@@ -382,7 +394,15 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 	}
 	w.m.inFlight.Inc()
 	start := time.Now()
-	res, runErr := runSafely(ctx, spec, model, a)
+	var ws *workspace.Manager
+	if coding.IsCoding(spec.Task) {
+		var err error
+		if ws, err = w.workspaces(ctx); err != nil {
+			w.requeue(msg, w.nakDelay(attempt), errInfra, log, "cannot open the coding workspaces", err)
+			return true
+		}
+	}
+	res, runErr := runSafely(ctx, spec, model, a, ws)
 	w.m.inFlight.Dec()
 	w.m.runDuration.Observe(time.Since(start).Seconds())
 	if errors.Is(runErr, ErrSuperseded) {
@@ -439,13 +459,30 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 
 // runSafely runs the harness, turning a panic into an error: one run's bug must not take the
 // worker's other runs down with it. The attempt is then closed as aborted and re-run.
-func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *attempt) (res harness.Result, err error) {
+func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *attempt, ws *workspace.Manager) (res harness.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", ErrPanic, p)
 		}
 	}()
+	if coding.IsCoding(spec.Task) {
+		if ws == nil {
+			return harness.Result{}, fmt.Errorf("%w: no workspace manager", coding.ErrWorkspace)
+		}
+		return coding.Run(ctx, spec, model, a.emitter(), ws)
+	}
 	return harness.Run(ctx, spec, model, a.emitter())
+}
+
+// workspaces opens the worktree root of coding runs once, at the first coding job.
+func (w *Worker) workspaces(ctx context.Context) (*workspace.Manager, error) {
+	w.wsOnce.Do(func() {
+		w.ws, w.wsErr = workspace.OpenSlot(context.WithoutCancel(ctx), w.cfg.WorkspaceRoot, workspace.Config{})
+		if w.wsErr == nil {
+			w.log.Info("coding workspaces", "root", w.ws.Root(), "isolation", w.ws.Isolation().String())
+		}
+	})
+	return w.ws, w.wsErr
 }
 
 // settleRecorded acknowledges a redelivered job whose run an earlier attempt recorded.

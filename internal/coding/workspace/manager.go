@@ -294,3 +294,18 @@ func (m *Manager) Create(ctx context.Context, name string, in *repos.Instance) (
 	}
 	return &Workspace{m: m, Dir: dir, Name: name, Origin: origin, Commit: commit, Instance: in}, nil
 }
+
+// OpenSlot opens the first root base/0, base/1, … (up to base/63) that no other process holds.
+// A process that died leaves its slot free with its worktrees in it; the next process to open
+// that slot sweeps them. cfg.Root is ignored.
+func OpenSlot(ctx context.Context, base string, cfg Config) (*Manager, error) {
+	var err error
+	for i := range 64 {
+		cfg.Root = filepath.Join(base, fmt.Sprint(i))
+		var m *Manager
+		if m, err = Open(ctx, cfg); !errors.Is(err, ErrRootBusy) {
+			return m, err
+		}
+	}
+	return nil, err
+}

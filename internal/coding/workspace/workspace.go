@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -83,9 +84,9 @@ var allowedAbs = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin
 
 // CheckCommand refuses a bash command that names a path outside the worktree: an absolute path
 // (other than /dev/null and the standard streams), a ".." path component, or "~". The check is
-// lexical (see the package comment).
+// lexical (see the package comment); the bodies of here-documents are data, not checked.
 func CheckCommand(cmd string) error {
-	for _, tok := range strings.FieldsFunc(cmd, func(r rune) bool {
+	for _, tok := range strings.FieldsFunc(stripHeredocs(cmd), func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '|' || r == '&' || r == '(' || r == ')' ||
 			r == '<' || r == '>' || r == '=' || r == '"' || r == '\'' || r == '`' || r == ','
 	}) {
@@ -99,6 +100,29 @@ func CheckCommand(cmd string) error {
 		}
 	}
 	return nil
+}
+
+var heredocRe = regexp.MustCompile(`<<-?\s*(?:'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)"|([A-Za-z_][A-Za-z0-9_]*))`)
+
+// stripHeredocs removes the bodies of here-documents (the lines after a line with <<WORD, up to
+// the line WORD).
+func stripHeredocs(cmd string) string {
+	lines := strings.Split(cmd, "\n")
+	var out []string
+	var ends []string
+	for _, ln := range lines {
+		if len(ends) > 0 {
+			if strings.TrimLeft(ln, "\t") == ends[0] {
+				ends = ends[1:]
+			}
+			continue
+		}
+		out = append(out, ln)
+		for _, m := range heredocRe.FindAllStringSubmatch(ln, -1) {
+			ends = append(ends, m[1]+m[2]+m[3])
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Result is the outcome of one command.

@@ -94,6 +94,8 @@ func TestCheckCommand(t *testing.T) {
 		{"ls ~", true},
 		{"cd .. && ls", true},
 		{"echo x>/tmp/y", true},
+		{"cat > a.go <<'EOF'\n// a comment naming /etc and ../x\npackage a\nEOF\ngo vet ./...", false},
+		{"cat > a.go <<EOF\npackage a\nEOF\ncat /etc/passwd", true},
 	} {
 		if err := workspace.CheckCommand(tt.give); (err != nil) != tt.wantErr {
 			t.Errorf("CheckCommand(%q) = %v, want error %v", tt.give, err, tt.wantErr)

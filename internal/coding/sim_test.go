@@ -1,0 +1,62 @@
+package coding_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/condition"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/tasks"
+)
+
+// TestAgainstSimulatedPersonas drives coding runs with the real model client over loopback
+// HTTP against the simulated coding personas, in both action spaces: every run folds, leaves
+// no worktree, patches something, and across the seeds at least one run succeeds.
+func TestAgainstSimulatedPersonas(t *testing.T) {
+	srv, err := simllm.NewServer(simllm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	client, err := llm.NewOpenAI(llm.Config{BaseURL: hs.URL + "/v1", Model: "sim-steady"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, comps := range [][]string{
+		{"circuit_breaker", "distilled_diagnostics", "test_protection"},
+		{"bash_only", "circuit_breaker", "test_protection"},
+	} {
+		succ := 0
+		for seed := range 3 {
+			cond, err := condition.New("sim", comps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sd := int64(seed)
+			spec := harness.RunSpec{Task: tasks.CodingTaskName("textutil", "rename-slug"), Condition: cond, Model: "sim-steady",
+				Simulated: true, Seed: &sd, SeedIndex: seed}
+			rec := &recorder{}
+			res, err := coding.Run(context.Background(), spec, client, rec, manager(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.of(events.TypeFileChanged)) == 0 {
+				t.Errorf("%v seed %d: no file changed (%s: %s)", comps, seed, res.Status, res.Error)
+			}
+			if res.Success {
+				succ++
+			}
+			t.Logf("%v seed %d: %s, %d model calls, %d tool calls, %d verifications", comps, seed, res.Status,
+				res.Totals.ModelCalls, res.Totals.ToolCalls, len(rec.of(events.TypeVerificationRan)))
+		}
+		if succ == 0 {
+			t.Errorf("%v: no run succeeded", comps)
+		}
+	}
+}
