@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -58,6 +59,10 @@ type Config struct {
 	// opens the first free slot under it (<root>/0, <root>/1, …) at its first coding job, and
 	// sweeps the worktrees a dead worker left in that slot. Default <temp dir>/ditto-worktrees.
 	WorkspaceRoot string
+	// CodingConcurrency bounds the coding runs in flight (each builds and tests Go code; more
+	// than the CPUs only makes every run slower); default the number of CPUs. Other runs are
+	// bounded by Concurrency alone.
+	CodingConcurrency int
 	// Registry receives the worker's Prometheus metrics; nil means a private registry
 	// (Worker.Registry).
 	Registry *prometheus.Registry
@@ -103,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = DefaultAckTimeout
+	}
+	if c.CodingConcurrency == 0 {
+		c.CodingConcurrency = runtime.NumCPU()
 	}
 	if c.WorkspaceRoot == "" {
 		c.WorkspaceRoot = filepath.Join(os.TempDir(), "ditto-worktrees")

@@ -35,9 +35,10 @@ type Worker struct {
 	redact  *redactor  // the API keys to keep out of events
 
 	// Coding runs' worktrees, opened at the first coding job.
-	wsOnce sync.Once
-	ws     *workspace.Manager
-	wsErr  error
+	wsOnce      sync.Once
+	ws          *workspace.Manager
+	wsErr       error
+	codingSlots chan struct{}
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -70,8 +71,9 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency),
-		files:  &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}},
-		redact: newRedactor(cfg.Endpoints.Secrets())}
+		files:       &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}},
+		redact:      newRedactor(cfg.Endpoints.Secrets()),
+		codingSlots: make(chan struct{}, cfg.CodingConcurrency)}
 	return w, nil
 }
 
@@ -387,13 +389,6 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		w.reject(msg, nil, job, err)
 		return true
 	}
-	a, err := w.newAttempt(job, attempt, expect)
-	if err != nil {
-		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "publisher", err)
-		return true
-	}
-	w.m.inFlight.Inc()
-	start := time.Now()
 	var ws *workspace.Manager
 	if coding.IsCoding(spec.Task) {
 		var err error
@@ -401,8 +396,29 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 			w.requeue(msg, w.nakDelay(attempt), errInfra, log, "cannot open the coding workspaces", err)
 			return true
 		}
+		// Wait for a coding slot before the attempt exists: a run waiting here has emitted
+		// nothing, and the job is kept alive by its in-progress acks.
+		select {
+		case w.codingSlots <- struct{}{}:
+		case <-ctx.Done():
+			w.requeue(msg, 0, "", log, "run abandoned at shutdown", nil)
+			return true
+		}
 	}
+	a, err := w.newAttempt(job, attempt, expect)
+	if err != nil {
+		if ws != nil {
+			<-w.codingSlots
+		}
+		w.requeue(msg, w.nakDelay(attempt), errInfra, log, "publisher", err)
+		return true
+	}
+	w.m.inFlight.Inc()
+	start := time.Now()
 	res, runErr := runSafely(ctx, spec, model, a, ws)
+	if ws != nil {
+		<-w.codingSlots
+	}
 	w.m.inFlight.Dec()
 	w.m.runDuration.Observe(time.Since(start).Seconds())
 	if errors.Is(runErr, ErrSuperseded) {
