@@ -70,6 +70,8 @@ var (
 	ViewAnomalies   = load("view_anomalies", View)
 	// ViewContextSeries is the per-turn context size of context-managed (coding) runs.
 	ViewContextSeries = load("view_context_series", View)
+	// ViewCodingRuns is the coding figures of each coding run attempt.
+	ViewCodingRuns = load("view_coding_runs", View)
 )
 
 // Ingester statements.
@@ -112,6 +114,7 @@ var (
 	ReportStudies     = load("report_studies", Report)
 	ReportWindowCells = load("report_window_cells", Report)
 	ReportContext     = load("report_context", Report)
+	ReportCoding      = load("report_coding", Report)
 )
 
 // Console statements (package console): what the web console's pages read, through the same
@@ -134,7 +137,7 @@ func Schema() []Statement {
 	return []Statement{
 		TableEvents, TableRejectedEvents, TableIngestState, TableRunFolds,
 		ViewRuns, ViewPlans, ViewTransitions, ViewToolCalls, ViewValidations, ViewModelCalls,
-		ViewStudies, ViewCells, ViewAnomalies, ViewContextSeries,
+		ViewStudies, ViewCells, ViewAnomalies, ViewContextSeries, ViewCodingRuns,
 	}
 }
 
@@ -146,7 +149,7 @@ func All() []Statement {
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,
-		ReportBasis, ReportCells, ReportStudies, ReportWindowCells, ReportContext,
+		ReportBasis, ReportCells, ReportStudies, ReportWindowCells, ReportContext, ReportCoding,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
 		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents, ConsoleDriftCells,
 	)

@@ -68,7 +68,7 @@ func stripComments(sql string) string {
 
 func TestObjects(t *testing.T) {
 	want := []string{"events", "rejected_events", "ingest_state", "run_folds", "runs", "plans", "transitions",
-		"tool_calls", "validations", "model_calls", "studies", "cells", "anomalies", "context_series"}
+		"tool_calls", "validations", "model_calls", "studies", "cells", "anomalies", "context_series", "coding_runs"}
 	got := Tables()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("Tables() = %v, want %v", got, want)
@@ -83,7 +83,7 @@ func TestPublic(t *testing.T) {
 			t.Errorf("%s: description %q, want one sentence", o.Name, o.Description)
 		}
 	}
-	want := "events,rejected_events,runs,plans,transitions,tool_calls,validations,model_calls,studies,cells,anomalies,context_series,metrics,comparisons"
+	want := "events,rejected_events,runs,plans,transitions,tool_calls,validations,model_calls,studies,cells,anomalies,context_series,coding_runs,metrics,comparisons"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("Public() = %s, want %s", got, want)
 	}

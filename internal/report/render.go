@@ -105,6 +105,16 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintln(bw, "## Conditions")
 		fmt.Fprintln(bw)
 		writeMDTable(bw, r.ConditionTable())
+		if r.Coding != nil {
+			fmt.Fprintln(bw, "## Coding runs")
+			fmt.Fprintln(bw)
+			fmt.Fprintln(bw, codingIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.CodingCellTable())
+			fmt.Fprintln(bw, codingComparisonIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.CodingComparisonTable())
+		}
 		if r.Context != nil {
 			fmt.Fprintln(bw, "## Context management")
 			fmt.Fprintln(bw)
@@ -186,6 +196,8 @@ type htmlPlot struct {
 type htmlData struct {
 	R                                                                               *Report
 	Cells, Conditions, Drift, Comparisons, NotSignificant, Basis, Summary, Unscored Table
+	CodingCells, CodingComparisons                                                  Table
+	CodingIntro, CodingComparisonIntro                                              string
 	Plots                                                                           []htmlPlot
 	GeneratedAt                                                                     string
 	HasCells                                                                        bool
@@ -203,7 +215,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(),
 		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy,
 		ContextTiers: r.ContextTierTable(), ContextBudgets: r.ContextBudgetTable(), ContextComparisons: r.ContextComparisonTable(),
-		ContextIntro: contextIntro, ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro}
+		ContextIntro: contextIntro, ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro,
+		CodingCells: r.CodingCellTable(), CodingComparisons: r.CodingComparisonTable(), CodingIntro: codingIntro,
+		CodingComparisonIntro: codingComparisonIntro}
 	d.Comparisons, d.NotSignificant = r.SplitComparisons()
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
@@ -246,6 +260,8 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 {{end}}</tbody></table></div>{{end}}
 {{if .HasCells}}<h2>Cells</h2>{{template "table" .Cells}}
 <h2>Conditions</h2>{{template "table" .Conditions}}
+{{if .R.Coding}}<h2>Coding runs</h2><p class="meta">{{.CodingIntro}}</p>{{template "table" .CodingCells}}
+<p class="meta">{{.CodingComparisonIntro}}</p>{{template "table" .CodingComparisons}}{{end}}
 {{else}}<h2>Windows</h2>{{template "table" .Drift}}{{end}}
 {{range .Plots}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}

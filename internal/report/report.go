@@ -45,6 +45,9 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Notes describe the data and how to read the numbers.
 	Notes []string `json:"notes"`
+	// Coding is the coding section (KindStudy with coding runs): coding figures per cell and
+	// each harness factor's paired success comparison.
+	Coding *analysis.Coding `json:"coding,omitempty"`
 
 	// dists are the per-run token and latency values behind the distribution plots.
 	dists map[analysis.CellKey]dist

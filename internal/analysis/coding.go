@@ -1,0 +1,273 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/metrics"
+	"github.com/dittolab/ditto/queries"
+)
+
+// Coding is the coding section of a study's analysis: per cell, the coding figures of its
+// counted runs; per model and harness factor (diagnostics distilled vs raw, tests protected vs
+// open, bash vs file tools), success compared on paired runs — the same task and seed index
+// under the two levels of the factor with every other factor equal — by the exact McNemar test,
+// Benjamini–Hochberg adjusted across the section's comparisons.
+type Coding struct {
+	Cells       []CodingCell       `json:"cells"`
+	Comparisons []CodingComparison `json:"comparisons"`
+}
+
+// CodingCell is one (task, model, condition) cell's coding figures; per-run means over its
+// counted runs.
+type CodingCell struct {
+	CellKey
+	Runs                int     `json:"runs"`
+	Successes           int     `json:"successes"`
+	TestsPassChanged    int     `json:"tests_pass_with_test_changes"` // runs whose tests passed with a test file changed: the test-degradation trap
+	Tokens              float64 `json:"tokens"`
+	Turns               float64 `json:"turns"`
+	Repatches           float64 `json:"repatches"`
+	RepairTurns         float64 `json:"repair_turns"`
+	ProtectedAttempts   float64 `json:"protected_attempts"`
+	TestFilesChanged    float64 `json:"test_files_changed"`
+	VerificationMS      float64 `json:"verification_ms"`
+	LatencyMS           float64 `json:"latency_ms"`
+	VerificationShare   float64 `json:"verification_share"` // verification time over run time, pooled
+	RawBytes            float64 `json:"raw_bytes"`
+	DistilledBytes      float64 `json:"distilled_bytes"`
+	RunsWithProtectedAt int     `json:"runs_with_protected_attempts"`
+}
+
+// CodingComparison is one factor's paired success comparison for a model.
+type CodingComparison struct {
+	Model  string `json:"model"`
+	Factor string `json:"factor"` // the component switched on in B: distilled_diagnostics, test_protection or bash_only
+	Pairs  int    `json:"pairs"`
+	// B counts pairs where A (the factor off) succeeded and B (on) failed; C the reverse.
+	B           int           `json:"b"`
+	C           int           `json:"c"`
+	SuccessA    float64       `json:"success_a"`
+	SuccessB    float64       `json:"success_b"`
+	P           metrics.Value `json:"p"`
+	PAdjusted   metrics.Value `json:"p_adjusted"`
+	Significant bool          `json:"significant"`
+}
+
+// CodingFactors are the components a coding study's comparisons switch.
+var CodingFactors = []string{events.ComponentDistilled, events.ComponentTestProtection, events.ComponentBashOnly}
+
+type codingRun struct {
+	key                       CellKey
+	seed                      int64
+	success, testsPass        bool
+	tokens, latency, verifyMS float64
+	turns, repatches, repairs int64
+	protected, testChanged    int64
+	rawBytes, distilledBytes  int64
+}
+
+// ComputeCoding computes the coding section of a study through q, or nil when the study has
+// no coding run. components maps each condition to its components (the cells' settings).
+func ComputeCoding(ctx context.Context, q Querier, study string, components map[string][]string) (*Coding, error) {
+	var runs []codingRun
+	err := q.Query(ctx, queries.ReportCoding, []any{study}, func(v []any) error {
+		var r codingRun
+		var err error
+		str := func(i int) string { s, e := asString("report_coding", v[i]); err = firstNonNil(err, e); return s }
+		num := func(i int) float64 { f, _, e := asFloat("report_coding", v[i]); err = firstNonNil(err, e); return f }
+		integer := func(i int) int64 { n, _, e := asInt("report_coding", v[i]); err = firstNonNil(err, e); return n }
+		boolean := func(i int) bool { b, e := asBool("report_coding", v[i]); err = firstNonNil(err, e); return b }
+		r.key = CellKey{Task: str(0), Model: str(1), Condition: str(2)}
+		r.seed = integer(3)
+		r.success = boolean(4)
+		r.tokens, r.latency = num(5), num(6)
+		r.turns = integer(7)
+		r.repairs = integer(10)
+		r.verifyMS = num(11)
+		r.repatches = integer(13)
+		r.protected, r.testChanged = integer(14), integer(15)
+		r.rawBytes, r.distilledBytes = integer(16), integer(17)
+		r.testsPass = boolean(18)
+		runs = append(runs, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	out := &Coding{Cells: codingCells(runs)}
+	out.Comparisons, err = codingComparisons(runs, components)
+	return out, err
+}
+
+func firstNonNil(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func codingCells(runs []codingRun) []CodingCell {
+	byKey := map[CellKey]*CodingCell{}
+	var keys []CellKey
+	var verify, latency = map[CellKey]float64{}, map[CellKey]float64{}
+	for _, r := range runs {
+		c := byKey[r.key]
+		if c == nil {
+			c = &CodingCell{CellKey: r.key}
+			byKey[r.key] = c
+			keys = append(keys, r.key)
+		}
+		c.Runs++
+		if r.success {
+			c.Successes++
+		}
+		if r.testsPass && r.testChanged > 0 {
+			c.TestsPassChanged++
+		}
+		if r.protected > 0 {
+			c.RunsWithProtectedAt++
+		}
+		c.Tokens += r.tokens
+		c.Turns += float64(r.turns)
+		c.Repatches += float64(r.repatches)
+		c.RepairTurns += float64(r.repairs)
+		c.ProtectedAttempts += float64(r.protected)
+		c.TestFilesChanged += float64(r.testChanged)
+		c.VerificationMS += r.verifyMS
+		c.LatencyMS += r.latency
+		c.RawBytes += float64(r.rawBytes)
+		c.DistilledBytes += float64(r.distilledBytes)
+		verify[r.key] += r.verifyMS
+		latency[r.key] += r.latency
+	}
+	slices.SortFunc(keys, func(a, b CellKey) int {
+		if a.less(b) {
+			return -1
+		}
+		if b.less(a) {
+			return 1
+		}
+		return 0
+	})
+	out := make([]CodingCell, 0, len(keys))
+	for _, k := range keys {
+		c := byKey[k]
+		n := float64(c.Runs)
+		c.Tokens /= n
+		c.Turns /= n
+		c.Repatches /= n
+		c.RepairTurns /= n
+		c.ProtectedAttempts /= n
+		c.TestFilesChanged /= n
+		c.VerificationMS /= n
+		c.LatencyMS /= n
+		c.RawBytes /= n
+		c.DistilledBytes /= n
+		if latency[k] > 0 {
+			c.VerificationShare = verify[k] / latency[k]
+		}
+		out = append(out, *c)
+	}
+	return out
+}
+
+// codingComparisons pairs runs across the two levels of each factor: same model, task, seed
+// index and every other component.
+func codingComparisons(runs []codingRun, components map[string][]string) ([]CodingComparison, error) {
+	var out []CodingComparison
+	models := map[string]bool{}
+	for _, r := range runs {
+		models[r.key.Model] = true
+	}
+	for _, m := range sortedKeys(models) {
+		for _, f := range CodingFactors {
+			// The pair key of a run: task, seed index, and its components without f.
+			type side struct{ on, off *codingRun }
+			pairs := map[string]*side{}
+			for i := range runs {
+				r := &runs[i]
+				if r.key.Model != m {
+					continue
+				}
+				comps, ok := components[r.key.Condition]
+				if !ok {
+					return nil, fmt.Errorf("analysis: coding: no components for condition %q", r.key.Condition)
+				}
+				on := slices.Contains(comps, f)
+				rest := slices.DeleteFunc(slices.Clone(comps), func(c string) bool { return c == f })
+				k := fmt.Sprintf("%s|%d|%s", r.key.Task, r.seed, strings.Join(rest, "+"))
+				s := pairs[k]
+				if s == nil {
+					s = &side{}
+					pairs[k] = s
+				}
+				if on {
+					s.on = r
+				} else {
+					s.off = r
+				}
+			}
+			c := CodingComparison{Model: m, Factor: f}
+			var sa, sb int
+			for _, k := range sortedKeys(pairs) {
+				s := pairs[k]
+				if s.on == nil || s.off == nil {
+					continue
+				}
+				c.Pairs++
+				if s.off.success {
+					sa++
+				}
+				if s.on.success {
+					sb++
+				}
+				switch {
+				case s.off.success && !s.on.success:
+					c.B++
+				case !s.off.success && s.on.success:
+					c.C++
+				}
+			}
+			if c.Pairs == 0 {
+				continue
+			}
+			c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
+			p, err := metrics.McNemarExact(c.B, c.C)
+			if err != nil {
+				return nil, fmt.Errorf("analysis: coding: %w", err)
+			}
+			c.P = metrics.Some(p)
+			out = append(out, c)
+		}
+	}
+	if len(out) > 0 {
+		ps := make([]float64, len(out))
+		for i, c := range out {
+			ps[i] = c.P.V
+		}
+		adj, rej, err := metrics.BenjaminiHochberg(ps)
+		if err != nil {
+			return nil, fmt.Errorf("analysis: coding: %w", err)
+		}
+		for i := range out {
+			out[i].PAdjusted, out[i].Significant = metrics.Some(adj[i]), rej[i]
+		}
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
