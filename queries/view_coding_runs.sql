@@ -12,22 +12,22 @@
 CREATE OR REPLACE VIEW coding_runs AS
 WITH coding AS (
     SELECT study, run, attempt,
-           any_value(payload ->> '$.repo') FILTER (WHERE type = 'workspace.created') AS repo,
-           any_value(payload ->> '$.instance') FILTER (WHERE type = 'workspace.created') AS instance,
+           any_value(json_extract_string(payload, '$.repo')) FILTER (WHERE type = 'workspace.created') AS repo,
+           any_value(json_extract_string(payload, '$.instance')) FILTER (WHERE type = 'workspace.created') AS instance,
            count(*) FILTER (WHERE type = 'model.called') AS turns,
            count(*) FILTER (WHERE type = 'verification.ran') AS verifications,
-           count(*) FILTER (WHERE type = 'verification.ran' AND CAST(payload -> '$.turn' AS INTEGER) > 0) AS patch_turns,
-           coalesce(sum(CAST(payload -> '$.duration_ms' AS DOUBLE)) FILTER (WHERE type = 'verification.ran'), 0) AS verification_ms,
+           count(*) FILTER (WHERE type = 'verification.ran' AND TRY_CAST(json_extract(payload, '$.turn') AS INTEGER) > 0) AS patch_turns,
+           coalesce(sum(TRY_CAST(json_extract(payload, '$.duration_ms') AS DOUBLE)) FILTER (WHERE type = 'verification.ran'), 0) AS verification_ms,
            count(*) FILTER (WHERE type = 'file.changed') AS files_changed,
-           count(*) FILTER (WHERE type = 'file.changed' AND coalesce(CAST(payload -> '$.repatch' AS BOOLEAN), false)) AS repatches,
-           count(*) FILTER (WHERE (type = 'tool.rejected' AND payload ->> '$.reason' = 'test-protected')
-                              OR (type = 'file.changed' AND coalesce(CAST(payload -> '$.protected' AS BOOLEAN), false)
-                                  AND coalesce(CAST(payload -> '$.reverted' AS BOOLEAN), false))) AS protected_attempts,
-           count(*) FILTER (WHERE type = 'file.changed' AND coalesce(CAST(payload -> '$.protected' AS BOOLEAN), false)
-                              AND NOT coalesce(CAST(payload -> '$.reverted' AS BOOLEAN), false)) AS test_files_changed,
-           coalesce(sum(CAST(payload -> '$.raw_bytes' AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS raw_bytes,
-           coalesce(sum(CAST(payload -> '$.distilled_bytes' AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS distilled_bytes,
-           arg_max(CAST(payload -> '$.tests_pass' AS BOOLEAN), seq) FILTER (WHERE type = 'verification.ran') AS tests_pass
+           count(*) FILTER (WHERE type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.repatch') AS BOOLEAN), false)) AS repatches,
+           count(*) FILTER (WHERE (type = 'tool.rejected' AND json_extract_string(payload, '$.reason') = 'test-protected')
+                              OR (type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.protected') AS BOOLEAN), false)
+                                  AND coalesce(TRY_CAST(json_extract(payload, '$.reverted') AS BOOLEAN), false))) AS protected_attempts,
+           count(*) FILTER (WHERE type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.protected') AS BOOLEAN), false)
+                              AND NOT coalesce(TRY_CAST(json_extract(payload, '$.reverted') AS BOOLEAN), false)) AS test_files_changed,
+           coalesce(sum(TRY_CAST(json_extract(payload, '$.raw_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS raw_bytes,
+           coalesce(sum(TRY_CAST(json_extract(payload, '$.distilled_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS distilled_bytes,
+           arg_max(TRY_CAST(json_extract(payload, '$.tests_pass') AS BOOLEAN), seq) FILTER (WHERE type = 'verification.ran') AS tests_pass
     FROM events
     WHERE type IN ('workspace.created', 'model.called', 'verification.ran', 'file.changed', 'tool.rejected', 'diagnostics.distilled')
     GROUP BY study, run, attempt

@@ -100,7 +100,7 @@ var (
 	mgrErr  error
 )
 
-func manager(t *testing.T) *workspace.Manager {
+func manager(t testing.TB) *workspace.Manager {
 	t.Helper()
 	mgrOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "coding-test-")

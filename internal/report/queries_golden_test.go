@@ -31,6 +31,8 @@ var reportCases = map[string][][]any{
 	},
 	"report_studies": {nil},
 	"report_context": {{"s1"}}, // no context-managed run: no row (TestComputeContext covers the rows)
+	// Studies without coding runs: no rows (their events must not trip the view's casts).
+	"report_coding": {{"s1"}, {"sample-prod"}},
 	"report_window_cells": {
 		// Half-open: from r1-run-004's start (kept) to r2-run-004's start (left out).
 		{"sample-prod", us(time.Date(2026, 11, 2, 10, 0, 0, 103e6, time.UTC)), us(time.Date(2026, 11, 2, 13, 0, 0, 144e6, time.UTC))},

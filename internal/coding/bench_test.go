@@ -1,0 +1,77 @@
+package coding_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/condition"
+	"github.com/dittolab/ditto/internal/harness"
+	"github.com/dittolab/ditto/internal/llm"
+	"github.com/dittolab/ditto/internal/simllm"
+	"github.com/dittolab/ditto/internal/tasks"
+)
+
+// BenchmarkCodingRun measures whole coding runs of the simulated personas (zero model latency)
+// on the coding-small instances, one condition per iteration in turn, and reports the time per
+// run at the median and the 95th percentile and verification's share of it:
+//
+//	go test -run '^$' -bench BenchmarkCodingRun -benchtime 16x ./internal/coding/
+func BenchmarkCodingRun(b *testing.B) {
+	srv, err := simllm.NewServer(simllm.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	client, err := llm.NewOpenAI(llm.Config{BaseURL: hs.URL + "/v1", Model: "sim-steady"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	instances := [][2]string{{"ledger", "rounding"}, {"inventory", "nil-map"}, {"textutil", "rename-slug"}, {"inventory", "reserved-summary"}}
+	conds := [][]string{{"circuit_breaker"}, {"circuit_breaker", "distilled_diagnostics", "test_protection"},
+		{"bash_only", "circuit_breaker"}, {"bash_only", "circuit_breaker", "distilled_diagnostics", "test_protection"}}
+	m := manager(b)
+	var runs, verify []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		in := instances[i%len(instances)]
+		cond, _ := condition.New("bench", conds[(i/len(instances))%len(conds)])
+		seed := int64(i)
+		spec := harness.RunSpec{Task: tasks.CodingTaskName(in[0], in[1]), Condition: cond, Model: "sim-steady", Simulated: true, Seed: &seed}
+		rec := &recorder{}
+		t0 := time.Now()
+		if _, err := coding.Run(context.Background(), spec, client, rec, m); err != nil {
+			b.Fatal(err)
+		}
+		runs = append(runs, float64(time.Since(t0).Milliseconds()))
+		v := 0.0
+		for _, p := range rec.of(events.TypeVerificationRan) {
+			v += p.(events.VerificationRan).DurationMS
+		}
+		verify = append(verify, v)
+	}
+	b.StopTimer()
+	var total, vtotal float64
+	for i := range runs {
+		total += runs[i]
+		vtotal += verify[i]
+	}
+	slices.Sort(runs)
+	b.ReportMetric(quantile(runs, 0.5), "p50-ms/run")
+	b.ReportMetric(quantile(runs, 0.95), "p95-ms/run")
+	b.ReportMetric(vtotal/total, "verification-share")
+}
+
+// quantile is the nearest-rank quantile of sorted xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(xs))+0.999999) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}
