@@ -22,7 +22,8 @@ func small() warehouse.IngestConfig {
 }
 
 func testMsgs(t testing.TB) []msg {
-	return append(append(warehousetest.SampleMsgs(t), harnessStudy(t, "study1")...), contextStudy(t)...)
+	msgs := append(append(warehousetest.SampleMsgs(t), harnessStudy(t, "study1")...), contextStudy(t)...)
+	return append(msgs, codingStudy(t, "code1")...)
 }
 
 func catchUp(t testing.TB, w *warehouse.Warehouse, b *bus.Bus, cfg warehouse.IngestConfig) {
@@ -89,6 +90,13 @@ func TestIngestProjection(t *testing.T) {
 		{"model calls", "SELECT sum(tokens) FROM model_calls WHERE run = 'b-0'", 330},
 		{"plans", "SELECT count(*) FROM plans WHERE run = 'b-0' AND kind = 'accepted'", 1},
 		{"no rejects", "SELECT count(*) FROM rejected_events", 0},
+		{"coding runs", "SELECT count(*) FROM coding_runs WHERE study = 'code1' AND repo = 'ledger'", 2},
+		{"coding verifications", "SELECT verifications FROM coding_runs WHERE run = 'c-0'", 3},
+		{"coding repair turns", "SELECT repair_turns FROM coding_runs WHERE run = 'c-0'", 1},
+		{"coding re-patches", "SELECT repatches FROM coding_runs WHERE run = 'c-0'", 1},
+		{"coding protected attempts", "SELECT protected_attempts FROM coding_runs WHERE run = 'c-0'", 1},
+		{"coding verification ms", "SELECT verification_ms FROM coding_runs WHERE run = 'c-1'", 2100},
+		{"coding fold clean", "SELECT count(*) FROM anomalies WHERE study = 'code1'", 0},
 	}
 	for _, tt := range tests {
 		if got := warehousetest.Count(t, db, tt.query); got != tt.want {

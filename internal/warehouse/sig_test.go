@@ -40,10 +40,15 @@ func checkSignatures(t *testing.T, db *sql.DB, msgs []msg) {
 		for _, c := range r.Calls {
 			mr.Calls = append(mr.Calls, metrics.Call{Tool: c.Tool, Args: string(c.Args)})
 		}
-		var plan, output, sigTrace, sigCalls, sigPlan string
+		var plan, sigTrace, sigCalls, sigPlan string
+		var out sql.NullString // NULL: the run produced no output
 		if err := db.QueryRow(`SELECT plan, output, sig_trace, sig_calls, sig_plan FROM runs
-			WHERE study = ? AND run = ? AND attempt = ?`, k.study, k.run, k.attempt).Scan(&plan, &output, &sigTrace, &sigCalls, &sigPlan); err != nil {
+			WHERE study = ? AND run = ? AND attempt = ?`, k.study, k.run, k.attempt).Scan(&plan, &out, &sigTrace, &sigCalls, &sigPlan); err != nil {
 			t.Fatalf("runs row of %v: %v", k, err)
+		}
+		output := warehouse.NoOutput
+		if out.Valid {
+			output = out.String
 		}
 		hexSig := func(s metrics.Signature) string { return hex.EncodeToString(s[:]) }
 		if plan != r.Plan || output != mr.Output || sigTrace != hexSig(metrics.TraceSignature(mr)) ||

@@ -127,3 +127,66 @@ func harnessStudy(t testing.TB, study string) []msg {
 	s.run("h-2", 1, runOpts{condition: "harness", wrongTotals: true}) // check error
 	return s.out
 }
+
+// codingStudy is a study of coding runs: c-0 fixes the defect at its second patch after a
+// refused test edit (a re-patch of the same file), c-1 gives up after one failed patch.
+func codingStudy(t testing.TB, study string) []msg {
+	s := newSynth(t, study)
+	s.define([]events.Cell{{Task: "coding-ledger-rounding", Model: "sim-a", Condition: "protected", Runs: 2}})
+	s.codingRun("c-0", 0, true)
+	s.codingRun("c-1", 1, false)
+	return s.out
+}
+
+// codingRun emits one attempt of a coding run.
+func (s *synth) codingRun(run string, seedIndex int, fixed bool) {
+	seq := int64(0)
+	next := func(p events.Payload) { seq++; s.emit(run, 1, seq, p) }
+	seed := int64(7 + seedIndex)
+	next(events.RunStarted{Task: "coding-ledger-rounding", Instance: "rounding", Model: "sim-a", Condition: "protected",
+		SeedIndex: seedIndex, Components: []string{events.ComponentTestProtection}, Seed: &seed, Simulated: true})
+	ws := events.WorkspaceCreated{Repo: "ledger", Instance: "rounding", Commit: "c0ffee", Isolation: "network netns"}
+	next(ws)
+	verify := func(turn int, pass bool, ms float64) {
+		v := events.VerificationRan{Turn: turn, Command: "go build ./... && go vet ./... && go test -count=1 -v ./...",
+			DurationMS: ms, TestsPass: pass, RawBytes: 400}
+		ds := []events.Diagnostic{}
+		if !pass {
+			v.ExitCode, v.FailingTests = 1, 1
+			ds = append(ds, events.Diagnostic{File: "money_test.go", Line: 12, Kind: "test_failure", Message: "TestToCents: got 1, want 2"})
+		}
+		next(v)
+		next(events.DiagnosticsDistilled{Turn: turn, Diagnostics: ds, Total: len(ds), RawBytes: 400, DistilledBytes: 60,
+			RawTokens: 100, DistilledTokens: 15, Distilled: false})
+	}
+	calls, tools, rejected := 0, 0, 0
+	model := func() {
+		calls++
+		next(events.ModelCalled{Model: "sim-a", Purpose: "act", PromptTokens: 300, CompletionTokens: 40, LatencyMS: 5})
+	}
+	edit := func(id, path string, repatch bool) {
+		tools++
+		args := events.MustCanonical(map[string]any{"path": path})
+		next(events.ToolCalled{CallID: id, Tool: "edit_file", Args: args})
+		next(events.FileChanged{CallID: id, Path: path, Added: 1, Removed: 1, Repatch: repatch})
+		next(events.ToolReturned{CallID: id, Tool: "edit_file", OK: true, Output: events.MustCanonical("edited"), DurationMS: 1})
+	}
+	verify(0, false, 1200)
+	model()
+	edit("c1", "money.go", false)
+	verify(1, false, 900)
+	model()
+	if !fixed {
+		next(events.WorkspaceDiscarded{Repo: ws.Repo, Instance: ws.Instance, Commit: ws.Commit})
+		next(events.RunFinished{Status: events.StatusFailed, Error: "verification failed",
+			Totals: events.Totals{PromptTokens: 600, CompletionTokens: 80, ModelCalls: calls, ToolCalls: tools, LatencyMS: 2500}})
+		return
+	}
+	rejected++
+	next(events.ToolRejected{CallID: "c2", Tool: "edit_file", Reason: events.RejectTestProtected, Detail: "money_test.go is a test file"})
+	edit("c3", "money.go", true)
+	verify(2, true, 800)
+	next(events.WorkspaceDiscarded{Repo: ws.Repo, Instance: ws.Instance, Commit: ws.Commit})
+	next(events.RunFinished{Status: events.StatusSucceeded, Success: true, Output: events.MustCanonical(map[string]any{"patch": "diff"}),
+		Totals: events.Totals{PromptTokens: 600, CompletionTokens: 80, ModelCalls: calls, ToolCalls: tools, RejectedToolCalls: rejected, LatencyMS: 3100}})
+}
