@@ -55,6 +55,10 @@ type VerificationRan struct {
 	TestsPass        bool     `json:"tests_pass"`
 	TestFilesChanged []string `json:"test_files_changed,omitempty"`
 	RawBytes         int      `json:"raw_bytes"`
+	// Cached is true when the commands' results were reused from an identical tree verified
+	// before by the same worker (the commands did not run; DurationMS is the time it took to
+	// recognise the tree).
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Diagnostic is one distilled finding: a file, line, column, kind and message.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/coding/verify"
 	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
@@ -18,10 +19,17 @@ import (
 
 // BenchmarkCodingRun measures whole coding runs of the simulated personas (zero model latency)
 // on the coding-small instances, one condition per iteration in turn, and reports the time per
-// run at the median and the 95th percentile and verification's share of it:
+// run at the median and the 95th percentile, verification's share of it, and the share of
+// verifications answered by the memo: "fresh" runs every verification's commands, "memo"
+// shares a verification memo across the runs as the worker does.
 //
 //	go test -run '^$' -bench BenchmarkCodingRun -benchtime 16x ./internal/coding/
 func BenchmarkCodingRun(b *testing.B) {
+	b.Run("fresh", func(b *testing.B) { benchCodingRuns(b, nil) })
+	b.Run("memo", func(b *testing.B) { benchCodingRuns(b, verify.NewMemo()) })
+}
+
+func benchCodingRuns(b *testing.B, memo *verify.Memo) {
 	srv, err := simllm.NewServer(simllm.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -36,7 +44,8 @@ func BenchmarkCodingRun(b *testing.B) {
 	conds := [][]string{{"circuit_breaker"}, {"circuit_breaker", "distilled_diagnostics", "test_protection"},
 		{"bash_only", "circuit_breaker"}, {"bash_only", "circuit_breaker", "distilled_diagnostics", "test_protection"}}
 	m := manager(b)
-	var runs, verify []float64
+	var runs, verifying []float64
+	var verifications, cached int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		in := instances[i%len(instances)]
@@ -45,26 +54,33 @@ func BenchmarkCodingRun(b *testing.B) {
 		spec := harness.RunSpec{Task: tasks.CodingTaskName(in[0], in[1]), Condition: cond, Model: "sim-steady", Simulated: true, Seed: &seed}
 		rec := &recorder{}
 		t0 := time.Now()
-		if _, err := coding.Run(context.Background(), spec, client, rec, m); err != nil {
+		if _, err := coding.Run(context.Background(), spec, client, rec, coding.Env{Workspaces: m, Memo: memo}); err != nil {
 			b.Fatal(err)
 		}
 		runs = append(runs, float64(time.Since(t0).Milliseconds()))
 		v := 0.0
 		for _, p := range rec.of(events.TypeVerificationRan) {
-			v += p.(events.VerificationRan).DurationMS
+			vr := p.(events.VerificationRan)
+			v += vr.DurationMS
+			verifications++
+			if vr.Cached {
+				cached++
+			}
 		}
-		verify = append(verify, v)
+		verifying = append(verifying, v)
 	}
 	b.StopTimer()
 	var total, vtotal float64
 	for i := range runs {
 		total += runs[i]
-		vtotal += verify[i]
+		vtotal += verifying[i]
 	}
 	slices.Sort(runs)
 	b.ReportMetric(quantile(runs, 0.5), "p50-ms/run")
 	b.ReportMetric(quantile(runs, 0.95), "p95-ms/run")
 	b.ReportMetric(vtotal/total, "verification-share")
+	b.ReportMetric(float64(verifications)/float64(len(runs)), "verifications/run")
+	b.ReportMetric(float64(cached)/float64(max(verifications, 1)), "cached-share")
 }
 
 // quantile is the nearest-rank quantile of sorted xs.

@@ -85,7 +85,7 @@ func runContext(t *testing.T, ctx condition.Context, components []string, model 
 	spec := harness.RunSpec{Task: tasks.CodingTaskName(in.Repo, in.ID), Condition: cond, Model: "scripted",
 		Sampling: events.Sampling{MaxTokens: 256}}
 	rec := &recorder{}
-	res, err := coding.Run(context.Background(), spec, model, rec, manager(t))
+	res, err := coding.Run(context.Background(), spec, model, rec, coding.Env{Workspaces: manager(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestContextConfigRefused(t *testing.T) {
 	in, _ := repos.Get("inventory", "nil-map")
 	rec := &recorder{}
 	_, err := coding.Run(context.Background(), harness.RunSpec{Task: tasks.CodingTaskName(in.Repo, in.ID), Condition: cond, Model: "m"},
-		&reader{}, rec, manager(t))
+		&reader{}, rec, coding.Env{Workspaces: manager(t)})
 	if !errors.Is(err, harness.ErrSpec) || !errors.Is(err, coding.ErrContext) || len(rec.ps) != 0 {
 		t.Errorf("Run(hard below soft) = %v with %d events, want ErrSpec and ErrContext, nothing emitted", err, len(rec.ps))
 	}

@@ -42,13 +42,22 @@ func IsCoding(task string) bool {
 	return err == nil && t.Coding != nil
 }
 
-// Run executes one coding run of spec against model in a worktree of wm and reports every step
+// Env is what the coding runs of a process share.
+type Env struct {
+	// Workspaces creates the runs' worktrees; required.
+	Workspaces *workspace.Manager
+	// Memo, when set, reuses the commands' results of a tree verified before (verify.Memo):
+	// a study verifies the same few trees again and again. Nil runs every verification.
+	Memo *verify.Memo
+}
+
+// Run executes one coding run of spec against model in a worktree of env.Workspaces and reports every step
 // to em, in order (see the package comment). As with harness.Run, the run's own failures are
 // outcomes in the Result and in run.finished; Run returns an error only when the spec is
 // invalid or not a coding task, when the worktree cannot be created (ErrWorkspace; nothing
 // emitted), or when em fails (harness.ErrEmit) or the fold refuses an event (harness.ErrHistory).
 // The worktree is removed before Run returns, whatever happened.
-func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.Emitter, wm *workspace.Manager) (harness.Result, error) {
+func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.Emitter, env Env) (harness.Result, error) {
 	if err := spec.Validate(); err != nil {
 		return harness.Result{}, err
 	}
@@ -71,8 +80,12 @@ func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.
 			return harness.Result{}, fmt.Errorf("%w: %w: %w", harness.ErrSpec, ErrContext, err)
 		}
 	}
+	wm := env.Workspaces
+	if wm == nil {
+		return harness.Result{}, fmt.Errorf("%w: no workspace manager", ErrWorkspace)
+	}
 	r := &runner{ctx: ctx, spec: spec, comp: spec.Condition.Components, lim: spec.Condition.Limits.WithDefaults(),
-		task: task, inst: inst, model: model, em: em, read: map[string]bool{}, changed: map[string]bool{}}
+		task: task, inst: inst, model: model, em: em, memo: env.Memo, read: map[string]bool{}, changed: map[string]bool{}}
 	r.start = time.Now()
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
@@ -97,6 +110,7 @@ type runner struct {
 	em    harness.Emitter
 	ws    *workspace.Workspace
 	iso   string
+	memo  *verify.Memo
 
 	books events.Run
 	conv  conversation
@@ -288,7 +302,7 @@ func (r *runner) call() (llm.Response, bool, error) {
 
 // verify runs the verification of the current turn and records it.
 func (r *runner) verify() (verify.Report, error) {
-	rep, err := verify.Run(r.ctx, r.ws, distill.Options{})
+	rep, err := r.memo.Run(r.ctx, r.ws, distill.Options{})
 	if err != nil {
 		return rep, err
 	}
@@ -305,7 +319,7 @@ func (r *runner) verify() (verify.Report, error) {
 	raw := rep.Raw()
 	if err := r.emit(events.VerificationRan{Turn: r.turn, Command: strings.Join(cmds, " && "), ExitCode: exit,
 		DurationMS: ms(rep.Duration), Errors: rep.Errors, FailingTests: len(rep.FailingTests), TestsPass: rep.TestsPass,
-		TestFilesChanged: rep.TestFilesChanged, RawBytes: len(raw)}); err != nil {
+		TestFilesChanged: rep.TestFilesChanged, RawBytes: len(raw), Cached: rep.Cached}); err != nil {
 		return rep, err
 	}
 	ds := make([]events.Diagnostic, 0, len(rep.Diagnostics))

@@ -133,7 +133,7 @@ func run(t *testing.T, repo, id string, components []string, model llm.Model) (h
 	}
 	spec := harness.RunSpec{Task: tasks.CodingTaskName(repo, id), Condition: cond, Model: "scripted"}
 	rec := &recorder{}
-	res, err := coding.Run(context.Background(), spec, model, rec, manager(t))
+	res, err := coding.Run(context.Background(), spec, model, rec, coding.Env{Workspaces: manager(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/coding/verify"
 	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
@@ -16,7 +17,9 @@ import (
 
 // TestAgainstSimulatedPersonas drives coding runs with the real model client over loopback
 // HTTP against the simulated coding personas, in both action spaces: every run folds, leaves
-// no worktree, patches something, and across the seeds at least one run succeeds.
+// no worktree, patches something, and across the seeds at least one run succeeds. The runs
+// share a verification memo: the defective tree every run starts from is verified once, its
+// later verifications are recorded as cached.
 func TestAgainstSimulatedPersonas(t *testing.T) {
 	srv, err := simllm.NewServer(simllm.Config{})
 	if err != nil {
@@ -28,6 +31,8 @@ func TestAgainstSimulatedPersonas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	memo := verify.NewMemo()
+	cached := 0
 	for _, comps := range [][]string{
 		{"circuit_breaker", "distilled_diagnostics", "test_protection"},
 		{"bash_only", "circuit_breaker", "test_protection"},
@@ -42,7 +47,7 @@ func TestAgainstSimulatedPersonas(t *testing.T) {
 			spec := harness.RunSpec{Task: tasks.CodingTaskName("textutil", "rename-slug"), Condition: cond, Model: "sim-steady",
 				Simulated: true, Seed: &sd, SeedIndex: seed}
 			rec := &recorder{}
-			res, err := coding.Run(context.Background(), spec, client, rec, manager(t))
+			res, err := coding.Run(context.Background(), spec, client, rec, coding.Env{Workspaces: manager(t), Memo: memo})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,11 +57,19 @@ func TestAgainstSimulatedPersonas(t *testing.T) {
 			if res.Success {
 				succ++
 			}
+			for _, p := range rec.of(events.TypeVerificationRan) {
+				if p.(events.VerificationRan).Cached {
+					cached++
+				}
+			}
 			t.Logf("%v seed %d: %s, %d model calls, %d tool calls, %d verifications", comps, seed, res.Status,
 				res.Totals.ModelCalls, res.Totals.ToolCalls, len(rec.of(events.TypeVerificationRan)))
 		}
 		if succ == 0 {
 			t.Errorf("%v: no run succeeded", comps)
 		}
+	}
+	if hits, _ := memo.Stats(); cached == 0 || int64(cached) != hits {
+		t.Errorf("%d verifications recorded as cached, the memo answered %d; want the same, above 0", cached, hits)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/coding/verify"
 	"github.com/dittolab/ditto/internal/coding/workspace"
 	"github.com/dittolab/ditto/internal/harness"
 	"github.com/dittolab/ditto/internal/llm"
@@ -39,6 +40,8 @@ type Worker struct {
 	ws          *workspace.Manager
 	wsErr       error
 	codingSlots chan struct{}
+	// memo reuses the verification of a tree the worker verified before (verify.Memo).
+	memo *verify.Memo
 }
 
 // Stats count what a worker did with the jobs it received. Read them with Worker.Stats.
@@ -73,7 +76,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), m: m, clients: newClients(cfg.Concurrency),
 		files:       &fileTasks{pool: &toolserver.Pool{Stderr: cfg.ToolStderr}, tasks: map[string]*fileTask{}},
 		redact:      newRedactor(cfg.Endpoints.Secrets()),
-		codingSlots: make(chan struct{}, cfg.CodingConcurrency)}
+		codingSlots: make(chan struct{}, cfg.CodingConcurrency), memo: verify.NewMemo()}
 	return w, nil
 }
 
@@ -415,7 +418,7 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 	}
 	w.m.inFlight.Inc()
 	start := time.Now()
-	res, runErr := runSafely(ctx, spec, model, a, ws)
+	res, runErr := runSafely(ctx, spec, model, a, coding.Env{Workspaces: ws, Memo: w.memo})
 	if ws != nil {
 		<-w.codingSlots
 	}
@@ -475,17 +478,14 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 
 // runSafely runs the harness, turning a panic into an error: one run's bug must not take the
 // worker's other runs down with it. The attempt is then closed as aborted and re-run.
-func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *attempt, ws *workspace.Manager) (res harness.Result, err error) {
+func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *attempt, env coding.Env) (res harness.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", ErrPanic, p)
 		}
 	}()
 	if coding.IsCoding(spec.Task) {
-		if ws == nil {
-			return harness.Result{}, fmt.Errorf("%w: no workspace manager", coding.ErrWorkspace)
-		}
-		return coding.Run(ctx, spec, model, a.emitter(), ws)
+		return coding.Run(ctx, spec, model, a.emitter(), env)
 	}
 	return harness.Run(ctx, spec, model, a.emitter())
 }

@@ -45,6 +45,9 @@ type Report struct {
 	Errors           int                  // compile and vet diagnostics
 	FailingTests     []string
 	Duration         time.Duration
+	// Cached is true when the commands' results were those of an identical tree verified
+	// before (Memo); Duration is then the time it took to recognise the tree.
+	Cached bool
 }
 
 // Success is the task's criterion: the tests pass and no test file changed.
@@ -58,7 +61,15 @@ const Packages = "./..."
 // would report the same errors again.
 func Run(ctx context.Context, ws *workspace.Workspace, opts distill.Options) (Report, error) {
 	t0 := time.Now()
-	var rep Report
+	steps, err := execute(ctx, ws)
+	if err != nil {
+		return Report{Steps: steps}, err
+	}
+	return assemble(ctx, ws, steps, opts, t0)
+}
+
+// execute runs the verification's commands in the workspace.
+func execute(ctx context.Context, ws *workspace.Workspace) ([]Step, error) {
 	test := []string{"go", "test", "-count=1", "-v"}
 	if ws.Instance.Race {
 		test = append(test, "-race")
@@ -71,30 +82,38 @@ func Run(ctx context.Context, ws *workspace.Workspace, opts distill.Options) (Re
 		{StepVet, []string{"go", "vet", Packages}},
 		{StepTest, append(test, Packages)},
 	}
-	var dsteps []distill.Step
+	var steps []Step
 	for _, p := range plan {
 		res, err := ws.Exec(ctx, p.argv...)
 		if err != nil {
-			return rep, err
+			return steps, err
 		}
-		st := Step{Name: p.name, Command: strings.Join(p.argv, " "), ExitCode: res.ExitCode, TimedOut: res.TimedOut,
-			Duration: res.Duration, Output: string(res.Output), Bytes: res.Bytes}
-		rep.Steps = append(rep.Steps, st)
+		steps = append(steps, Step{Name: p.name, Command: strings.Join(p.argv, " "), ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+			Duration: res.Duration, Output: string(res.Output), Bytes: res.Bytes})
+		if p.name == StepBuild && res.ExitCode != 0 {
+			break
+		}
+	}
+	return steps, nil
+}
+
+// assemble makes the report of the steps' results: the verdict, the diagnostics, and the
+// test files changed since the instance's commit (read from the workspace now). t0 is when the
+// verification began.
+func assemble(ctx context.Context, ws *workspace.Workspace, steps []Step, opts distill.Options, t0 time.Time) (Report, error) {
+	rep := Report{Steps: steps}
+	var dsteps []distill.Step
+	for _, st := range steps {
 		kind := distill.KindCompile
-		switch p.name {
+		switch st.Name {
 		case StepVet:
 			kind = distill.KindVet
 		case StepTest:
 			kind = distill.KindTestFailure
-		}
-		dsteps = append(dsteps, distill.Step{Kind: kind, Output: st.Output, TimedOut: st.TimedOut})
-		if p.name == StepTest {
 			rep.TestsPass = st.ExitCode == 0 && !st.TimedOut
 			rep.FailingTests = failingTests(st.Output)
 		}
-		if p.name == StepBuild && st.ExitCode != 0 {
-			break
-		}
+		dsteps = append(dsteps, distill.Step{Kind: kind, Output: st.Output, TimedOut: st.TimedOut})
 	}
 	rep.Diagnostics, rep.DiagnosticsTotal = distill.Distill(ws.Dir, dsteps, opts)
 	all, _ := distill.Distill(ws.Dir, dsteps, distill.Options{MaxDiagnostics: 1 << 20})
