@@ -349,7 +349,7 @@ func (r *runner) write(tool string, a toolArgs) (any, []change, error) {
 		if err == nil {
 			out["gofmt"] = strings.Fields(string(res.Output))
 		}
-		res, err = r.ws.Exec(r.ctx, "go", "vet", "./...")
+		res, _, err = r.memo.Exec(r.ctx, r.ws, "go", "vet", "./...")
 		if err == nil {
 			out["vet"] = strings.TrimSpace(string(res.Output))
 		}

@@ -42,6 +42,78 @@ type memoEntry struct {
 	ok    bool
 }
 
+// Exec runs argv in the workspace as Workspace.Exec does, reusing the result of the same
+// command on an identical tree (cached true): the file tools' go vet after each edit. As for
+// verifications, a timed-out result is not kept. A nil Memo runs the command.
+func (m *Memo) Exec(ctx context.Context, ws *workspace.Workspace, argv ...string) (res workspace.Result, cached bool, err error) {
+	if m == nil {
+		res, err = ws.Exec(ctx, argv...)
+		return res, false, err
+	}
+	key, err := treeKey(ws.Dir)
+	if err != nil {
+		return workspace.Result{}, false, err
+	}
+	key = fmt.Sprintf("exec %q %s", argv, key)
+	steps, cached, err := m.do(ctx, key, ws.Dir, func() ([]Step, error) {
+		r, err := ws.Exec(ctx, argv...)
+		return []Step{{Command: strings.Join(argv, " "), ExitCode: r.ExitCode, TimedOut: r.TimedOut, Duration: r.Duration,
+			Output: string(r.Output), Bytes: r.Bytes}}, err
+	})
+	if err != nil {
+		return workspace.Result{}, false, err
+	}
+	s := steps[0]
+	return workspace.Result{Output: []byte(s.Output), Bytes: s.Bytes, Truncated: s.Bytes > len(s.Output), ExitCode: s.ExitCode,
+		TimedOut: s.TimedOut, Duration: s.Duration}, cached, nil
+}
+
+// do returns the steps remembered under key, waiting for a computation of the same key in
+// flight, or runs them with run and remembers them (outputs made independent of dir).
+func (m *Memo) do(ctx context.Context, key, dir string, run func() ([]Step, error)) ([]Step, bool, error) {
+	m.mu.Lock()
+	e, seen := m.entries[key]
+	if !seen {
+		e = &memoEntry{done: make(chan struct{})}
+		m.entries[key] = e
+	}
+	m.mu.Unlock()
+	if seen {
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+		if e.ok {
+			steps := make([]Step, len(e.steps))
+			for i, s := range e.steps {
+				s.Output = strings.ReplaceAll(s.Output, worktreeMark, dir)
+				steps[i] = s
+			}
+			return steps, true, nil
+		}
+		steps, err := run() // the first computation of the key was not kept
+		return steps, false, err
+	}
+	steps, err := run()
+	keep := err == nil
+	stored := make([]Step, len(steps))
+	for i, s := range steps {
+		keep = keep && !s.TimedOut
+		s.Output = strings.ReplaceAll(s.Output, dir, worktreeMark)
+		stored[i] = s
+	}
+	if keep {
+		e.steps, e.ok = stored, true
+	} else {
+		m.mu.Lock()
+		delete(m.entries, key) // the next request of the key runs again
+		m.mu.Unlock()
+	}
+	close(e.done)
+	return steps, false, err
+}
+
 // worktreeMark stands for the worktree's directory in a remembered output (a panic's stack
 // frames name it), so that the output fits the next worktree of the same tree.
 const worktreeMark = "\x00worktree\x00"
@@ -49,7 +121,7 @@ const worktreeMark = "\x00worktree\x00"
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo { return &Memo{entries: map[string]*memoEntry{}} }
 
-// Stats returns how many verifications were answered from the memo and how many ran.
+// Stats returns how many verifications (Run) were answered from the memo and how many ran.
 func (m *Memo) Stats() (hits, misses int64) { return m.hits.Load(), m.misses.Load() }
 
 // Run verifies the workspace as Run does, reusing the commands' results of an identical tree
@@ -63,53 +135,18 @@ func (m *Memo) Run(ctx context.Context, ws *workspace.Workspace, opts distill.Op
 	if err != nil {
 		return Report{}, err
 	}
-	m.mu.Lock()
-	e, seen := m.entries[key]
-	if !seen {
-		e = &memoEntry{done: make(chan struct{})}
-		m.entries[key] = e
-	}
-	m.mu.Unlock()
-	if seen {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return Report{}, ctx.Err()
-		}
-		if e.ok {
-			m.hits.Add(1)
-			steps := make([]Step, len(e.steps))
-			for i, s := range e.steps {
-				s.Output = strings.ReplaceAll(s.Output, worktreeMark, ws.Dir)
-				steps[i] = s
-			}
-			rep, err := assemble(ctx, ws, steps, opts, t0)
-			rep.Cached = true
-			return rep, err
-		}
-		return Run(ctx, ws, opts) // the first verification of the tree was not kept
-	}
-	m.misses.Add(1)
-	steps, err := execute(ctx, ws)
-	keep := err == nil
-	stored := make([]Step, len(steps))
-	for i, s := range steps {
-		keep = keep && !s.TimedOut
-		s.Output = strings.ReplaceAll(s.Output, ws.Dir, worktreeMark)
-		stored[i] = s
-	}
-	if keep {
-		e.steps, e.ok = stored, true
-	} else {
-		m.mu.Lock()
-		delete(m.entries, key) // the next verification of the tree runs the commands again
-		m.mu.Unlock()
-	}
-	close(e.done)
+	steps, cached, err := m.do(ctx, "verify "+key, ws.Dir, func() ([]Step, error) { return execute(ctx, ws) })
 	if err != nil {
 		return Report{Steps: steps}, err
 	}
-	return assemble(ctx, ws, steps, opts, t0)
+	if cached {
+		m.hits.Add(1)
+	} else {
+		m.misses.Add(1)
+	}
+	rep, err := assemble(ctx, ws, steps, opts, t0)
+	rep.Cached = cached
+	return rep, err
 }
 
 // treeKey is the SHA-256 of the tree's files under dir: each regular file's path, executable

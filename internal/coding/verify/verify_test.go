@@ -165,4 +165,19 @@ func TestMemo(t *testing.T) {
 	if hits, misses := memo.Stats(); hits != 2 || misses != 2 {
 		t.Errorf("memo stats: %d hits, %d misses; want 2 and 2", hits, misses)
 	}
+	// The file tools' go vet after an edit: the same command on the same tree runs once.
+	var outs []string
+	for i, ws := range wss {
+		res, cached, err := memo.Exec(ctx, ws, "go", "vet", "./...")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cached != (i == 1) {
+			t.Errorf("go vet in %s: cached %v, want %v", ws.Name, cached, i == 1)
+		}
+		outs = append(outs, strings.ReplaceAll(string(res.Output), ws.Dir, "DIR"))
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("cached go vet output %q differs from the first %q", outs[1], outs[0])
+	}
 }
