@@ -17,6 +17,10 @@
 --   invocations of each mechanism: elisions (requests before which observations were elided,
 --   M1), recalls (recall_event answered, M2), summaries (summarization calls that folded the
 --   history, M3); plan_updates counts the valid update_plan calls.
+--   Coding runs (NULL for runs without a workspace): verifications (verification.ran) and their
+--   verification_ms, repair_turns (verifications after a patch, after the first), repatches
+--   (changes of a file already changed in the run) and protected_attempts (test-file writes
+--   refused as test-protected or reverted); the view coding_runs has more.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     SELECT study, run, attempt,
@@ -68,10 +72,25 @@ WITH started AS (
     WHERE type IN ('context.configured', 'context.prepared', 'context.overflowed', 'context.elided',
                    'context.recalled', 'context.summarized', 'plan.updated')
     GROUP BY study, run, attempt
+), coding AS (
+    SELECT study, run, attempt,
+           count(*) FILTER (WHERE type = 'verification.ran') AS verifications,
+           coalesce(sum(TRY_CAST(json_extract(payload, '$.duration_ms') AS DOUBLE)) FILTER (WHERE type = 'verification.ran'), 0) AS verification_ms,
+           greatest(count(*) FILTER (WHERE type = 'verification.ran' AND TRY_CAST(json_extract(payload, '$.turn') AS INTEGER) > 0) - 1, 0) AS repair_turns,
+           count(*) FILTER (WHERE type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.repatch') AS BOOLEAN), false)) AS repatches,
+           count(*) FILTER (WHERE (type = 'tool.rejected' AND json_extract_string(payload, '$.reason') = 'test-protected')
+                              OR (type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.protected') AS BOOLEAN), false)
+                                  AND coalesce(TRY_CAST(json_extract(payload, '$.reverted') AS BOOLEAN), false))) AS protected_attempts
+    FROM events
+    WHERE type IN ('workspace.created', 'verification.ran', 'file.changed', 'tool.rejected')
+    GROUP BY study, run, attempt
+    HAVING count(*) FILTER (WHERE type = 'workspace.created') > 0
 )
 SELECT b.*, c.context_tier, c.context_budget, c.peak_context,
        coalesce(c.overflowed, false) AS overflowed,
        coalesce(c.elisions, 0) AS elisions, coalesce(c.recalls, 0) AS recalls,
-       coalesce(c.summaries, 0) AS summaries, coalesce(c.plan_updates, 0) AS plan_updates
+       coalesce(c.summaries, 0) AS summaries, coalesce(c.plan_updates, 0) AS plan_updates,
+       k.verifications, k.verification_ms, k.repair_turns, k.repatches, k.protected_attempts
 FROM base b
-LEFT JOIN context c ON c.study = b.study AND c.run = b.run AND c.attempt = b.attempt;
+LEFT JOIN context c ON c.study = b.study AND c.run = b.run AND c.attempt = b.attempt
+LEFT JOIN coding k ON k.study = b.study AND k.run = b.run AND k.attempt = b.attempt;

@@ -97,6 +97,11 @@ func TestIngestProjection(t *testing.T) {
 		{"coding protected attempts", "SELECT protected_attempts FROM coding_runs WHERE run = 'c-0'", 1},
 		{"coding verification ms", "SELECT verification_ms FROM coding_runs WHERE run = 'c-1'", 2100},
 		{"coding fold clean", "SELECT count(*) FROM anomalies WHERE study = 'code1'", 0},
+		{"runs: coding columns", "SELECT count(*) FROM runs WHERE run = 'c-0' AND verifications = 3 AND verification_ms = 2900 AND repair_turns = 1 AND repatches = 1 AND protected_attempts = 1", 1},
+		{"runs: coding columns agree with coding_runs", `SELECT count(*) FROM runs r JOIN coding_runs c USING (study, run, attempt)
+			WHERE (r.verifications, r.verification_ms, r.repair_turns, r.repatches, r.protected_attempts) =
+			      (c.verifications, c.verification_ms, c.repair_turns, c.repatches, c.protected_attempts)`, 2},
+		{"runs: no coding figures for other runs", "SELECT count(*) FROM runs WHERE study <> 'code1' AND (verifications IS NOT NULL OR repatches IS NOT NULL)", 0},
 	}
 	for _, tt := range tests {
 		if got := warehousetest.Count(t, db, tt.query); got != tt.want {
