@@ -25,8 +25,8 @@ WITH coding AS (
                                   AND coalesce(TRY_CAST(json_extract(payload, '$.reverted') AS BOOLEAN), false))) AS protected_attempts,
            count(*) FILTER (WHERE type = 'file.changed' AND coalesce(TRY_CAST(json_extract(payload, '$.protected') AS BOOLEAN), false)
                               AND NOT coalesce(TRY_CAST(json_extract(payload, '$.reverted') AS BOOLEAN), false)) AS test_files_changed,
-           coalesce(sum(TRY_CAST(json_extract(payload, '$.raw_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS raw_bytes,
-           coalesce(sum(TRY_CAST(json_extract(payload, '$.distilled_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS distilled_bytes,
+           CAST(coalesce(sum(TRY_CAST(json_extract(payload, '$.raw_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS BIGINT) AS raw_bytes,
+           CAST(coalesce(sum(TRY_CAST(json_extract(payload, '$.distilled_bytes') AS BIGINT)) FILTER (WHERE type = 'diagnostics.distilled'), 0) AS BIGINT) AS distilled_bytes,
            arg_max(TRY_CAST(json_extract(payload, '$.tests_pass') AS BOOLEAN), seq) FILTER (WHERE type = 'verification.ran') AS tests_pass
     FROM events
     WHERE type IN ('workspace.created', 'model.called', 'verification.ran', 'file.changed', 'tool.rejected', 'diagnostics.distilled')

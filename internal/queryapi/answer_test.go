@@ -306,8 +306,8 @@ func TestSchemaAndHints(t *testing.T) {
 	if !ok || runs.Kind != "view" || !strings.HasPrefix(runs.Description, "one row per run attempt") || len(runs.Columns) < 10 {
 		t.Fatalf("runs = %+v", runs)
 	}
-	if len(sch.Tables) != 14 {
-		t.Errorf("%d tables, want the 14 public ones", len(sch.Tables))
+	if len(sch.Tables) != 15 {
+		t.Errorf("%d tables, want the 15 public ones", len(sch.Tables))
 	}
 	for _, c := range byName["cells"].Columns {
 		if c.Name == "expected_runs" && c.Type != "BIGINT" {
