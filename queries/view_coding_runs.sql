@@ -3,7 +3,8 @@
 --   events.
 -- Inputs: runs (view), events.
 -- Outputs: view coding_runs(study, run, attempt, last_attempt, task, model, condition,
---   seed_index, status, success, tokens, latency_ms, repo, instance, turns (model calls),
+--   seed_index, status, success, tokens, latency_ms, repo, instance, turns (the agent's model
+--   calls: a summarization call of context management, purpose summarize, is not a turn),
 --   verifications, patch_turns (verifications after a patch), repair_turns (patch turns after
 --   the first), verification_ms, files_changed, repatches (changes of a file already changed),
 --   protected_attempts (test-file writes refused or reverted), test_files_changed (test-file
@@ -14,7 +15,8 @@ WITH coding AS (
     SELECT study, run, attempt,
            any_value(json_extract_string(payload, '$.repo')) FILTER (WHERE type = 'workspace.created') AS repo,
            any_value(json_extract_string(payload, '$.instance')) FILTER (WHERE type = 'workspace.created') AS instance,
-           count(*) FILTER (WHERE type = 'model.called') AS turns,
+           count(*) FILTER (WHERE type = 'model.called'
+                              AND coalesce(json_extract_string(payload, '$.purpose'), '') <> 'summarize') AS turns,
            count(*) FILTER (WHERE type = 'verification.ran') AS verifications,
            count(*) FILTER (WHERE type = 'verification.ran' AND TRY_CAST(json_extract(payload, '$.turn') AS INTEGER) > 0) AS patch_turns,
            coalesce(sum(TRY_CAST(json_extract(payload, '$.duration_ms') AS DOUBLE)) FILTER (WHERE type = 'verification.ran'), 0) AS verification_ms,

@@ -2,7 +2,6 @@ package coding_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 	"github.com/dittolab/ditto/internal/coding/verify"
 	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
-	"github.com/dittolab/ditto/internal/llm"
-	"github.com/dittolab/ditto/internal/simllm"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -30,16 +27,7 @@ func BenchmarkCodingRun(b *testing.B) {
 }
 
 func benchCodingRuns(b *testing.B, memo *verify.Memo) {
-	srv, err := simllm.NewServer(simllm.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	client, err := llm.NewOpenAI(llm.Config{BaseURL: hs.URL + "/v1", Model: "sim-steady"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := simClient(b, "sim-steady")
 	instances := [][2]string{{"ledger", "rounding"}, {"inventory", "nil-map"}, {"textutil", "rename-slug"}, {"inventory", "reserved-summary"}}
 	conds := [][]string{{"circuit_breaker"}, {"circuit_breaker", "distilled_diagnostics", "test_protection"},
 		{"bash_only", "circuit_breaker"}, {"bash_only", "circuit_breaker", "distilled_diagnostics", "test_protection"}}

@@ -21,16 +21,7 @@ import (
 // share a verification memo: the defective tree every run starts from is verified once, its
 // later verifications are recorded as cached.
 func TestAgainstSimulatedPersonas(t *testing.T) {
-	srv, err := simllm.NewServer(simllm.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	client, err := llm.NewOpenAI(llm.Config{BaseURL: hs.URL + "/v1", Model: "sim-steady"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, "sim-steady")
 	memo := verify.NewMemo()
 	cached := 0
 	for _, comps := range [][]string{
@@ -72,4 +63,21 @@ func TestAgainstSimulatedPersonas(t *testing.T) {
 	if hits, _ := memo.Stats(); cached == 0 || int64(cached) != hits {
 		t.Errorf("%d verifications recorded as cached, the memo answered %d; want the same, above 0", cached, hits)
 	}
+}
+
+// simClient is the real model client, over loopback HTTP, of the simulated personas served
+// for the test or benchmark (the server stops at its end).
+func simClient(tb testing.TB, model string) llm.Model {
+	tb.Helper()
+	srv, err := simllm.NewServer(simllm.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	client, err := llm.NewOpenAI(llm.Config{BaseURL: hs.URL + "/v1", Model: model})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return client
 }
