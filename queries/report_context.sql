@@ -5,8 +5,8 @@
 -- Outputs: one row per run: task, model, condition, seed_index, success, overflow (status
 --   overflow), tokens, context_tier, context_budget, peak_context, elisions, recalls, summaries,
 --   turns (the agent's model calls; summarization calls apart), repatches (changes of a file
---   already changed), planning (component update_plan), bash (component bash_only); ordered by
---   task, model, condition, seed_index.
+--   already changed), input_index, components (sorted, as run.started recorded them); ordered by
+--   task, model, condition, input_index, seed_index.
 WITH acts AS (
     SELECT study, run, attempt,
            count(*) FILTER (WHERE type = 'model.called'
@@ -20,9 +20,9 @@ WITH acts AS (
 SELECT r.task, r.model, r.condition, r.seed_index, r.success, r.status = 'overflow' AS overflow, r.tokens,
        r.context_tier, r.context_budget, coalesce(r.peak_context, 0) AS peak_context, r.elisions, r.recalls,
        r.summaries, coalesce(a.turns, 0) AS turns, coalesce(a.repatches, 0) AS repatches,
-       list_contains(r.components, 'update_plan') AS planning, list_contains(r.components, 'bash_only') AS bash
+       coalesce(r.input_index, 0) AS input_index, r.components
 FROM runs r
 LEFT JOIN acts a ON a.study = r.study AND a.run = r.run AND a.attempt = r.attempt
 WHERE r.study = $1 AND r.last_attempt AND r.status IN ('succeeded', 'failed', 'escalated', 'overflow')
   AND r.context_tier IS NOT NULL
-ORDER BY r.task, r.model, r.condition, r.seed_index;
+ORDER BY r.task, r.model, r.condition, input_index, r.seed_index;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/metrics"
@@ -61,8 +60,7 @@ type CodingComparison struct {
 var CodingFactors = []string{events.ComponentDistilled, events.ComponentTestProtection, events.ComponentBashOnly}
 
 type codingRun struct {
-	key                       CellKey
-	seed                      int64
+	runSetting
 	success, testsPass        bool
 	tokens, latency, verifyMS float64
 	turns, repatches, repairs int64
@@ -70,30 +68,29 @@ type codingRun struct {
 	rawBytes, distilledBytes  int64
 }
 
+var codingCols = []string{"task", "model", "condition", "seed_index", "success", "tokens", "latency_ms", "turns",
+	"verifications", "patch_turns", "repair_turns", "verification_ms", "files_changed", "repatches", "protected_attempts",
+	"test_files_changed", "raw_bytes", "distilled_bytes", "tests_pass", "input_index", "components", "context_tier", "context_budget"}
+
 // ComputeCoding computes the coding section of a study through q, or nil when the study has
-// no coding run. components maps each condition to its components (the cells' settings).
-func ComputeCoding(ctx context.Context, q Querier, study string, components map[string][]string) (*Coding, error) {
+// no coding run.
+func ComputeCoding(ctx context.Context, q Querier, study string) (*Coding, error) {
 	var runs []codingRun
 	err := q.Query(ctx, queries.ReportCoding, []any{study}, func(v []any) error {
-		var r codingRun
-		var err error
-		str := func(i int) string { s, e := asString("report_coding", v[i]); err = firstNonNil(err, e); return s }
-		num := func(i int) float64 { f, _, e := asFloat("report_coding", v[i]); err = firstNonNil(err, e); return f }
-		integer := func(i int) int64 { n, _, e := asInt("report_coding", v[i]); err = firstNonNil(err, e); return n }
-		boolean := func(i int) bool { b, e := asBool("report_coding", v[i]); err = firstNonNil(err, e); return b }
-		r.key = CellKey{Task: str(0), Model: str(1), Condition: str(2)}
-		r.seed = integer(3)
-		r.success = boolean(4)
-		r.tokens, r.latency = num(5), num(6)
-		r.turns = integer(7)
-		r.repairs = integer(10)
-		r.verifyMS = num(11)
-		r.repatches = integer(13)
-		r.protected, r.testChanged = integer(14), integer(15)
-		r.rawBytes, r.distilledBytes = integer(16), integer(17)
-		r.testsPass = boolean(18)
+		c := row{vals: v, cols: codingCols}
+		r := codingRun{runSetting: runSetting{CellKey: CellKey{Task: c.str(0), Model: c.str(1), Condition: c.str(2)},
+			seed: c.int(3), input: c.int(19), components: c.strings(20), tier: c.str(21), budget: c.int(22)}}
+		r.success = c.bool(4)
+		r.tokens, r.latency = c.float(5), c.float(6)
+		r.turns = c.int(7)
+		r.repairs = c.int(10)
+		r.verifyMS = c.float(11)
+		r.repatches = c.int(13)
+		r.protected, r.testChanged = c.int(14), c.int(15)
+		r.rawBytes, r.distilledBytes = c.int(16), c.int(17)
+		r.testsPass = c.bool(18)
 		runs = append(runs, r)
-		return err
+		return c.err
 	})
 	if err != nil {
 		return nil, err
@@ -102,15 +99,8 @@ func ComputeCoding(ctx context.Context, q Querier, study string, components map[
 		return nil, nil
 	}
 	out := &Coding{Cells: codingCells(runs)}
-	out.Comparisons, err = codingComparisons(runs, components)
+	out.Comparisons, err = codingComparisons(runs)
 	return out, err
-}
-
-func firstNonNil(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func codingCells(runs []codingRun) []CodingCell {
@@ -118,11 +108,11 @@ func codingCells(runs []codingRun) []CodingCell {
 	var keys []CellKey
 	var verify, latency = map[CellKey]float64{}, map[CellKey]float64{}
 	for _, r := range runs {
-		c := byKey[r.key]
+		c := byKey[r.CellKey]
 		if c == nil {
-			c = &CodingCell{CellKey: r.key}
-			byKey[r.key] = c
-			keys = append(keys, r.key)
+			c = &CodingCell{CellKey: r.CellKey}
+			byKey[r.CellKey] = c
+			keys = append(keys, r.CellKey)
 		}
 		c.Runs++
 		if r.success {
@@ -144,8 +134,8 @@ func codingCells(runs []codingRun) []CodingCell {
 		c.LatencyMS += r.latency
 		c.RawBytes += float64(r.rawBytes)
 		c.DistilledBytes += float64(r.distilledBytes)
-		verify[r.key] += r.verifyMS
-		latency[r.key] += r.latency
+		verify[r.CellKey] += r.verifyMS
+		latency[r.CellKey] += r.latency
 	}
 	slices.SortFunc(keys, func(a, b CellKey) int {
 		if a.less(b) {
@@ -178,65 +168,44 @@ func codingCells(runs []codingRun) []CodingCell {
 	return out
 }
 
-// codingComparisons pairs runs across the two levels of each factor: same model, task, seed
-// index and every other component.
-func codingComparisons(runs []codingRun, components map[string][]string) ([]CodingComparison, error) {
+// codingComparisons pairs runs across the two levels of each factor: same model, task, input,
+// seed index and every other part of the condition (components, context tier and budget).
+func codingComparisons(runs []codingRun) ([]CodingComparison, error) {
 	var out []CodingComparison
 	models := map[string]bool{}
 	for _, r := range runs {
-		models[r.key.Model] = true
+		models[r.Model] = true
 	}
+	setting := func(r *codingRun) *runSetting { return &r.runSetting }
 	for _, m := range sortedKeys(models) {
 		for _, f := range CodingFactors {
-			// The pair key of a run: task, seed index, and its components without f.
-			type side struct{ on, off *codingRun }
-			pairs := map[string]*side{}
-			for i := range runs {
-				r := &runs[i]
-				if r.key.Model != m {
-					continue
-				}
-				comps, ok := components[r.key.Condition]
-				if !ok {
-					return nil, fmt.Errorf("analysis: coding: no components for condition %q", r.key.Condition)
-				}
-				on := slices.Contains(comps, f)
-				rest := slices.DeleteFunc(slices.Clone(comps), func(c string) bool { return c == f })
-				k := fmt.Sprintf("%s|%d|%s", r.key.Task, r.seed, strings.Join(rest, "+"))
-				s := pairs[k]
-				if s == nil {
-					s = &side{}
-					pairs[k] = s
-				}
-				if on {
-					s.on = r
-				} else {
-					s.off = r
-				}
-			}
-			c := CodingComparison{Model: m, Factor: f}
-			var sa, sb int
-			for _, k := range sortedKeys(pairs) {
-				s := pairs[k]
-				if s.on == nil || s.off == nil {
-					continue
-				}
-				c.Pairs++
-				if s.off.success {
-					sa++
-				}
-				if s.on.success {
-					sb++
-				}
+			pairs, err := pairRuns(runs, f, setting, func(r *codingRun) int {
 				switch {
-				case s.off.success && !s.on.success:
+				case r.Model != m:
+					return -1
+				case slices.Contains(r.components, f):
+					return 1
+				}
+				return 0
+			})
+			if err != nil {
+				return nil, fmt.Errorf("analysis: coding: %w", err)
+			}
+			if len(pairs) == 0 {
+				continue
+			}
+			c := CodingComparison{Model: m, Factor: f, Pairs: len(pairs)}
+			var sa, sb int
+			for _, p := range pairs {
+				off, on := p[0], p[1]
+				sa += countIf(off.success)
+				sb += countIf(on.success)
+				switch {
+				case off.success && !on.success:
 					c.B++
-				case !s.off.success && s.on.success:
+				case !off.success && on.success:
 					c.C++
 				}
-			}
-			if c.Pairs == 0 {
-				continue
 			}
 			c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
 			p, err := metrics.McNemarExact(c.B, c.C)

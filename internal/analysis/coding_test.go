@@ -1,26 +1,26 @@
 package analysis
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
 // TestCodingComparisons pairs runs across the levels of each factor and counts the discordant
 // pairs: distilled succeeds where raw fails on every task for seed 0, never the reverse.
 func TestCodingComparisons(t *testing.T) {
-	comps := map[string][]string{
-		"raw":       {"circuit_breaker"},
-		"distilled": {"circuit_breaker", "distilled_diagnostics"},
-	}
+	raw, distilled := []string{"circuit_breaker"}, []string{"circuit_breaker", "distilled_diagnostics"}
 	var runs []codingRun
 	for _, task := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		for seed := int64(0); seed < 2; seed++ {
 			runs = append(runs,
-				codingRun{key: CellKey{Task: task, Model: "m", Condition: "raw"}, seed: seed, success: seed == 1},
-				codingRun{key: CellKey{Task: task, Model: "m", Condition: "distilled"}, seed: seed, success: true, repatches: 2, latency: 100, verifyMS: 40})
+				codingRun{runSetting: runSetting{CellKey: CellKey{Task: task, Model: "m", Condition: "raw"}, seed: seed, components: raw}, success: seed == 1},
+				codingRun{runSetting: runSetting{CellKey: CellKey{Task: task, Model: "m", Condition: "distilled"}, seed: seed, components: distilled},
+					success: true, repatches: 2, latency: 100, verifyMS: 40})
 		}
 	}
-	cs, err := codingComparisons(runs, comps)
+	cs, err := codingComparisons(runs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,63 @@ func TestCodingComparisons(t *testing.T) {
 	}
 }
 
-func TestCodingComparisonsUnknownCondition(t *testing.T) {
-	runs := []codingRun{{key: CellKey{Task: "a", Model: "m", Condition: "nope"}}}
-	if _, err := codingComparisons(runs, map[string][]string{}); err == nil {
-		t.Error("codingComparisons with a condition of unknown components: no error")
+// TestCodingComparisonsTierBudget: in a study that also varies the context tier and budget (and
+// planning), a coding factor's pairs hold everything else equal. bash_only is switched at two
+// tiers × two budgets × planning on and off; the run under bash succeeds exactly when its
+// file-tools partner of the same tier, budget and planning failed, which only the right pairing
+// sees: pairing on components alone (as the coding section once did) let the runs of one tier
+// and budget overwrite another's, and counted 6 pairs of 24.
+func TestCodingComparisonsTierBudget(t *testing.T) {
+	var runs []codingRun
+	for _, tier := range []string{"T0", "T4"} {
+		for _, budget := range []int64{2000, 8000} {
+			for _, plan := range []bool{false, true} {
+				for seed := int64(0); seed < 3; seed++ {
+					files, bash := []string{}, []string{"bash_only"}
+					if plan {
+						files, bash = []string{"update_plan"}, []string{"bash_only", "update_plan"}
+					}
+					// The file-tools run fails for T0 at 2000 and for planning off at 8000.
+					ok := !(tier == "T0" && budget == 2000) && (plan || budget != 8000)
+					set := runSetting{CellKey: CellKey{Task: "fix", Model: "m"}, seed: seed, tier: tier, budget: budget}
+					f, b := set, set
+					f.Condition, f.components = "files", files
+					b.Condition, b.components = "bash", bash
+					runs = append(runs, codingRun{runSetting: f, success: ok}, codingRun{runSetting: b, success: !ok})
+				}
+			}
+		}
+	}
+	cs, err := codingComparisons(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Factor != "bash_only" {
+		t.Fatalf("codingComparisons = %+v, want bash_only alone", cs)
+	}
+	c := cs[0]
+	// 2 tiers × 2 budgets × 2 planning × 3 seeds = 24 pairs; the file tools fail in T0·2000 (6
+	// runs) and in T4·8000 and T0·8000 without planning (3 + 3): 12 pairs won by bash.
+	if c.Pairs != 24 || c.B != 12 || c.C != 12 {
+		t.Errorf("bash_only: %d pairs, b = %d, c = %d; want 24 pairs, 12 and 12", c.Pairs, c.B, c.C)
+	}
+}
+
+// TestPairRunsAmbiguous: two conditions alike in everything pairing sees are an error naming
+// both, never a silent choice of one of them.
+func TestPairRunsAmbiguous(t *testing.T) {
+	runs := []codingRun{
+		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "x"}, components: []string{"bash_only"}, tier: "T4", budget: 8000}},
+		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "y"}, components: []string{"bash_only"}, tier: "T4", budget: 8000}},
+		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "z"}, components: []string{}, tier: "T4", budget: 8000}},
+	}
+	_, err := codingComparisons(runs)
+	if !errors.Is(err, ErrPairing) {
+		t.Fatalf("codingComparisons of two conditions alike = %v, want ErrPairing", err)
+	}
+	for _, c := range []string{`"x"`, `"y"`} {
+		if !strings.Contains(err.Error(), c) {
+			t.Errorf("error %q does not name condition %s", err, c)
+		}
 	}
 }

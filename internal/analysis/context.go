@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/metrics"
 	"github.com/dittolab/ditto/queries"
 )
@@ -48,8 +49,10 @@ type ContextGroup struct {
 }
 
 // ContextComparison compares two settings of one factor for a model: A is the reference (T0,
-// or planning off), B the other. Success is paired (Pairs, B and C the discordant counts, exact
-// McNemar); tokens and turns are compared as samples (Mann–Whitney U, Cliff's delta of B over A).
+// or planning off), B the other, on the runs paired across them (pairRuns). Success is compared
+// pair by pair (Disc the discordant counts, exact McNemar); tokens and turns of the same runs as
+// two samples (Mann–Whitney U, Cliff's delta of B over A), so that runs of settings where the
+// factor is not switched (a budget without a planning-on condition) do not weigh on either side.
 type ContextComparison struct {
 	Model  string `json:"model"`
 	Factor string `json:"factor"` // "tier" or "planning"
@@ -76,35 +79,29 @@ type ContextComparison struct {
 }
 
 type contextRun struct {
-	key                           CellKey
-	seed                          int64
-	success, overflow, plan, bash bool
-	tier                          string
-	budget                        int64
-	tokens, peak                  float64
-	elisions, recalls, summaries  int64
-	turns, repatches              int64
+	runSetting
+	success, overflow            bool
+	tokens, peak                 float64
+	elisions, recalls, summaries int64
+	turns, repatches             int64
 }
+
+var contextCols = []string{"task", "model", "condition", "seed_index", "success", "overflow", "tokens", "context_tier",
+	"context_budget", "peak_context", "elisions", "recalls", "summaries", "turns", "repatches", "input_index", "components"}
 
 // ComputeContext computes the context section of a study through q from its runs and the
 // cells' metrics, or nil when the study has no context-managed run.
 func ComputeContext(ctx context.Context, q Querier, study string, cells []Cell) (*Context, error) {
 	var runs []contextRun
 	err := q.Query(ctx, queries.ReportContext, []any{study}, func(v []any) error {
-		var r contextRun
-		var err error
-		const col = "report_context"
-		str := func(i int) string { s, e := asString(col, v[i]); err = cmp.Or(err, e); return s }
-		num := func(i int) float64 { f, _, e := asFloat(col, v[i]); err = cmp.Or(err, e); return f }
-		integer := func(i int) int64 { n, _, e := asInt(col, v[i]); err = cmp.Or(err, e); return n }
-		boolean := func(i int) bool { b, e := asBool(col, v[i]); err = cmp.Or(err, e); return b }
-		r.key = CellKey{Task: str(0), Model: str(1), Condition: str(2)}
-		r.seed, r.success, r.overflow, r.tokens = integer(3), boolean(4), boolean(5), num(6)
-		r.tier, r.budget, r.peak = str(7), integer(8), num(9)
-		r.elisions, r.recalls, r.summaries = integer(10), integer(11), integer(12)
-		r.turns, r.repatches, r.plan, r.bash = integer(13), integer(14), boolean(15), boolean(16)
+		c := row{vals: v, cols: contextCols}
+		r := contextRun{runSetting: runSetting{CellKey: CellKey{Task: c.str(0), Model: c.str(1), Condition: c.str(2)},
+			seed: c.int(3), tier: c.str(7), budget: c.int(8), input: c.int(15), components: c.strings(16)}}
+		r.success, r.overflow, r.tokens, r.peak = c.bool(4), c.bool(5), c.float(6), c.float(9)
+		r.elisions, r.recalls, r.summaries = c.int(10), c.int(11), c.int(12)
+		r.turns, r.repatches = c.int(13), c.int(14)
 		runs = append(runs, r)
-		return err
+		return c.err
 	})
 	if err != nil || len(runs) == 0 {
 		return nil, err
@@ -125,13 +122,13 @@ func contextGroups(runs []contextRun, cells []Cell) []ContextGroup {
 	byKey := map[groupKey]*ContextGroup{}
 	cellsOf := map[groupKey]map[CellKey]bool{}
 	for _, r := range runs {
-		k := groupKey{r.key.Model, r.tier, r.budget}
+		k := groupKey{r.Model, r.tier, r.budget}
 		g := byKey[k]
 		if g == nil {
 			g = &ContextGroup{Model: k.model, Tier: k.tier, Budget: k.budget}
 			byKey[k], cellsOf[k] = g, map[CellKey]bool{}
 		}
-		cellsOf[k][r.key] = true
+		cellsOf[k][r.CellKey] = true
 		g.Runs++
 		if r.success {
 			g.Successes++
@@ -201,27 +198,27 @@ func meanValue(xs []float64) metrics.Value {
 	return metrics.Some(s / float64(len(xs)))
 }
 
-// contextComparisons: per model, each managed tier against T0 at each budget (runs paired on
-// task, seed index, planning and action space), and planning on against off in each tier
-// (paired on task, seed index, budget and action space).
+// contextComparisons: per model, each managed tier against T0 at each budget, and planning on
+// against off in each tier; runs paired on task, input, seed index and every other part of
+// their condition (pairRuns).
 func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 	type setting struct {
 		factor, a, b, scope string
-		side                func(r contextRun) int // 0: A, 1: B, -1: neither
-		pair                func(r contextRun) string
+		pairOn              string                  // what the pair's runs differ in (pairRuns' factor)
+		side                func(r *contextRun) int // 0: A, 1: B, -1: neither
 	}
 	var settings []setting
 	tiers, budgets, models := map[string]bool{}, map[int64]bool{}, map[string]bool{}
 	for _, r := range runs {
-		tiers[r.tier], budgets[r.budget], models[r.key.Model] = true, true, true
+		tiers[r.tier], budgets[r.budget], models[r.Model] = true, true, true
 	}
 	for _, b := range slices.Sorted(mapKeys(budgets)) {
 		for _, t := range slices.Sorted(mapKeys(tiers)) {
 			if t == "T0" {
 				continue
 			}
-			settings = append(settings, setting{factor: "tier", a: "T0", b: t, scope: fmt.Sprintf("budget %d", b),
-				side: func(r contextRun) int {
+			settings = append(settings, setting{factor: "tier", a: "T0", b: t, scope: fmt.Sprintf("budget %d", b), pairOn: factorTier,
+				side: func(r *contextRun) int {
 					switch {
 					case r.budget != b:
 						return -1
@@ -231,75 +228,62 @@ func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 						return 1
 					}
 					return -1
-				},
-				pair: func(r contextRun) string { return fmt.Sprintf("%s|%d|%v|%v", r.key.Task, r.seed, r.plan, r.bash) }})
+				}})
 		}
 	}
 	for _, t := range slices.Sorted(mapKeys(tiers)) {
-		settings = append(settings, setting{factor: "planning", a: "off", b: "on", scope: "tier " + t,
-			side: func(r contextRun) int {
+		settings = append(settings, setting{factor: "planning", a: "off", b: "on", scope: "tier " + t, pairOn: events.ComponentUpdatePlan,
+			side: func(r *contextRun) int {
 				switch {
 				case r.tier != t:
 					return -1
-				case r.plan:
+				case slices.Contains(r.components, events.ComponentUpdatePlan):
 					return 1
 				}
 				return 0
-			},
-			pair: func(r contextRun) string { return fmt.Sprintf("%s|%d|%d|%v", r.key.Task, r.seed, r.budget, r.bash) }})
+			}})
 	}
 	var out []ContextComparison
 	for _, m := range slices.Sorted(mapKeys(models)) {
 		for _, s := range settings {
 			c := ContextComparison{Model: m, Factor: s.factor, A: s.a, B: s.b, Scope: s.scope}
-			type duo struct{ a, b *contextRun }
-			pairs := map[string]*duo{}
-			var tokens, turns [2][]float64
-			for i := range runs {
-				r := &runs[i]
-				side := s.side(*r)
-				if r.key.Model != m || side < 0 {
-					continue
+			side := func(r *contextRun) int {
+				if r.Model != m {
+					return -1
 				}
-				tokens[side] = append(tokens[side], r.tokens)
-				turns[side] = append(turns[side], float64(r.turns))
-				k := s.pair(*r)
-				if pairs[k] == nil {
-					pairs[k] = &duo{}
-				}
-				if side == 0 {
-					pairs[k].a = r
-				} else {
-					pairs[k].b = r
-				}
+				return s.side(r)
 			}
-			if len(tokens[0]) == 0 || len(tokens[1]) == 0 {
+			pairs, err := pairRuns(runs, s.pairOn, func(r *contextRun) *runSetting { return &r.runSetting }, side)
+			if err != nil {
+				return nil, fmt.Errorf("analysis: context: %w", err)
+			}
+			if len(pairs) == 0 {
 				continue
 			}
+			c.Pairs = len(pairs)
 			var sa, sb int
-			for _, k := range slices.Sorted(mapKeys(pairs)) {
-				d := pairs[k]
-				if d.a == nil || d.b == nil {
-					continue
-				}
-				c.Pairs++
-				sa += countIf(d.a.success)
-				sb += countIf(d.b.success)
+			var tokens, turns [2][]float64
+			for _, p := range pairs {
+				a, b := p[0], p[1]
+				sa += countIf(a.success)
+				sb += countIf(b.success)
 				switch {
-				case d.a.success && !d.b.success:
+				case a.success && !b.success:
 					c.Disc[0]++
-				case !d.a.success && d.b.success:
+				case !a.success && b.success:
 					c.Disc[1]++
 				}
-			}
-			if c.Pairs > 0 {
-				c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
-				p, err := metrics.McNemarExact(c.Disc[0], c.Disc[1])
-				if err != nil {
-					return nil, fmt.Errorf("analysis: context: %w", err)
+				for i, r := range p {
+					tokens[i] = append(tokens[i], r.tokens)
+					turns[i] = append(turns[i], float64(r.turns))
 				}
-				c.P = metrics.Some(p)
 			}
+			c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
+			p, err := metrics.McNemarExact(c.Disc[0], c.Disc[1])
+			if err != nil {
+				return nil, fmt.Errorf("analysis: context: %w", err)
+			}
+			c.P = metrics.Some(p)
 			c.TokensA, c.TokensB = mean(tokens[0]), mean(tokens[1])
 			c.TurnsA, c.TurnsB = mean(turns[0]), mean(turns[1])
 			if mw, err := metrics.MannWhitneyU(tokens[1], tokens[0]); err == nil {

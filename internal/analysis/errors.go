@@ -13,4 +13,7 @@ var (
 	// ErrChanged reports data that changed between the statements of one load (possible only
 	// through the HTTP API, which has no snapshot across requests); the load is retried.
 	ErrChanged = errors.New("analysis: data changed while loading")
+	// ErrPairing reports runs of two conditions a paired comparison cannot tell apart: they
+	// agree in task, input, seed index, components, context tier and budget.
+	ErrPairing = errors.New("analysis: ambiguous pairing")
 )

@@ -52,11 +52,7 @@ func Build(ctx context.Context, q analysis.Querier, study string, opts Options) 
 	if r.Basis, err = loadBasis(ctx, q, study); err != nil {
 		return nil, err
 	}
-	components := map[string][]string{}
-	for _, c := range r.Cells {
-		components[c.Condition] = c.Components
-	}
-	if r.Coding, err = analysis.ComputeCoding(ctx, q, study, components); err != nil {
+	if r.Coding, err = analysis.ComputeCoding(ctx, q, study); err != nil {
 		return nil, err
 	}
 	for _, c := range mr.Cells {
