@@ -77,3 +77,21 @@ func parseUint(s string) (uint64, error) {
 	}
 	return v, nil
 }
+
+// Terminate tells the server to stop delivering the consumer's message whose reply subject is
+// reply, with reason, as jetstream.Msg.TermWithReason does: it publishes the acknowledgement
+// protocol's "+TERM <reason>" to reply. It is for readers that keep a delivered message's reply
+// subject instead of the message (its headers, its client state), to terminate it later.
+func (b *Bus) Terminate(reply, reason string) error {
+	if _, err := parseDelivery(reply); err != nil {
+		return err
+	}
+	body := "+TERM"
+	if reason != "" {
+		body += " " + reason
+	}
+	if err := b.Conn().Publish(reply, []byte(body)); err != nil {
+		return fmt.Errorf("bus: terminate %s: %w", reply, err)
+	}
+	return nil
+}

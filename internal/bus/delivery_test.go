@@ -1,10 +1,12 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,5 +85,60 @@ func TestDeliveryOfSubjects(t *testing.T) {
 				t.Errorf("DeliveryOf(%q) error %v, want ErrNotDelivery", tc.give, err)
 			}
 		})
+	}
+}
+
+// Terminate by reply subject must terminate the message as TermWithReason does: the server
+// sends its MSG_TERMINATED advisory for that stream sequence, with the reason.
+func TestTerminateByReply(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	p, _ := b.NewPublisher()
+	for i := int64(1); i <= 3; i++ {
+		if err := p.PublishEvent(ctx, testEvent(t, "run-1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := b.Conn().SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + events.EventsStream + ".term")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: "term", AckWait: time.Minute, MaxAckPending: 100}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies []string
+	for m := range batch.Messages() {
+		replies = append(replies, m.Reply())
+	}
+	if len(replies) != 3 {
+		t.Fatalf("fetched %d messages, want 3", len(replies))
+	}
+	if err := b.Terminate(replies[1], "not an event"); err != nil {
+		t.Fatalf("Terminate(%q) = %v", replies[1], err)
+	}
+	m, err := adv.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no termination advisory: %v", err)
+	}
+	var got struct {
+		StreamSeq uint64 `json:"stream_seq"`
+		Reason    string `json:"reason"`
+	}
+	if err := json.Unmarshal(m.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.StreamSeq != 2 || got.Reason != "not an event" {
+		t.Errorf("advisory says stream sequence %d, reason %q; want 2, %q", got.StreamSeq, got.Reason, "not an event")
+	}
+	if err := b.Terminate("_INBOX.abc", "x"); !errors.Is(err, bus.ErrNotDelivery) {
+		t.Errorf(`Terminate("_INBOX.abc") = %v, want ErrNotDelivery`, err)
 	}
 }

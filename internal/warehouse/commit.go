@@ -247,8 +247,11 @@ func (ing *ingester) gapPersists(wm uint64) bool {
 // watermark.
 func (ing *ingester) ack(sorted, rejected []*item, wm uint64) {
 	for _, it := range rejected {
-		if it.ack != nil {
-			_ = it.ack.TermWithReason(truncate(it.rej.reason, 200))
+		switch reason := truncate(it.rej.reason, 200); {
+		case it.ack != nil:
+			_ = it.ack.TermWithReason(reason)
+		case it.reply != "":
+			_ = ing.bus.Terminate(it.reply, reason) // its message was let go (dropMessages)
 		}
 	}
 	for i := len(sorted) - 1; i >= 0; i-- {

@@ -14,8 +14,11 @@ type item struct {
 	streamSeq uint64
 	subject   string
 	msgID     string
+	reply     string // the delivery's reply subject ("" in replays without a broker)
 	raw       []byte
-	ack       acker // nil in replays without a broker
+	// ack is the delivered message, to acknowledge or terminate it: nil in replays without a
+	// broker, and nil once decoded for a message the committer will not need (dropMessages).
+	ack acker
 
 	env     events.Envelope // valid when rej == nil
 	payload []byte          // the payload as JSON

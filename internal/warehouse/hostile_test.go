@@ -2,6 +2,7 @@ package warehouse_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -104,10 +105,25 @@ func TestEventDuckDBRefusesIsRejected(t *testing.T) {
 	}
 	db.Close()
 
+	// The refused message is terminated with its reason, like a message that does not decode
+	// (the ingester let its client message go once decoded: it is terminated by reply subject).
+	terminated, err := b.Conn().SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + events.EventsStream + "." + events.AnalyzerConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := openWH(t, path)
 	cfg := warehouse.IngestConfig{BatchSize: 64, BatchWait: 50 * time.Millisecond, AckWait: time.Second}
 	catchUp(t, w, b, cfg)
 	checkExact(t, w, good)
+	var adv struct {
+		StreamSeq uint64 `json:"stream_seq"`
+		Reason    string `json:"reason"`
+	}
+	if m, err := terminated.NextMsg(10 * time.Second); err != nil {
+		t.Errorf("the refused message was not terminated: %v", err)
+	} else if json.Unmarshal(m.Data, &adv) != nil || adv.StreamSeq != 31 || !strings.Contains(adv.Reason, "DuckDB refused") {
+		t.Errorf("termination advisory %s, want stream sequence 31 with DuckDB's refusal as the reason", m.Data)
+	}
 	checkRejected(t, w.DB(), 1, func(_ int, subject, msgID, class, reason string, raw []byte) {
 		if subject != refused.Subject || msgID != refused.ID || class != "unstorable" || !strings.Contains(reason, "CHECK constraint") || string(raw) != string(refused.Data) {
 			t.Errorf("rejected = (%q, %q, %s, %q), want (%q, %q, unstorable) with DuckDB's reason and the raw bytes", subject, msgID, class, reason, refused.Subject, refused.ID)

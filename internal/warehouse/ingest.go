@@ -1,11 +1,13 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,7 +362,7 @@ func lastSeq(ctx context.Context, s *bus.Stream) (uint64, error) {
 // and builds their Arrow record, and sends them to the committer. It holds at most one batch
 // while the channel holds another and the committer a third.
 func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- *batch) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(ing.cfg.BatchSize))
+	it, err := cons.Messages(jetstream.PullMaxMessages(min(ing.cfg.BatchSize, pullAhead)))
 	if err != nil {
 		return fmt.Errorf("warehouse: pull: %w", err)
 	}
@@ -406,9 +408,14 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 	}
 }
 
+// pullAhead bounds the messages the client fetches ahead of the batch being gathered. Its
+// buffer only has to cover a pull's round trip; at a whole batch (it was BatchSize) it held a
+// fourth batch of messages, with their client state, beside the three in the pipeline.
+const pullAhead = 2_000
+
 // newItem wraps a delivered message; it also returns the consumer's pending count (the lag).
 func newItem(msg jetstream.Msg) (*item, uint64) {
-	it := &item{subject: msg.Subject(), raw: msg.Data(), ack: msg}
+	it := &item{subject: msg.Subject(), reply: msg.Reply(), raw: msg.Data(), ack: msg}
 	var pending uint64
 	if d, err := bus.DeliveryOf(msg); err == nil {
 		it.streamSeq, pending = d.StreamSeq, d.Pending
@@ -437,6 +444,28 @@ func decodeBatch(b *batch) {
 	}
 	wg.Wait()
 	b.built = buildFor(b.items)
+	dropMessages(b.items)
+}
+
+// dropMessages lets the client's messages go once a batch is decoded, keeping only the ones
+// the committer may acknowledge or terminate: each rejected message, and each message that
+// ends a run of consecutive stream sequences in the batch. The committer acknowledges
+// cumulatively the last message at or below the new watermark, and that message always ends
+// such a run (the one after it, if any, is past the watermark, so not the next sequence). A
+// message holds its headers, parsed, and the client's state, about three times its body; the
+// batches in the pipeline held them all until their commit. The body itself stays (the
+// payloads alias it). A good message that DuckDB then refuses is terminated by its reply
+// subject (see ack).
+func dropMessages(items []*item) {
+	order := make([]*item, len(items))
+	copy(order, items)
+	slices.SortStableFunc(order, func(a, b *item) int { return cmp.Compare(a.streamSeq, b.streamSeq) })
+	for i, it := range order {
+		runEnds := i == len(order)-1 || order[i+1].streamSeq != it.streamSeq+1
+		if it.rej == nil && !runEnds {
+			it.ack = nil
+		}
+	}
 }
 
 func (b *batch) release() {
