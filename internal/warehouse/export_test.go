@@ -77,6 +77,44 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 	return cpuNow() - cpu0, nil
 }
 
+// StoreForBench measures the committer alone: it decodes the messages and builds their Arrow
+// records first (the fetcher's and decoder's part), then commits them in batches of size
+// events as ingestion does (load, run_folds, watermark, commit in one transaction, the open
+// runs tracked in memory), without a broker. It returns the process CPU time of the
+// committing.
+func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, size int) (time.Duration, error) {
+	var batches []*batch
+	defer func() {
+		for _, b := range batches {
+			b.release()
+		}
+	}()
+	for off := 0; off < len(raws); off += size {
+		b := &batch{}
+		for i := off; i < min(off+size, len(raws)); i++ {
+			b.items = append(b.items, &item{subject: subjects[i], raw: raws[i], streamSeq: uint64(i + 1)})
+		}
+		decodeBatch(b)
+		batches = append(batches, b)
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cfg := IngestConfig{}.withDefaults()
+	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
+	defer func() { _ = ing.conn.Close() }()
+	cpu0 := cpuNow()
+	var wm uint64
+	for _, b := range batches {
+		if wm, err = ing.commit(ctx, b, wm); err != nil {
+			return 0, err
+		}
+		b.release()
+	}
+	return cpuNow() - cpu0, nil
+}
+
 // ReadHistoryForTest reads one attempt's stored events as the committer does to refold it.
 func ReadHistoryForTest(ctx context.Context, w *Warehouse, study, run string, attempt int) ([]events.Envelope, error) {
 	conn, err := w.db.Conn(ctx)

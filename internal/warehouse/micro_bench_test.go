@@ -1,7 +1,11 @@
 package warehouse_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/warehouse"
@@ -42,4 +46,54 @@ func BenchmarkFold(b *testing.B) {
 		warehouse.FoldForBench(h)
 	}
 	b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/1000/float64(b.N*len(h)), "cpu-µs/event")
+}
+
+// BenchmarkStore is the committer's CPU per event without the broker: the same events as
+// BenchmarkIngest, decoded beforehand, committed in batches as ingestion does (events, run_folds,
+// watermark and commit in one transaction per batch), beside DuckDB's part alone (the events'
+// load, watermark and commit, no fold). DITTO_BENCH_EVENTS sets the events (default 200,000),
+// DITTO_BENCH_CPUPROFILE a file for a CPU profile of the committer.
+func BenchmarkStore(b *testing.B) {
+	n := envInt("DITTO_BENCH_EVENTS", 200_000)
+	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
+	msgs := benchMsgs(b, n)[:n]
+	subjects := make([]string, n)
+	raws := make([][]byte, n)
+	for i, m := range msgs {
+		subjects[i], raws[i] = m.Subject, m.Data
+	}
+	open := func() *warehouse.Warehouse {
+		w, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(b.TempDir(), "store.duckdb"),
+			Threads: benchThreads(), CheckpointThreshold: os.Getenv("DITTO_BENCH_CHECKPOINT")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return w
+	}
+	b.ResetTimer()
+	var store, only time.Duration
+	for i := 0; i < b.N; i++ {
+		w := open()
+		stop := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
+		cpu, err := warehouse.StoreForBench(context.Background(), w, subjects, raws, batch)
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := w.Stats().Events; got != uint64(n) {
+			b.Fatalf("stored %d events, want %d", got, n)
+		}
+		w.Close()
+		store += cpu
+		w = open()
+		cpu, err = warehouse.StoreOnlyForBench(context.Background(), w, subjects, raws, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Close()
+		only += cpu
+	}
+	perEvent := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(n*b.N) }
+	b.ReportMetric(perEvent(store), "cpu-µs/event")
+	b.ReportMetric(perEvent(only), "duckdb-only-cpu-µs/event")
 }
