@@ -76,17 +76,18 @@ var (
 
 // Ingester statements.
 var (
-	IngestEvents        = load("ingest_events", Ingest)
-	IngestExistingIDs   = load("ingest_existing_ids", Ingest)
-	IngestMaxID         = load("ingest_max_id", Ingest)
-	IngestRejected      = load("ingest_rejected", Ingest)
-	IngestWatermarkGet  = load("ingest_watermark_get", Ingest)
-	IngestWatermarkSet  = load("ingest_watermark_set", Ingest)
-	IngestAttemptEvents = load("ingest_attempt_events", Ingest)
-	IngestFoldedKeys    = load("ingest_folded_keys", Ingest)
-	IngestFoldedAll     = load("ingest_folded_all", Ingest)
-	IngestFoldDelete    = load("ingest_fold_delete", Ingest)
-	IngestSchemaCheck   = load("ingest_schema_check", Ingest)
+	IngestEvents          = load("ingest_events", Ingest)
+	IngestExistingIDs     = load("ingest_existing_ids", Ingest)
+	IngestMaxID           = load("ingest_max_id", Ingest)
+	IngestRejected        = load("ingest_rejected", Ingest)
+	IngestWatermarkGet    = load("ingest_watermark_get", Ingest)
+	IngestWatermarkSet    = load("ingest_watermark_set", Ingest)
+	IngestWatermarkInsert = load("ingest_watermark_insert", Ingest)
+	IngestAttemptEvents   = load("ingest_attempt_events", Ingest)
+	IngestFoldedKeys      = load("ingest_folded_keys", Ingest)
+	IngestFoldedAll       = load("ingest_folded_all", Ingest)
+	IngestFoldDelete      = load("ingest_fold_delete", Ingest)
+	IngestSchemaCheck     = load("ingest_schema_check", Ingest)
 )
 
 // Analysis statements (package analysis): reading a study's runs for the metrics, and the
@@ -145,7 +146,7 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
+		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,

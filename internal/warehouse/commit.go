@@ -345,8 +345,7 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		return res, fmt.Errorf("fold: %w", err)
 	}
 	res.stored, res.folded, res.foldErrors = uint64(len(good)), uint64(len(folded)), foldErrors
-	if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, ing.cfg.Stream, int64(wm),
-		int64(len(good)), int64(len(rejected)), int64(res.duplicates)); err != nil {
+	if err := setWatermark(ctx, conn, ing.cfg.Stream, wm, len(good), len(rejected), res.duplicates); err != nil {
 		return res, fmt.Errorf("watermark: %w", err)
 	}
 	tr.mark("watermark")
@@ -367,6 +366,21 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		ing.folded.add(k)
 	}
 	return res, nil
+}
+
+// setWatermark advances stream's watermark to wm and adds to its counters, inside the open
+// transaction: an UPDATE of its row, or the row's INSERT when the stream has none yet.
+func setWatermark(ctx context.Context, conn *sql.Conn, stream string, wm uint64, stored, rejected int, dups uint64) error {
+	args := []any{stream, int64(wm), int64(stored), int64(rejected), int64(dups)}
+	res, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, queries.IngestWatermarkInsert.SQL, args...)
+	return err
 }
 
 // loadGood loads the good events, reusing the record the fetcher built when it holds exactly

@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/queries"
 )
 
 // DecodeForBench decodes raw messages as the fetcher does and returns how many were good.
@@ -67,7 +66,7 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 		if err := loadEvents(ctx, conn, r.rec); err != nil {
 			return 0, err
 		}
-		if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, "bench", int64(i+1), int64(len(r.items)), int64(0), int64(0)); err != nil {
+		if err := setWatermark(ctx, conn, "bench", uint64(i+1), len(r.items), 0, 0); err != nil {
 			return 0, err
 		}
 		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {

@@ -16,17 +16,18 @@ import (
 // ingestCases give each ingester statement parameters for the golden test. Statements that
 // need the Arrow view ingest_batch get a temporary table of that name instead.
 var ingestCases = map[string][]any{
-	"ingest_events":         nil,
-	"ingest_max_id":         nil,
-	"ingest_existing_ids":   {"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}},
-	"ingest_rejected":       {int64(999), "ditto.events.a.b.c", "m1", []byte("x"), "bad", "malformed"},
-	"ingest_watermark_get":  {"DITTO_EVENTS"},
-	"ingest_watermark_set":  {"DITTO_EVENTS", int64(1000), int64(1), int64(2), int64(3)},
-	"ingest_attempt_events": {[]string{"study1"}, []string{"b-0"}, []int32{1}},
-	"ingest_folded_keys":    {[]string{"study1", "study1", "study1"}, []string{"b-0", "b-3", "zzz"}, []int32{1, 1, 1}},
-	"ingest_folded_all":     nil,
-	"ingest_fold_delete":    {[]string{"study1", "sample-prod"}, []string{"b-0", "r1-run-001"}, []int32{1, 1}},
-	"ingest_schema_check":   nil,
+	"ingest_events":           nil,
+	"ingest_max_id":           nil,
+	"ingest_existing_ids":     {"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}},
+	"ingest_rejected":         {int64(999), "ditto.events.a.b.c", "m1", []byte("x"), "bad", "malformed"},
+	"ingest_watermark_get":    {"DITTO_EVENTS"},
+	"ingest_watermark_set":    {"DITTO_EVENTS", int64(1000), int64(1), int64(2), int64(3)},
+	"ingest_watermark_insert": {"OTHER_STREAM", int64(7), int64(5), int64(1), int64(1)},
+	"ingest_attempt_events":   {[]string{"study1"}, []string{"b-0"}, []int32{1}},
+	"ingest_folded_keys":      {[]string{"study1", "study1", "study1"}, []string{"b-0", "b-3", "zzz"}, []int32{1, 1, 1}},
+	"ingest_folded_all":       nil,
+	"ingest_fold_delete":      {[]string{"study1", "sample-prod"}, []string{"b-0", "r1-run-001"}, []int32{1, 1}},
+	"ingest_schema_check":     nil,
 }
 
 // goldenDB is the fixed data set of the golden test: the sample traces, the synthetic study,

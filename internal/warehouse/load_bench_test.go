@@ -107,7 +107,7 @@ func BenchmarkLoad(b *testing.B) {
 					if err := loadEvents(ctx, conn, rec); err != nil {
 						b.Fatal(err)
 					}
-					if _, err := conn.ExecContext(ctx, queries.IngestWatermarkSet.SQL, "S", int64(off+batch), int64(batch), int64(0), int64(0)); err != nil {
+					if err := setWatermark(ctx, conn, "S", uint64(off+batch), batch, 0, 0); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
