@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dittolab/ditto/internal/contextmgr"
+	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/tasks"
 )
 
@@ -52,6 +54,22 @@ func blindCases(t *testing.T) map[string][]byte {
 				cases[name+"/"+o.label+"/"+string(rune('0'+cut))] = b
 			}
 		}
+	}
+	// Coding requests as context management and planning leave them (see context_test.go).
+	in, _, wrong := ctxInstance(t)
+	pre, steps := ctxRun(t, in, wrong)
+	for label, req := range map[string]*chatRequest{
+		"coding/T0":      codingReq("sim-wobbly", 11, append(append([]llm.Message(nil), pre...), steps...)),
+		"coding/T1":      codingReq("sim-wobbly", 11, managed(t, contextmgr.T1, pre, steps)),
+		"coding/T2":      codingReq("sim-wobbly", 11, managed(t, contextmgr.T2, pre, steps), contextmgr.RecallToolName),
+		"coding/plan":    codingReq("sim-wobbly", 11, append(append([]llm.Message(nil), pre...), llm.Message{Role: llm.RoleUser, Content: contextmgr.Reminder}), contextmgr.PlanToolName),
+		"coding/summary": codingReq("sim-wobbly", 11, contextmgr.SummaryRequest("sim-wobbly", "", steps, 256).Messages),
+	} {
+		if label == "coding/summary" {
+			req.Tools = nil
+		}
+		b, _ := json.Marshal(req)
+		cases[label] = b
 	}
 	return cases
 }

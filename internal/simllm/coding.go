@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/internal/coding/repos"
+	"github.com/dittolab/ditto/internal/contextmgr"
 )
 
 // CodingParams model how a persona works on a coding task (a request whose user message holds
@@ -83,10 +84,13 @@ func codingInstance(c *conversation) *repos.Instance {
 
 // codingState is what the conversation says of the work so far.
 type codingState struct {
-	files   map[string]string // the tree as the persona's own successful changes left it
+	files   map[string]string // the tree as the visible reads and the persona's own successful changes left it
 	read    map[string]bool
 	applied string // the candidate the tree holds ("" for none, "?" for something else)
 	refused int    // test edits refused or reverted
+	// stale are the files an edit of which failed (the file was not as the persona believed:
+	// the change that made it so is no longer visible) and that it has not read since.
+	stale []string
 }
 
 var heredocWrite = regexp.MustCompile(`(?s)^cat > (\S+) <<'DITTO_EOF'\n(.*)DITTO_EOF$`)
@@ -102,15 +106,26 @@ func (t *turn) codingState(in *repos.Instance) codingState {
 			Command string  `json:"command"`
 		}
 		_ = json.Unmarshal(r.Args, &a)
-		if r.Err != "" {
+		elided := r.Err != "" && isStub(r.Err) // the call ran; context management took its output
+		if r.Err != "" && !elided {
 			if strings.Contains(r.Err, "test-protected") {
 				st.refused++
+			}
+			if r.Tool == "edit" && strings.Contains(r.Err, "edit "+a.Path+":") && !slices.Contains(st.stale, a.Path) {
+				st.stale = append(st.stale, a.Path)
 			}
 			continue
 		}
 		switch r.Tool {
 		case "read":
 			st.read[a.Path] = true
+			st.stale = slices.DeleteFunc(st.stale, func(p string) bool { return p == a.Path })
+			var out struct {
+				Content *string `json:"content"`
+			}
+			if !elided && json.Unmarshal(r.Output, &out) == nil && out.Content != nil {
+				st.files[a.Path] = *out.Content // the file as it was read
+			}
 		case "edit":
 			if a.Old != nil && a.New != nil {
 				if nb, err := repos.Replace(st.files[a.Path], *a.Old, *a.New); err == nil {
@@ -177,19 +192,29 @@ func (cp *CodingParams) clarity(in *repos.Instance, text string) float64 {
 // codingAnswer is a coding persona's next turn.
 func (t *turn) codingAnswer(in *repos.Instance) (answer, error) {
 	cp := &t.p.Coding
+	ctxp := t.p.contextParams()
 	bash := t.offered["bash"] != nil
 	st := t.codingState(in)
+	// The verifications it can see: the task's prompt first (the harness's notes — the
+	// planning reminder, the appended plan, the running summary — are not verifications).
+	vs := verifications(t.conv)
 	last := ""
-	if len(t.conv.users) > 0 {
-		last = t.conv.users[len(t.conv.users)-1]
+	if len(vs) > 0 {
+		last = vs[len(vs)-1]
 	}
 	if strings.Contains(last, "verification passed") {
 		return answer{content: "The defect is fixed and the verification passes.", finish: "stop"}, nil
 	}
-	attempts := len(t.conv.users) - 1 // verifications after a patch
+	attempts := len(vs) - 1 // verifications after a patch
+	// Planning: with update_plan offered and no plan in sight, it may make one alongside the
+	// turn's other calls.
+	var calls []functionCall
+	plan := planVisible(t.conv)
+	if t.offered[contextmgr.PlanToolName] != nil && !plan && t.d.chance("context/plan", ctxp.PlanRate) {
+		calls = append(calls, t.planCall(in))
+	}
 	// First turn: look at the code.
 	if len(t.conv.results) == 0 && !t.d.chance("coding/skip-read", t.rate(cp.SkipRead)) {
-		var calls []functionCall
 		if t.d.chance("coding/explore", t.rate(cp.Explore)) {
 			if bash {
 				calls = append(calls, bashCall("ls"))
@@ -199,10 +224,29 @@ func (t *turn) codingAnswer(in *repos.Instance) (answer, error) {
 		}
 		return t.calls(append(calls, t.reads(in, []string{in.Locus.File}, st, bash)...))
 	}
-	if attempts > 0 && t.d.chance("coding/give-up", t.rate(cp.GiveUp)) {
+	// An edit failed on a file that was not as it believed: read it again before anything else.
+	if len(st.stale) > 0 {
+		st.read = map[string]bool{}
+		return t.calls(append(calls, t.reads(in, st.stale, st, bash)...))
+	}
+	giveUp := cp.GiveUp
+	if plan {
+		giveUp *= ctxp.PlanGiveUpFactor // the plan keeps it on the procedure
+	}
+	if attempts > 0 && t.d.chance("coding/give-up", t.rate(giveUp)) {
 		return answer{content: "I could not find a change that makes the tests pass.", finish: "stop"}, nil
 	}
-	c := t.choose(in, st, last, attempts)
+	// The defect's file as last read: when that look is gone and a stub offers it back, it
+	// may recall it before patching.
+	visible, stubID := t.locusLook(in)
+	if !visible && stubID != "" && t.offered[contextmgr.RecallToolName] != nil && t.d.chance("context/recall", ctxp.RecallRate) {
+		return t.calls(append(calls, recallCall(stubID)))
+	}
+	fixFactor := 1.0
+	if !visible {
+		fixFactor = ctxp.ElidedFixFactor
+	}
+	c := t.choose(in, st, last, attempts, fixFactor)
 	if c == nil {
 		return answer{content: "I have no further change to try.", finish: "stop"}, nil
 	}
@@ -217,7 +261,9 @@ func (t *turn) codingAnswer(in *repos.Instance) (answer, error) {
 		}
 	}
 	slices.Sort(paths)
-	var calls []functionCall
+	if len(paths) == 0 {
+		return answer{content: "I have no further change to try.", finish: "stop"}, nil
+	}
 	if !bash && !t.d.chance("coding/skip-read-before-edit", t.rate(cp.SkipRead)) {
 		calls = append(calls, t.reads(in, paths, st, bash)...)
 	}
@@ -228,14 +274,13 @@ func (t *turn) codingAnswer(in *repos.Instance) (answer, error) {
 		}
 		calls = append(calls, editCalls(in, st, c, p, target[p])...)
 	}
-	if len(calls) == 0 {
-		return answer{content: "I have no further change to try.", finish: "stop"}, nil
-	}
 	return t.calls(calls)
 }
 
 // choose picks the candidate to try from what the last verification shows.
-func (t *turn) choose(in *repos.Instance, st codingState, last string, attempts int) *repos.Candidate {
+// fixFactor multiplies the chance of the fix (ContextParams.ElidedFixFactor when the look at
+// the defect's file is gone).
+func (t *turn) choose(in *repos.Instance, st codingState, last string, attempts int, fixFactor float64) *repos.Candidate {
 	cp := &t.p.Coding
 	byKind := map[string][]*repos.Candidate{}
 	for i := range in.Candidates {
@@ -258,7 +303,7 @@ func (t *turn) choose(in *repos.Instance, st codingState, last string, attempts 
 			}
 		}
 	}
-	pFix := cp.FixBase + (cp.FixPinpointed-cp.FixBase)*cp.clarity(in, last)
+	pFix := (cp.FixBase + (cp.FixPinpointed-cp.FixBase)*cp.clarity(in, last)) * fixFactor
 	if t.d.chance("coding/fix", pFix) {
 		if c := pick(repos.KindFix, "fix"); c != nil {
 			return c

@@ -63,6 +63,9 @@ type Persona struct {
 	Latency LatencyModel `json:"latency"`
 	// Coding is how the persona works on coding tasks (see CodingParams).
 	Coding CodingParams `json:"coding"`
+	// Context is how it responds, on coding tasks, to what context management and planning
+	// leave visible (see ContextParams); absent, it does not respond to them (NeutralContext).
+	Context *ContextParams `json:"context,omitempty"`
 }
 
 // LatencyModel is a response's duration: (BaseMS + PerInputTokenMS·prompt tokens +
@@ -99,6 +102,11 @@ func (p Persona) Validate() error {
 	}
 	if err := p.Coding.validate(p.Name); err != nil {
 		return err
+	}
+	if p.Context != nil {
+		if err := p.Context.validate(p.Name); err != nil {
+			return err
+		}
 	}
 	if math.IsNaN(p.CharsPerToken) || p.CharsPerToken < 0 {
 		return fmt.Errorf("%w: %s: chars_per_token = %v, want >= 0 (0 means 4)", ErrInvalidPersona, p.Name, p.CharsPerToken)

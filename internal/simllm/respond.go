@@ -113,6 +113,9 @@ func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chat
 	if choice.mode == "named" {
 		names = append(names, choice.name)
 	}
+	if isSummaryRequest(conv) && choice.mode == "none" {
+		return t.summaryAnswer(), nil
+	}
 	if in := codingInstance(conv); in != nil && choice.mode != "named" {
 		a, err := t.codingAnswer(in)
 		if err != nil {
