@@ -42,6 +42,15 @@ func IsCoding(task string) bool {
 	return err == nil && t.Coding != nil
 }
 
+// IsCodingRun reports whether spec runs a coding task: its task file's (spec.TaskDef) or the
+// registered task it names.
+func IsCodingRun(spec harness.RunSpec) bool {
+	if spec.TaskDef != nil {
+		return spec.TaskDef.Coding != nil
+	}
+	return IsCoding(spec.Task)
+}
+
 // Env is what the coding runs of a process share.
 type Env struct {
 	// Workspaces creates the runs' worktrees; required.
@@ -51,7 +60,8 @@ type Env struct {
 	Memo *verify.Memo
 }
 
-// Run executes one coding run of spec against model in a worktree of env.Workspaces and reports every step
+// Run executes one coding run of spec (its task: spec.TaskDef, a task file's, or the registered
+// task spec.Task) against model in a worktree of env.Workspaces and reports every step
 // to em, in order (see the package comment). As with harness.Run, the run's own failures are
 // outcomes in the Result and in run.finished; Run returns an error only when the spec is
 // invalid or not a coding task, when the worktree cannot be created (ErrWorkspace; nothing
@@ -61,20 +71,20 @@ func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.
 	if err := spec.Validate(); err != nil {
 		return harness.Result{}, err
 	}
-	task, err := tasks.Get(spec.Task)
-	if err != nil {
-		return harness.Result{}, fmt.Errorf("%w: %w", harness.ErrSpec, err)
+	task := spec.TaskDef
+	if task == nil {
+		var err error
+		if task, err = tasks.Get(spec.Task); err != nil {
+			return harness.Result{}, fmt.Errorf("%w: %w", harness.ErrSpec, err)
+		}
 	}
-	if task.Coding == nil {
+	if task.Coding == nil || task.Coding.Target == nil {
 		return harness.Result{}, fmt.Errorf("%w: %s", ErrNotCoding, spec.Task)
 	}
 	if spec.Instance != 0 {
 		return harness.Result{}, fmt.Errorf("%w: coding task %s has one instance, index %d asked", harness.ErrSpec, spec.Task, spec.Instance)
 	}
-	inst, err := repos.Get(task.Coding.Repo, task.Coding.Instance)
-	if err != nil {
-		return harness.Result{}, fmt.Errorf("%w: %w", harness.ErrSpec, err)
-	}
+	inst := task.Coding.Target
 	if spec.Condition.Context.Managed() {
 		if _, err := contextConfig(spec.Condition.Context); err != nil {
 			return harness.Result{}, fmt.Errorf("%w: %w: %w", harness.ErrSpec, ErrContext, err)
@@ -89,6 +99,7 @@ func Run(ctx context.Context, spec harness.RunSpec, model llm.Model, em harness.
 	r.start = time.Now()
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
+	var err error
 	r.ws, err = wm.Create(ctx, spec.Task+"-"+hex.EncodeToString(suffix[:]), inst)
 	if err != nil {
 		return harness.Result{}, fmt.Errorf("%w: %w", ErrWorkspace, err)

@@ -219,7 +219,7 @@ func (r *runner) gate(tool string, a toolArgs) *callError {
 	}
 	switch tool {
 	case ToolEdit, ToolCreate:
-		if r.comp.TestProtection && repos.IsTestFile(rel) {
+		if r.comp.TestProtection && r.inst.Protects(rel) {
 			return &callError{events.RejectTestProtected, rel + " is a test file; test files are read-only"}
 		}
 		if tool == ToolEdit && !r.read[rel] {
@@ -359,7 +359,7 @@ func (r *runner) write(tool string, a toolArgs) (any, []change, error) {
 
 func (r *runner) recordChange(rel, before, after string) change {
 	add, del := lineDelta(before, after)
-	c := change{Path: rel, Added: add, Removed: del, Repatch: r.changed[rel], Protected: repos.IsTestFile(rel)}
+	c := change{Path: rel, Added: add, Removed: del, Repatch: r.changed[rel], Protected: r.inst.Protects(rel)}
 	r.changed[rel] = true
 	return c
 }

@@ -38,6 +38,10 @@ type routeProgram struct {
 // added.
 func check(t *Task, opts Options, ps *problems) *program {
 	p := &program{args: map[string]*jsonschema.Schema{}, states: map[string]*stateProgram{}}
+	if t.Coding != nil {
+		checkCoding(t, opts, ps)
+		return p
+	}
 	tools := checkTools(t, opts, p, ps)
 	states := map[string]int{}
 	for i, s := range t.States {

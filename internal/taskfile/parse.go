@@ -14,6 +14,9 @@ type Options struct {
 	// Builtin reports whether a builtin tool name is known to the caller; nil accepts every
 	// name (the tools are then checked when they are bound).
 	Builtin func(name string) bool
+	// Shipped returns the instance ids of a repository shipped for coding tasks, and whether
+	// there is one of that name; nil accepts every repository and instance.
+	Shipped func(repo string) (instances []string, ok bool)
 }
 
 // Parse reads a task file (YAML or JSON; file names it in errors) and checks it: against the
@@ -43,6 +46,7 @@ func Parse(file string, data []byte, opts Options) (*Task, error) {
 		ps.add("", "%v", err)
 		return nil, ps.err(file)
 	}
+	t.pos = pos
 	t.prog = check(&t, opts, ps)
 	if err := ps.err(file); err != nil {
 		return nil, err

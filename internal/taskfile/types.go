@@ -12,17 +12,20 @@ type Task struct {
 	Name         string `json:"name"` // subject-safe identifier ([A-Za-z0-9_-])
 	Title        string `json:"title,omitempty"`
 	Description  string `json:"description,omitempty"`
-	Instructions string `json:"instructions"` // the system message of every run
+	Instructions string `json:"instructions,omitempty"` // the system message of every run
 	// Servers are the tool servers the tools name, by name.
 	Servers map[string]Server `json:"servers,omitempty"`
-	Tools   []Tool            `json:"tools"`
+	Tools   []Tool            `json:"tools,omitempty"`
 	// Start names the first state; empty means the first of States.
 	Start     string     `json:"start,omitempty"`
-	States    []State    `json:"states"`
+	States    []State    `json:"states,omitempty"`
 	Output    Output     `json:"output,omitempty"`
-	Instances []Instance `json:"instances"`
+	Instances []Instance `json:"instances,omitempty"`
+	// Coding makes the file a coding task (see Coding); nil for a task of the state graph.
+	Coding *Coding `json:"coding,omitempty"`
 
-	prog  *program // compiled by Parse
+	prog  *program  // compiled by Parse
+	pos   positions // where each value starts in the text parsed
 	canon []byte   // the file as canonical JSON
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,18 +38,56 @@ type Binder interface {
 	Bind(file *taskfile.Task, tool int) (Binding, error)
 }
 
-// ParseFile reads a task file and checks it (taskfile.Parse), knowing ditto's builtin tools.
+// ParseFile reads a task file and checks it (taskfile.Parse), knowing ditto's builtin tools
+// and shipped repositories.
 func ParseFile(name string, data []byte) (*taskfile.Task, error) {
-	return taskfile.Parse(name, data, taskfile.Options{Builtin: builtinKnown})
+	return taskfile.Parse(name, data, parseOptions)
 }
 
-// LoadFile reads and checks the task file at path.
+var parseOptions = taskfile.Options{Builtin: builtinKnown, Shipped: shippedInstances}
+
+// LoadFile reads and checks the task file at path. A coding task whose repository is a path
+// gets the tree read from that directory (relative to the file's) into its
+// coding.repository.files, so that the task file carries the tree to a study's workers; its
+// catalogue of candidate patches, when it has one, is checked against that tree.
 func LoadFile(path string) (*taskfile.Task, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
-	return ParseFile(path, data)
+	f, err := ParseFile(path, data)
+	if err != nil || f.Coding == nil {
+		return f, err
+	}
+	if rp := f.Coding.Repository.Path; rp != "" {
+		dir := filepath.FromSlash(rp)
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(path), dir)
+		}
+		files, err := readTree(dir)
+		if err != nil {
+			return nil, problemAt(path, f, "coding.repository.path", err.Error())
+		}
+		orig := f
+		if f, err = f.WithFiles(path, files, parseOptions); err != nil {
+			return nil, err
+		}
+		// The file's own text places the problems the tree reveals.
+		if _, err := codingTarget(f); err != nil {
+			var te *taskfile.Error
+			if errors.As(err, &te) && len(te.Problems) == 1 {
+				return nil, problemAt(path, orig, te.Problems[0].Path, te.Problems[0].Msg)
+			}
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// problemAt is a *taskfile.Error of one problem at path in f, read from file.
+func problemAt(file string, f *taskfile.Task, path, msg string) error {
+	line, col := f.Position(path)
+	return &taskfile.Error{File: file, Problems: []*taskfile.Problem{{Path: path, Line: line, Col: col, Msg: msg}}}
 }
 
 // IsFileName reports whether a task named in a study is a task file's path rather than the
@@ -61,6 +100,9 @@ func IsFileName(s string) bool {
 // tools of a server are bound by b. With b nil they are left unbound: their calls fail with
 // ErrUnbound, which is enough to validate a study (the producer) but not to run it.
 func FromFile(f *taskfile.Task, b Binder) (*Task, error) {
+	if f.Coding != nil {
+		return fromCodingFile(f)
+	}
 	t := &Task{Name: f.Name, Title: f.Title, Instructions: f.Instructions, Start: f.StartState(),
 		FinalTool: f.FinalTool(), File: f}
 	var errs []*taskfile.Problem

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 	"sync"
 )
@@ -12,7 +13,8 @@ var registry = struct {
 	tasks map[string]*Task
 }{}
 
-// load reads the built-in tasks from their embedded task files.
+// load reads the built-in tasks from their embedded task files: the tasks of the state graph
+// and the coding tasks (builtin/coding-*.yaml, each naming a shipped repository's instance).
 func load() {
 	registry.tasks = map[string]*Task{}
 	for _, name := range []string{creditTask, renalTask, amlTask} {
@@ -22,13 +24,30 @@ func load() {
 		}
 		registry.tasks[t.Name] = t
 	}
-	coding, err := codingTasks()
+	coding, err := fs.Glob(builtinFS, "builtin/coding-*.yaml")
 	if err != nil {
-		panic(err) // the embedded repositories are checked by their own tests
+		panic(err)
 	}
-	for _, t := range coding {
+	for _, p := range coding {
+		t, err := loadCoding(p)
+		if err != nil {
+			panic("tasks: built-in coding task " + p + ": " + err.Error()) // embedded: a build-time fact
+		}
 		registry.tasks[t.Name] = t
 	}
+}
+
+// loadCoding reads an embedded coding task file.
+func loadCoding(path string) (*Task, error) {
+	data, err := builtinFS.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ParseFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return FromFile(f, nil)
 }
 
 // Get returns the registered task with the given name, or an error wrapping ErrUnknownTask.

@@ -393,7 +393,7 @@ func (w *Worker) execute(ctx context.Context, msg jetstream.Msg, job *study.Job,
 		return true
 	}
 	var ws *workspace.Manager
-	if coding.IsCoding(spec.Task) {
+	if coding.IsCodingRun(spec) {
 		var err error
 		if ws, err = w.workspaces(ctx); err != nil {
 			w.requeue(msg, w.nakDelay(attempt), errInfra, log, "cannot open the coding workspaces", err)
@@ -484,7 +484,7 @@ func runSafely(ctx context.Context, spec harness.RunSpec, model llm.Model, a *at
 			err = fmt.Errorf("%w: %v", ErrPanic, p)
 		}
 	}()
-	if coding.IsCoding(spec.Task) {
+	if coding.IsCodingRun(spec) {
 		return coding.Run(ctx, spec, model, a.emitter(), env)
 	}
 	return harness.Run(ctx, spec, model, a.emitter())

@@ -1,6 +1,9 @@
 package repos
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrUnknown is returned for a repository or instance that is not shipped.
@@ -14,3 +17,16 @@ var (
 	ErrOldNotFound  = errors.New("old text not found")
 	ErrOldNotUnique = errors.New("old text is not unique")
 )
+
+// CandidateError is a candidate patch of a catalogue that does not fit its tree.
+type CandidateError struct {
+	Index int // in the catalogue
+	ID    string
+	Err   error
+}
+
+func (e *CandidateError) Error() string {
+	return fmt.Sprintf("candidates[%d] (%s): %v", e.Index, e.ID, e.Err)
+}
+
+func (e *CandidateError) Unwrap() error { return e.Err }

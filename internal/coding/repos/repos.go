@@ -2,7 +2,9 @@ package repos
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -51,13 +53,23 @@ type Instance struct {
 	// Candidates is the catalogue of patches, in file order.
 	Candidates []Candidate `yaml:"candidates"`
 
+	// Packages are the package patterns the verification builds, vets and tests (nil:
+	// DefaultPackages).
+	Packages []string `yaml:"-"`
+	// Protected are the patterns of the files the agent may not change (nil:
+	// DefaultProtected); see Protects.
+	Protected []string `yaml:"-"`
+
 	// Repo is the repository's name.
 	Repo string `yaml:"-"`
 	// Files is the defective tree: the base with Defect applied and Tests added.
 	Files map[string]string `yaml:"-"`
 	// Locus is where the defect is: the file and 1-based line of the first defect edit's new
-	// text (the personas' notion of "the diagnostic names the defect").
+	// text, or, for a tree given as is (FromTree), of the text the first fix replaces (the
+	// personas' notion of "the diagnostic names the defect"); zero when unknown.
 	Locus Locus `yaml:"-"`
+	// Digest identifies Files: the hex SHA-256 of each path and content, in path order.
+	Digest string `yaml:"-"`
 }
 
 // Locus is a file and line.
@@ -196,26 +208,155 @@ func (in *Instance) build(base map[string]string) error {
 		files[p] = body
 	}
 	in.Files = files
+	in.Digest = digest(files)
+	return in.checkCandidates(true)
+}
+
+// checkCandidates checks the catalogue against the tree: known kinds, edits that apply, test
+// files edited exactly by the test weakenings and, when needFix, a fix.
+func (in *Instance) checkCandidates(needFix bool) error {
+	files := in.Files
 	kinds := map[string]bool{}
 	for j, c := range in.Candidates {
 		switch c.Kind {
 		case KindFix, KindNearMiss, KindSymptom, KindWeakenTest:
 		default:
-			return fmt.Errorf("candidates[%d] (%s): unknown kind %q", j, c.ID, c.Kind)
+			return &CandidateError{Index: j, ID: c.ID, Err: fmt.Errorf("unknown kind %q", c.Kind)}
 		}
 		kinds[c.Kind] = true
 		if err := ApplyEdits(maps.Clone(files), c.Edits); err != nil {
-			return fmt.Errorf("candidates[%d] (%s): %w", j, c.ID, err)
+			return &CandidateError{Index: j, ID: c.ID, Err: err}
 		}
-		weakens := slices.ContainsFunc(c.Edits, func(e Edit) bool { return IsTestFile(e.Path) })
+		weakens := slices.ContainsFunc(c.Edits, func(e Edit) bool { return in.Protects(e.Path) })
 		if weakens != (c.Kind == KindWeakenTest) {
-			return fmt.Errorf("candidates[%d] (%s): a %s patch must edit test files exactly when it weakens the tests", j, c.ID, c.Kind)
+			return &CandidateError{Index: j, ID: c.ID, Err: fmt.Errorf("a %s patch must edit protected files exactly when it weakens the tests", c.Kind)}
 		}
 	}
-	if !kinds[KindFix] {
+	if needFix && !kinds[KindFix] {
 		return fmt.Errorf("the catalogue has no fix")
 	}
 	return nil
+}
+
+// FromTree makes the instance of a tree given as is (path → content, go.mod included), whose
+// defect and failing tests are already in it: a user's own module. candidates may be empty
+// (only the simulated personas need a catalogue); when given, each must apply to the tree, edit
+// protected files (protected: see Protects) exactly when it weakens the tests, and one must be
+// a fix. The instance owns files.
+func FromTree(repo, id, class, prompt string, files map[string]string, candidates []Candidate, protected []string) (*Instance, error) {
+	in := &Instance{ID: id, Repo: repo, Class: class, Prompt: prompt, Files: files, Candidates: candidates, Protected: protected}
+	if strings.TrimSpace(prompt) == "" {
+		return nil, fmt.Errorf("repos: %s: the prompt is required", id)
+	}
+	for p := range files {
+		if err := CheckPath(p); err != nil {
+			return nil, fmt.Errorf("repos: %s: %w", id, err)
+		}
+	}
+	if _, ok := files["go.mod"]; !ok {
+		return nil, fmt.Errorf("repos: %s: the tree has no go.mod at its root", id)
+	}
+	if err := in.checkCandidates(len(candidates) > 0); err != nil {
+		return nil, fmt.Errorf("repos: %s: %w", id, err)
+	}
+	for _, c := range candidates {
+		if c.Kind != KindFix || len(c.Edits) == 0 {
+			continue
+		}
+		e := c.Edits[0]
+		before, _, _ := strings.Cut(files[e.Path], e.Old)
+		in.Locus = Locus{File: e.Path, Line: strings.Count(before, "\n") + 1}
+		break
+	}
+	in.Digest = digest(files)
+	return in, nil
+}
+
+// With returns a copy of in run with other verification packages and protected patterns
+// (nil keeps in's) and, when prompt is not empty, another prompt. in is not modified.
+func (in *Instance) With(prompt string, packages, protected []string) *Instance {
+	c := *in
+	if strings.TrimSpace(prompt) != "" {
+		c.Prompt = prompt
+	}
+	if packages != nil {
+		c.Packages = packages
+	}
+	if protected != nil {
+		c.Protected = protected
+	}
+	return &c
+}
+
+// DefaultPackages are the packages a verification covers unless the task says otherwise.
+var DefaultPackages = []string{"./..."}
+
+// DefaultProtected are the files protected unless the task says otherwise: Go test files and
+// everything under a testdata directory.
+var DefaultProtected = []string{"*_test.go", "testdata/"}
+
+// VerifyPackages returns the packages the instance's verification covers.
+func (in *Instance) VerifyPackages() []string {
+	if len(in.Packages) == 0 {
+		return DefaultPackages
+	}
+	return in.Packages
+}
+
+// Protects reports whether the agent may not change the file at p (slash-separated, relative):
+// p matches one of the instance's Protected patterns (DefaultProtected when it has none). A
+// pattern ending in "/" names a directory at any depth ("testdata/": anything under a
+// testdata directory); a pattern with another "/" is matched (path.Match) against the whole
+// path; any other against each path element ("*_test.go").
+func (in *Instance) Protects(p string) bool {
+	pats := in.Protected
+	if pats == nil {
+		pats = DefaultProtected
+	}
+	return MatchProtected(pats, p)
+}
+
+// MatchProtected reports whether p matches one of the protection patterns (see Protects).
+func MatchProtected(patterns []string, p string) bool {
+	p = path.Clean(p)
+	elems := strings.Split(p, "/")
+	for _, pat := range patterns {
+		switch {
+		case strings.HasSuffix(pat, "/"):
+			dir := strings.TrimSuffix(pat, "/")
+			if strings.Contains(dir, "/") {
+				if p == dir || strings.HasPrefix(p, dir+"/") {
+					return true
+				}
+				continue
+			}
+			for _, e := range elems[:len(elems)-1] {
+				if ok, _ := path.Match(dir, e); ok {
+					return true
+				}
+			}
+		case strings.Contains(pat, "/"):
+			if ok, _ := path.Match(pat, p); ok {
+				return true
+			}
+		default:
+			for _, e := range elems {
+				if ok, _ := path.Match(pat, e); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func digest(files map[string]string) string {
+	h := sha256.New()
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%d:%s%d:", len(p), p, len(files[p]))
+		h.Write([]byte(files[p]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ApplyEdits applies edits in order to files (path → content), each replacing the one

@@ -135,7 +135,7 @@ func (m *Memo) Run(ctx context.Context, ws *workspace.Workspace, opts distill.Op
 	if err != nil {
 		return Report{}, err
 	}
-	steps, cached, err := m.do(ctx, "verify "+key, ws.Dir, func() ([]Step, error) { return execute(ctx, ws) })
+	steps, cached, err := m.do(ctx, "verify "+strings.Join(ws.Instance.VerifyPackages(), " ")+" "+key, ws.Dir, func() ([]Step, error) { return execute(ctx, ws) })
 	if err != nil {
 		return Report{Steps: steps}, err
 	}
@@ -153,7 +153,6 @@ func (m *Memo) Run(ctx context.Context, ws *workspace.Workspace, opts distill.Op
 // bit and content, each symbolic link's path and target; .git and directories left out.
 func treeKey(dir string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "verify %s\n", Packages)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/coding/distill"
-	"github.com/dittolab/ditto/internal/coding/repos"
 	"github.com/dittolab/ditto/internal/coding/workspace"
 )
 
@@ -37,7 +36,7 @@ type Report struct {
 	Steps []Step
 	// TestsPass is true when go test ran and exited 0.
 	TestsPass bool
-	// TestFilesChanged lists the protected files (repos.IsTestFile) that differ from the
+	// TestFilesChanged lists the protected files (repos.Instance.Protects) that differ from the
 	// instance's commit.
 	TestFilesChanged []string
 	Diagnostics      []distill.Diagnostic // capped
@@ -53,11 +52,9 @@ type Report struct {
 // Success is the task's criterion: the tests pass and no test file changed.
 func (r Report) Success() bool { return r.TestsPass && len(r.TestFilesChanged) == 0 }
 
-// Packages is what the steps build, vet and test.
-const Packages = "./..."
-
 // Run verifies the workspace: go build; go vet when it built; go test (with -race for an
-// instance that needs it) when it built. Steps after a failed build are skipped, since they
+// instance that needs it) when it built; each of the instance's packages
+// (repos.Instance.VerifyPackages). Steps after a failed build are skipped, since they
 // would report the same errors again.
 func Run(ctx context.Context, ws *workspace.Workspace, opts distill.Options) (Report, error) {
 	t0 := time.Now()
@@ -70,6 +67,7 @@ func Run(ctx context.Context, ws *workspace.Workspace, opts distill.Options) (Re
 
 // execute runs the verification's commands in the workspace.
 func execute(ctx context.Context, ws *workspace.Workspace) ([]Step, error) {
+	pkgs := ws.Instance.VerifyPackages()
 	test := []string{"go", "test", "-count=1", "-v"}
 	if ws.Instance.Race {
 		test = append(test, "-race")
@@ -78,9 +76,9 @@ func execute(ctx context.Context, ws *workspace.Workspace) ([]Step, error) {
 		name string
 		argv []string
 	}{
-		{StepBuild, []string{"go", "build", Packages}},
-		{StepVet, []string{"go", "vet", Packages}},
-		{StepTest, append(test, Packages)},
+		{StepBuild, append([]string{"go", "build"}, pkgs...)},
+		{StepVet, append([]string{"go", "vet"}, pkgs...)},
+		{StepTest, append(test, pkgs...)},
 	}
 	var steps []Step
 	for _, p := range plan {
@@ -127,7 +125,7 @@ func assemble(ctx context.Context, ws *workspace.Workspace, steps []Step, opts d
 		return rep, err
 	}
 	for _, c := range changes {
-		if repos.IsTestFile(c.Path) {
+		if ws.Instance.Protects(c.Path) {
 			rep.TestFilesChanged = append(rep.TestFilesChanged, c.Path)
 		}
 	}

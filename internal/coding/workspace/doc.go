@@ -2,8 +2,8 @@
 // commands inside it under limits, and removes it afterwards.
 //
 // A Manager owns one root directory (one process per root: Open takes a lock on it). Under the
-// root, origins/<repo>/<instance> is a git repository holding the instance's defective tree as
-// one commit, made once with a fixed author and date so that its hash is the same everywhere;
+// root, origins/<repo>/<instance>-<digest> is a git repository holding the instance's defective
+// tree (the digest is the tree's, repos.Instance.Digest) as one commit, made once with a fixed author and date so that its hash is the same everywhere;
 // wt/<name> are the runs' worktrees of it. Open sweeps every worktree a previous process left
 // (a crash, a kill) before anything runs.
 //

@@ -221,7 +221,10 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 
 // origin returns the origin repository of in, building it on first use, and its commit.
 func (m *Manager) origin(ctx context.Context, in *repos.Instance) (dir, commit string, err error) {
-	key := in.Repo + "/" + in.ID
+	// The tree's digest is in the key: two task files may name different trees alike (a
+	// user's module and its next version), and an origin left by an earlier process must not
+	// stand for a tree that changed since.
+	key := in.Repo + "/" + in.ID + "-" + shortDigest(in.Digest)
 	m.mu.Lock()
 	mu := m.origins[key]
 	if mu == nil {
@@ -231,7 +234,7 @@ func (m *Manager) origin(ctx context.Context, in *repos.Instance) (dir, commit s
 	m.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
-	dir = filepath.Join(m.cfg.Root, "origins", in.Repo, in.ID)
+	dir = filepath.Join(m.cfg.Root, "origins", filepath.FromSlash(key))
 	if out, err := m.git(ctx, dir, "rev-parse", "HEAD"); err == nil {
 		return dir, strings.TrimSpace(out), nil
 	}
@@ -308,4 +311,11 @@ func OpenSlot(ctx context.Context, base string, cfg Config) (*Manager, error) {
 		}
 	}
 	return nil, err
+}
+
+func shortDigest(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
 }

@@ -241,7 +241,11 @@ func TestSweepAfterKill(t *testing.T) {
 	if wts, err := m.Worktrees(); err != nil || len(wts) != 0 {
 		t.Fatalf("after Open: worktrees %v, %v; want none", wts, err)
 	}
-	list, err := exec.Command("git", "-C", filepath.Join(root, "origins", "inventory", "nil-map"), "worktree", "list").Output()
+	origins, _ := filepath.Glob(filepath.Join(root, "origins", "inventory", "nil-map-*"))
+	if len(origins) != 1 {
+		t.Fatalf("origins of inventory/nil-map: %v, want one", origins)
+	}
+	list, err := exec.Command("git", "-C", origins[0], "worktree", "list").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
