@@ -26,7 +26,7 @@ type Task struct {
 
 	prog  *program  // compiled by Parse
 	pos   positions // where each value starts in the text parsed
-	canon []byte   // the file as canonical JSON
+	canon []byte    // the file as canonical JSON
 }
 
 // Server is where tools are served: an MCP server (over stdio, started from Command, or over

@@ -83,8 +83,8 @@ func TestShippedCodingTasksAreTaskFiles(t *testing.T) {
 func userModule(t *testing.T, dir string) {
 	t.Helper()
 	files := map[string]string{
-		"go.mod":     "module example.com/clamp\n\ngo 1.22\n",
-		"clamp.go":   "package clamp\n\n// Clamp limits v to [lo, hi].\nfunc Clamp(v, lo, hi int) int {\n\tif v < lo {\n\t\treturn lo\n\t}\n\treturn v\n}\n",
+		"go.mod":   "module example.com/clamp\n\ngo 1.22\n",
+		"clamp.go": "package clamp\n\n// Clamp limits v to [lo, hi].\nfunc Clamp(v, lo, hi int) int {\n\tif v < lo {\n\t\treturn lo\n\t}\n\treturn v\n}\n",
 		"clamp_test.go": "package clamp\n\nimport \"testing\"\n\nfunc TestClamp(t *testing.T) {\n\tfor _, c := range []struct{ v, want int }{{-1, 0}, {5, 5}, {11, 10}} {\n" +
 			"\t\tif got := Clamp(c.v, 0, 10); got != c.want {\n\t\t\tt.Errorf(\"Clamp(%d, 0, 10) = %d, want %d\", c.v, got, c.want)\n\t\t}\n\t}\n}\n",
 		".gitignore": "*.log\n",
