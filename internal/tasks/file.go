@@ -96,7 +96,9 @@ func IsFileName(s string) bool {
 	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") || strings.HasSuffix(s, ".json")
 }
 
-// FromFile makes the Task of a checked task file. Builtin and fixture tools are bound here;
+// FromFile makes the Task of a checked task file. A coding task file (coding section) gives
+// a coding task (Task.Coding): its repository's tree must be in the file (a shipped one, or one
+// LoadFile read from its path). Builtin and fixture tools are bound here;
 // tools of a server are bound by b. With b nil they are left unbound: their calls fail with
 // ErrUnbound, which is enough to validate a study (the producer) but not to run it.
 func FromFile(f *taskfile.Task, b Binder) (*Task, error) {
