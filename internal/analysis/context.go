@@ -24,7 +24,8 @@ type Context struct {
 
 // ContextGroup is one (model, tier, budget) of a study's context-managed runs. Means are per
 // scored run; the determinism metrics are the mean over the group's cells of each cell's value
-// (cells where it is undefined left out).
+// (cells where it is undefined left out), each with the number of cells it rests on (null when
+// none: a metric needs two scored runs in a cell).
 type ContextGroup struct {
 	Model       string  `json:"model"`
 	Tier        string  `json:"tier"`
@@ -46,6 +47,10 @@ type ContextGroup struct {
 	DI         metrics.Value `json:"di"`
 	TSS        metrics.Value `json:"tss"`
 	AC         metrics.Value `json:"ac"`
+	RRCells    int           `json:"rr_cells"`
+	DICells    int           `json:"di_cells"`
+	TSSCells   int           `json:"tss_cells"`
+	ACCells    int           `json:"ac_cells"`
 }
 
 // ContextComparison compares two settings of one factor for a model: A is the reference (T0,
@@ -58,7 +63,9 @@ type ContextComparison struct {
 	Factor string `json:"factor"` // "tier" or "planning"
 	// A and B name the settings; Scope what is held fixed besides the pairing (a budget for
 	// tiers, a tier for planning).
-	A, B, Scope string
+	A           string        `json:"a"`
+	B           string        `json:"b"`
+	Scope       string        `json:"scope"`
 	Pairs       int           `json:"pairs"`
 	Disc        [2]int        `json:"discordant"` // [A succeeded and B not, B succeeded and A not]
 	SuccessA    float64       `json:"success_a"`
@@ -182,6 +189,7 @@ func contextGroups(runs []contextRun, cells []Cell) []ContextGroup {
 			}
 		}
 		g.RR, g.DI, g.TSS, g.AC = meanValue(rr), meanValue(di), meanValue(tss), meanValue(ac)
+		g.RRCells, g.DICells, g.TSSCells, g.ACCells = len(rr), len(di), len(tss), len(ac)
 		out = append(out, *g)
 	}
 	return out

@@ -9,11 +9,10 @@ import (
 )
 
 // ContextTierTable is the context-management figures per model, tier and budget: success,
-// overflow, peak context, cost, mechanism invocations, recall usage, turns, re-patches and the
-// determinism metrics of the group's cells.
+// overflow, peak context, cost, mechanism invocations, recall usage, turns and re-patches.
 func (r *Report) ContextTierTable() Table {
-	t := Table{Header: []string{"model", "tier", "budget", "cells", "runs", "success", "overflow", "peak context",
-		"tokens", "turns", "re-patches", "elisions", "summaries", "recalls", "runs with recall", "RR", "DI", "TSS", "AC"},
+	t := Table{ID: "context-tiers", Header: []string{"model", "tier", "budget", "cells", "runs", "success", "overflow", "peak context",
+		"tokens", "turns", "re-patches", "elisions", "summaries", "recalls", "runs with recall"},
 		Flag: map[int]bool{}}
 	if r.Context == nil {
 		return t
@@ -24,8 +23,7 @@ func (r *Report) ContextTierTable() Table {
 			num(metrics.Some(float64(g.Successes)/n), 2), num(metrics.Some(float64(g.Overflows)/n), 2),
 			num(metrics.Some(g.PeakContext), 0), num(metrics.Some(g.Tokens), 0), num(metrics.Some(g.Turns), 1),
 			num(metrics.Some(g.Repatches), 2), num(metrics.Some(g.Elisions), 2), num(metrics.Some(g.Summaries), 2),
-			num(metrics.Some(g.Recalls), 2), fmt.Sprintf("%d/%d", g.RecallRuns, g.Runs),
-			num(g.RR, 3), num(g.DI, 3), num(g.TSS, 3), num(g.AC, 3)})
+			num(metrics.Some(g.Recalls), 2), fmt.Sprintf("%d/%d", g.RecallRuns, g.Runs)})
 		if g.Tier != "T0" && g.Overflows > 0 {
 			t.Flag[i] = true // a managed tier that overflowed
 		}
@@ -33,10 +31,25 @@ func (r *Report) ContextTierTable() Table {
 	return t
 }
 
+// ContextDeterminismTable is the determinism of each model, tier and budget: RR, DI, TSS and AC
+// as the mean of the group's cells' values, each with the number of cells it rests on.
+func (r *Report) ContextDeterminismTable() Table {
+	t := Table{ID: "context-determinism", Header: []string{"model", "tier", "budget", "cells", "scored runs", "RR (cells)", "DI (cells)", "TSS (cells)", "AC (cells)"}}
+	if r.Context == nil {
+		return t
+	}
+	with := func(v metrics.Value, cells int) string { return fmt.Sprintf("%s (%d)", num(v, 3), cells) }
+	for _, g := range r.Context.Groups {
+		t.Rows = append(t.Rows, []string{g.Model, g.Tier, strconv.FormatInt(g.Budget, 10), fmt.Sprint(g.Cells), fmt.Sprint(g.Runs),
+			with(g.RR, g.RRCells), with(g.DI, g.DICells), with(g.TSS, g.TSSCells), with(g.AC, g.ACCells)})
+	}
+	return t
+}
+
 // ContextBudgetTable is the budget curve of each tier: success (and overflow) per budget, one
 // row per model and tier, one column per budget.
 func (r *Report) ContextBudgetTable() Table {
-	t := Table{Header: []string{"model", "tier"}}
+	t := Table{ID: "context-budgets", Header: []string{"model", "tier"}}
 	if r.Context == nil {
 		return t
 	}
@@ -73,7 +86,7 @@ func (r *Report) ContextBudgetTable() Table {
 // ContextComparisonTable is the section's paired comparisons: success by exact McNemar, cost
 // and turns by Mann–Whitney, each family adjusted by Benjamini–Hochberg.
 func (r *Report) ContextComparisonTable() Table {
-	t := Table{Header: []string{"model", "factor", "A", "B", "held", "pairs", "success A", "success B", "b (A ok, B not)",
+	t := Table{ID: "context-comparisons", Header: []string{"model", "factor", "A", "B", "held", "pairs", "success A", "success B", "b (A ok, B not)",
 		"c (B ok, A not)", "p", "q", "tokens A → B", "q (tokens)", "δ tokens", "turns A → B", "q (turns)", "δ turns"}, Flag: map[int]bool{}}
 	if r.Context == nil {
 		return t
@@ -93,10 +106,16 @@ func (r *Report) ContextComparisonTable() Table {
 
 const contextIntro = "Context management: per model, tier and budget, the share of scored runs that succeeded and that overflowed " +
 	"the context window, the mean peak request (tokens, as the harness estimates it), prompt + completion tokens, the agent's turns, " +
-	"re-patches and the invocations of each mechanism per run (elision M1, summarization M3, recall M2); RR, DI, TSS and AC are the " +
-	"means over the group's cells of the cells' determinism metrics. A managed tier that overflowed is highlighted."
+	"re-patches and the invocations of each mechanism per run (elision M1, summarization M3, recall M2). " +
+	"A managed tier that overflowed is highlighted."
+
+const contextDeterminismIntro = "Determinism per tier: RR (identical traces), DI, TSS (over tool sequences) and AC (argument consistency) " +
+	"of each model, tier and budget, the mean over the group's cells of each cell's value; in brackets the number of cells it rests on " +
+	"(a cell's metric needs at least 2 scored runs); — where no cell defines it."
 
 const contextBudgetIntro = "Budget curve of each tier: success rate (overflow rate) at each context-window budget."
+
+const contextBudgetPlotNote = "The budget curves are plotted in the HTML report."
 
 const contextComparisonIntro = "Paired comparisons: each managed tier against T0 at the same budget, and planning on (B) against " +
 	"off (A) within a tier; runs paired on task, seed index and every other factor. Success: exact McNemar on the discordant pairs; " +

@@ -3,6 +3,10 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/metrics"
 )
 
 // TestContextSection: a study of context-managed runs gets the context section in every format,
@@ -64,5 +69,51 @@ func TestContextSection(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), "<h2>Context management</h2>") || !strings.Contains(js.String(), `"groups"`) {
 		t.Error("report.html or report.json lacks the context section")
+	}
+	// Determinism per tier: each metric with the cells it rests on. Both cells of each group
+	// have four scored runs; their tool calls have no arguments, so AC is undefined in both.
+	for _, g := range r.Context.Groups {
+		if g.RRCells != 2 || g.DICells != 2 || g.TSSCells != 2 || g.ACCells != 0 || g.AC.Valid {
+			t.Errorf("group %s: cells behind RR, DI, TSS, AC = %d, %d, %d, %d (AC %v); want 2, 2, 2 and 0 (AC undefined)",
+				g.Tier, g.RRCells, g.DICells, g.TSSCells, g.ACCells, g.AC)
+		}
+		row := fmt.Sprintf("| m | %s | 1000 | 2 | 8 | %.3f (2) | %.3f (2) | %.3f (2) | — (0) |", g.Tier, g.RR.V, g.DI.V, g.TSS.V)
+		if !strings.Contains(md.String(), row) {
+			t.Errorf("report.md lacks the determinism row %q", row)
+		}
+	}
+	// The budget curve: one plot for the model, inside the section, after the budget table.
+	sec := html.String()[strings.Index(html.String(), `<section id="context">`):]
+	budgets, plot := strings.Index(sec, `<table id="context-budgets">`), strings.Index(sec, `<img alt="Budget curves per tier: m" src="data:image/png;base64,`)
+	if budgets < 0 || plot < budgets {
+		t.Errorf("the context section has the budget table at %d and the budget-curve plot at %d; want the plot after the table", budgets, plot)
+	}
+	plots, err := r.ContextPlots()
+	if err != nil || len(plots) != 1 {
+		t.Fatalf("ContextPlots() = %d plots, %v; want one (one model)", len(plots), err)
+	}
+	img, err := png.Decode(bytes.NewReader(plots[0].PNG))
+	if err != nil || img.Bounds().Dx() < 500 {
+		t.Errorf("budget-curve plot: %v, size %v", err, img.Bounds())
+	}
+	if os.Getenv("DITTO_ARTIFACTS") != "" {
+		_ = os.WriteFile(filepath.Join(os.Getenv("DITTO_ARTIFACTS"), "budget-curve.png"), plots[0].PNG, 0o644)
+	}
+}
+
+// TestContextDeterminismUndefined: a tier whose cells define no metric prints "—" with the
+// zero cells it rests on, in every format.
+func TestContextDeterminismUndefined(t *testing.T) {
+	r := &Report{Context: &analysis.Context{Groups: []analysis.ContextGroup{
+		{Model: "m", Tier: "T0", Budget: 2000, Cells: 1, Runs: 1, Overflows: 1},
+		{Model: "m", Tier: "T4", Budget: 2000, Cells: 2, Runs: 5, Successes: 5, RR: metrics.Some(0.5), RRCells: 1, DI: metrics.Some(0.75), DICells: 1},
+	}}}
+	tb := r.ContextDeterminismTable()
+	want := [][]string{
+		{"m", "T0", "2000", "1", "1", "— (0)", "— (0)", "— (0)", "— (0)"},
+		{"m", "T4", "2000", "2", "5", "0.500 (1)", "0.750 (1)", "— (0)", "— (0)"},
+	}
+	if fmt.Sprint(tb.Rows) != fmt.Sprint(want) {
+		t.Errorf("ContextDeterminismTable().Rows = %q, want %q", tb.Rows, want)
 	}
 }

@@ -100,8 +100,11 @@ func (r *Report) cellOrder() ([]analysis.Cell, []string) {
 // column to the right of the plot, off the data (a legend inside the axes hid points and
 // intervals under it).
 type figure struct {
-	Plot   // its title and caption; PNG once rendered
-	p      *plot.Plot
+	Plot // its title and caption; PNG once rendered
+	p    *plot.Plot
+	// right, when set, is a second panel drawn beside p (each half of the plot's width),
+	// sharing its legend.
+	right  *plot.Plot
 	legend plot.Legend
 	// w and h are the plot's size; the legend's column widens the picture.
 	w, h vg.Length
@@ -143,6 +146,11 @@ func (f *figure) render() ([]byte, error) {
 	}
 	dc := draw.New(cw)
 	plotArea, legendArea := f.layout(dc)
+	if f.right != nil {
+		half := f.w / 2
+		f.right.Draw(draw.Crop(plotArea, half, 0, 0, 0))
+		plotArea = draw.Crop(plotArea, 0, -half, 0, 0)
+	}
 	f.p.Draw(plotArea)
 	f.legend.Draw(legendArea)
 	var buf bytes.Buffer

@@ -121,7 +121,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(bw, contextIntro)
 			fmt.Fprintln(bw)
 			writeMDTable(bw, r.ContextTierTable())
-			fmt.Fprintln(bw, contextBudgetIntro)
+			fmt.Fprintln(bw, contextDeterminismIntro)
+			fmt.Fprintln(bw)
+			writeMDTable(bw, r.ContextDeterminismTable())
+			fmt.Fprintln(bw, contextBudgetIntro, contextBudgetPlotNote)
 			fmt.Fprintln(bw)
 			writeMDTable(bw, r.ContextBudgetTable())
 			fmt.Fprintln(bw, contextComparisonIntro)
@@ -201,8 +204,9 @@ type htmlData struct {
 	Plots                                                                           []htmlPlot
 	GeneratedAt                                                                     string
 	HasCells                                                                        bool
-	ContextTiers, ContextBudgets, ContextComparisons                                Table
-	ContextIntro, ContextBudgetIntro, ContextCompIntro                              string
+	ContextTiers, ContextDeterminism, ContextBudgets, ContextComparisons            Table
+	ContextIntro, ContextDetIntro, ContextBudgetIntro, ContextCompIntro             string
+	ContextPlots                                                                    []htmlPlot
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -212,21 +216,32 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	ctxPlots, err := r.ContextPlots()
+	if err != nil {
+		return err
+	}
 	d := htmlData{R: r, Cells: r.CellTable(), Conditions: r.ConditionTable(), Drift: r.DriftTable(),
 		Basis: r.BasisTable(), Summary: r.SummaryTable(), Unscored: r.UnscoredTable(), HasCells: r.Kind == KindStudy,
-		ContextTiers: r.ContextTierTable(), ContextBudgets: r.ContextBudgetTable(), ContextComparisons: r.ContextComparisonTable(),
-		ContextIntro: contextIntro, ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro,
+		ContextTiers: r.ContextTierTable(), ContextDeterminism: r.ContextDeterminismTable(), ContextBudgets: r.ContextBudgetTable(),
+		ContextComparisons: r.ContextComparisonTable(), ContextIntro: contextIntro, ContextDetIntro: contextDeterminismIntro,
+		ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro,
 		CodingCells: r.CodingCellTable(), CodingComparisons: r.CodingComparisonTable(), CodingIntro: codingIntro,
 		CodingComparisonIntro: codingComparisonIntro}
 	d.Comparisons, d.NotSignificant = r.SplitComparisons()
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
 	}
+	d.Plots, d.ContextPlots = htmlPlots(plots), htmlPlots(ctxPlots)
+	return pageTemplate.Execute(w, d)
+}
+
+func htmlPlots(plots []Plot) []htmlPlot {
+	out := make([]htmlPlot, 0, len(plots))
 	for _, p := range plots {
-		d.Plots = append(d.Plots, htmlPlot{Title: p.Title, Caption: p.Caption,
+		out = append(out, htmlPlot{Title: p.Title, Caption: p.Caption,
 			Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(p.PNG))})
 	}
-	return pageTemplate.Execute(w, d)
+	return out
 }
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"held": heldText}).Parse(`<!DOCTYPE html>
@@ -255,7 +270,7 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 <h2>Findings</h2>
 {{if .R.Findings}}{{range .R.FindingGroups}}<h3>{{.Title}}</h3><ul class="findings">{{range .Findings}}<li{{if .Bad}} class="bad"{{end}}>{{.Sentence}}{{if .Bad}} <b>(worse)</b>{{end}}{{with held .}} <i>{{.}}</i>{{end}}</li>{{end}}</ul>{{end}}
 {{else}}<p>No comparison is significant after the Benjamini–Hochberg adjustment.</p>{{end}}
-{{define "table"}}<div class="scroll"><table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{define "table"}}<div class="scroll"><table{{with .ID}} id="{{.}}"{{end}}><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
 {{range $i, $row := .Rows}}<tr{{if index $.Flag $i}} class="bad"{{end}}>{{range $row}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
 {{if .HasCells}}<h2>Cells</h2>{{template "table" .Cells}}
@@ -263,11 +278,14 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 {{if .R.Coding}}<h2>Coding runs</h2><p class="meta">{{.CodingIntro}}</p>{{template "table" .CodingCells}}
 <p class="meta">{{.CodingComparisonIntro}}</p>{{template "table" .CodingComparisons}}{{end}}
 {{else}}<h2>Windows</h2>{{template "table" .Drift}}{{end}}
-{{range .Plots}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
+{{define "figure"}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
-{{if .R.Context}}<h2>Context management</h2><p class="meta">{{.ContextIntro}}</p>{{template "table" .ContextTiers}}
+{{range .Plots}}{{template "figure" .}}{{end}}
+{{if .R.Context}}<section id="context"><h2>Context management</h2><p class="meta">{{.ContextIntro}}</p>{{template "table" .ContextTiers}}
+<p class="meta">{{.ContextDetIntro}}</p>{{template "table" .ContextDeterminism}}
 <p class="meta">{{.ContextBudgetIntro}}</p>{{template "table" .ContextBudgets}}
-<p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}{{end}}
+{{range .ContextPlots}}{{template "figure" .}}{{end}}
+<p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}</section>{{end}}
 <h2>Comparisons</h2>
 <p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A). Rows in red: significant and worse.</p>
 {{if .Comparisons.Rows}}{{template "table" .Comparisons}}{{else}}<p>No comparison is significant.</p>{{end}}

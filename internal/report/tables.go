@@ -10,6 +10,8 @@ import (
 
 // Table is a table of text cells, the form both the Markdown and the HTML writers render.
 type Table struct {
+	// ID names the table in the HTML report (its id attribute), when set.
+	ID     string
 	Header []string
 	Rows   [][]string
 	// Flag marks rows to highlight (bad findings), by index.
