@@ -52,5 +52,5 @@ const codingIntro = "Coding runs: per-run means of each cell's counted runs. Suc
 	"Re-patches are changes of a file already changed in the run; protected-file attempts are test-file writes refused or reverted. " +
 	"The determinism metrics of the same cells are in the Cells table."
 
-const codingComparisonIntro = "Each factor's effect on success, per model: runs paired on task, seed index and every other factor, " +
+const codingComparisonIntro = "Each factor's effect on success, per model: runs paired on task, input, seed index and every other part of their condition, " +
 	"exact McNemar test on the discordant pairs, q adjusted by Benjamini–Hochberg across this table."

@@ -118,5 +118,6 @@ const contextBudgetIntro = "Budget curve of each tier: success rate (overflow ra
 const contextBudgetPlotNote = "The budget curves are plotted in the HTML report."
 
 const contextComparisonIntro = "Paired comparisons: each managed tier against T0 at the same budget, and planning on (B) against " +
-	"off (A) within a tier; runs paired on task, seed index and every other factor. Success: exact McNemar on the discordant pairs; " +
-	"tokens and turns: Mann–Whitney U (δ is Cliff's delta of B over A); q is Benjamini–Hochberg across each column of this table."
+	"off (A) within a tier; runs paired on task, input, seed index and every other part of their condition. Success: exact McNemar on the " +
+	"discordant pairs; tokens and turns of the same runs: Mann–Whitney U (δ is Cliff's delta of B over A); q is Benjamini–Hochberg across " +
+	"each column of this table."

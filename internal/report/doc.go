@@ -41,7 +41,9 @@
 //
 // Plots use gonum.org/v1/plot: RR and DI with 95% intervals (±1.96 jackknife SE) per cell,
 // token and latency distributions per cell coloured by condition, the divergence profile per
-// task, and harness activity (retries, plan re-prompts, rejected tool calls, escalations).
+// task, and harness activity (retries, plan re-prompts, rejected tool calls, escalations); in
+// the context section of a study with context-managed runs, the budget curves of each model
+// (success and overflow rate of each tier against the context-window budget).
 //
 // Besides the analysis statements, this package runs its own accounting, the Report statements
 // of package queries (queries.ReportBasis, ReportCells, ReportStudies, ReportWindowCells; files
