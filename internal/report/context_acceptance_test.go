@@ -23,8 +23,9 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// ctxFix is a small coding study with context conditions (testdata/context-study.json: T0 and
-// T4 at 2000 and 8000 tokens, T4 with planning at 2000, simulated persona) run end to end on
+// ctxFix is a small coding study with context conditions (testdata/context-study.json: T0 at
+// 1600 tokens, T0 and T4 at 2000 and 8000, T4 with planning at 2000; N = 2, a simulated
+// persona) run end to end on
 // the embedded default — nats-server, the simulated models, a worker running the coding
 // harness in real git worktrees, ingestion into DuckDB — and its report, shared by the tests
 // of this file.
@@ -164,8 +165,8 @@ func TestContextReportMatchesParquet(t *testing.T) {
 		t.Fatal("report.json has no context section")
 	}
 	runs := readParquetRuns(t, ctx, dir, fx.res.Study)
-	if len(runs) != 10 {
-		t.Fatalf("%d scored context-managed runs in the Parquet export, want 10 (5 conditions × N = 2)", len(runs))
+	if len(runs) != 12 {
+		t.Fatalf("%d scored context-managed runs in the Parquet export, want 12 (6 conditions × N = 2)", len(runs))
 	}
 
 	// Per-cell RR and DI from the Parquet (recomputeSQL, as TestReportMatchesParquet).
@@ -261,9 +262,10 @@ func TestContextReportMatchesParquet(t *testing.T) {
 			}
 		}
 	}
-	// The fixture does what it is for: T0 overflows at 2000 tokens, not at 8000.
-	if a := groups[gkey{"sim-steady", "T0", 2000}]; a == nil || a.overflows == 0 {
-		t.Errorf("T0 at 2000 tokens: no run overflowed (%+v); the fixture's small budget no longer makes T0 overflow", a)
+	// The fixture does what it is for: T0 overflows at 1600 tokens (the first observation does
+	// not fit), not at 8000.
+	if a := groups[gkey{"sim-steady", "T0", 1600}]; a == nil || a.overflows == 0 {
+		t.Errorf("T0 at 1600 tokens: %+v, no run overflowed; the fixture's smallest budget no longer makes T0 overflow", a)
 	}
 	if a := groups[gkey{"sim-steady", "T0", 8000}]; a == nil || a.overflows != 0 {
 		t.Errorf("T0 at 8000 tokens: %+v, want no overflow", a)
