@@ -25,6 +25,9 @@ var eventsSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "payload", Type: arrow.BinaryTypes.String},
 }, nil)
 
+// payloadColumn is the index of the payload in eventsSchema.
+const payloadColumn = 14
+
 // buildRecord converts the good items to one Arrow record batch. The caller releases it.
 func buildRecord(mem memory.Allocator, items []*item) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, eventsSchema)
@@ -44,7 +47,7 @@ func buildRecord(mem memory.Allocator, items []*item) arrow.RecordBatch {
 	traceID := b.Field(11).(*array.StringBuilder)
 	spanID := b.Field(12).(*array.StringBuilder)
 	ignorable := b.Field(13).(*array.BooleanBuilder)
-	payload := b.Field(14).(*array.StringBuilder)
+	payload := b.Field(payloadColumn).(*array.StringBuilder)
 	for _, it := range items {
 		e := &it.env
 		streamSeq.Append(int64(it.streamSeq))
