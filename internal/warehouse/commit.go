@@ -486,10 +486,8 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 	var keys []attemptKey
 	var foldErrors uint64
 	for _, a := range fromMemory {
-		h := a.items
-		sortHistory(h)
 		keys = append(keys, a.key)
-		if row, ferr := foldHistory(a.key, h); row != nil {
+		if row, ferr := a.fold.row(a.key); row != nil {
 			rows = append(rows, row)
 			if ferr {
 				foldErrors++

@@ -21,14 +21,14 @@ func DecodeForBench(subjects []string, raws [][]byte) int {
 	return len(br.items)
 }
 
-// FoldForBench folds histories as the committer does from memory.
+// FoldForBench folds a history, sorted by seq, as the committer does from memory: event by
+// event as it arrives, then the row.
 func FoldForBench(h []events.Envelope) int {
-	hist := make([]histEvent, len(h))
+	var f foldState
 	for i := range h {
-		hist[i] = histEvent{env: h[i], streamSeq: uint64(i)}
+		f.add(&h[i])
 	}
-	sortHistory(hist)
-	row, _ := foldHistory(attemptKey{h[0].Study, h[0].Run, h[0].Attempt}, hist)
+	row, _ := f.row(attemptKey{h[0].Study, h[0].Run, h[0].Attempt})
 	return len(row)
 }
 

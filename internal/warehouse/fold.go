@@ -4,7 +4,6 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -29,48 +28,70 @@ type histEvent struct {
 // foldRow is one row of run_folds, in column order.
 type foldRow []driver.Value
 
-// sortHistory orders a history as the fold and ingest_attempt_events.sql do: by seq, then by
-// stream sequence.
-func sortHistory(h []histEvent) {
-	sort.SliceStable(h, func(i, j int) bool {
-		if h[i].env.Seq != h[j].env.Seq {
-			return h[i].env.Seq < h[j].env.Seq
-		}
-		return h[i].streamSeq < h[j].streamSeq
-	})
-}
-
 // micro truncates t to DuckDB's microsecond precision, so that a row computed from events in
 // memory equals one computed from events read back from DuckDB.
 func micro(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }
 
 // foldHistory folds an attempt's sorted history into its run_folds row.
 func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
-	envs := make([]events.Envelope, len(h))
+	var f foldState
 	for i := range h {
-		envs[i] = h[i].env
+		f.add(&h[i].env)
 	}
-	r, ferr := events.Fold(envs)
+	return f.row(k)
+}
 
-	var started *events.RunStarted
-	var finished *events.RunFinished
-	var startedAt, finishedAt any
-	var st, ft time.Time
-	for i := range envs {
-		switch p := envs[i].Payload.(type) {
-		case events.RunStarted:
-			if started == nil {
-				started, st = &p, micro(envs[i].Time)
-				startedAt = st
-			}
-		case events.RunFinished:
-			finished, ft = &p, micro(envs[i].Time) // the last one wins, as in the fold's refusal
-			finishedAt = ft
+// foldState is an attempt's history folded one event at a time, in the history's order: what
+// its run_folds row is made of, kept instead of the events. Fed a whole sorted history it gives
+// the row foldHistory gives (it is how foldHistory folds); the ingester feeds it each event of
+// an open attempt as the history's next one arrives, so that it holds a run's compact state
+// rather than its decoded events.
+type foldState struct {
+	run events.Run
+	err error // the fold's first error, as events.Fold reports it; no event is applied after it
+	n   int   // events added
+	src events.Source
+
+	started               *events.RunStarted // the first run.started
+	finished              *events.RunFinished
+	startedAt, finishedAt time.Time // truncated to microseconds
+}
+
+// add folds the history's next event.
+func (f *foldState) add(e *events.Envelope) {
+	if f.n == 0 {
+		f.src = e.Source
+	}
+	if f.err == nil {
+		if err := f.run.Apply(e); err != nil {
+			f.err = fmt.Errorf("event %d: %w", f.n, err) // events.Fold's error
 		}
+	}
+	f.n++
+	switch p := e.Payload.(type) {
+	case events.RunStarted:
+		if f.started == nil {
+			f.started, f.startedAt = &p, micro(e.Time)
+		}
+	case events.RunFinished:
+		f.finished, f.finishedAt = &p, micro(e.Time) // the last one wins, as in the fold's refusal
+	}
+}
+
+// row returns the attempt's run_folds row, or nil while no run.finished has been added, and
+// whether the fold refused the history.
+func (f *foldState) row(k attemptKey) (foldRow, bool) {
+	started, finished := f.started, f.finished
+	var startedAt, finishedAt any
+	st, ft := f.startedAt, f.finishedAt
+	if started != nil {
+		startedAt = st
 	}
 	if finished == nil {
 		return nil, false // nothing to write until run.finished is stored
 	}
+	finishedAt = ft
+	r, ferr := &f.run, f.err
 	if r.Finished != nil {
 		finished = r.Finished
 	}
@@ -125,7 +146,7 @@ func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
 	if started != nil {
 		inputKey = nullString(started.ResolvedInputKey())
 	}
-	src := envs[0].Source
+	src := f.src
 	row := foldRow{
 		k.study, k.run, int32(k.attempt), string(src.Kind), src.ID,
 		task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated,
@@ -138,7 +159,7 @@ func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
 		r.Plan, states, tools, string(callsJSON), output,
 		sig(metrics.PlanSignature(mr)), sig(metrics.StatesSignature(mr)), sig(metrics.ToolsSignature(mr)),
 		sig(metrics.CallsSignature(mr)), sig(metrics.OutputSignature(mr)), sig(metrics.TraceSignature(mr)),
-		int32(len(h)), foldErr, checkErr,
+		int32(f.n), foldErr, checkErr,
 		finished.Status, causeKind, causePermanent, cause, inputKey,
 	}
 	return row, foldErrors

@@ -8,23 +8,32 @@ type attemptKey struct {
 	attempt    int
 }
 
-// openAttempt is what the ingester holds of a run attempt that has not been folded yet.
+// openAttempt is what the ingester holds of a run attempt that has not been folded yet: its
+// history folded as far as it is gapless (fold), not its events. An event that arrives ahead of
+// a hole in the sequence numbers waits in ahead until the hole fills.
 type openAttempt struct {
-	key   attemptKey
-	items []histEvent // stored events of the attempt, in arrival order (not the messages: their bytes are freed)
-	// partial: the entry's events were evicted, so its fold reads DuckDB. An entry that is
-	// not partial may still miss events stored before it was created (before a restart); its
-	// sequence numbers then have a hole (they are gapless per attempt) and complete says so.
+	key  attemptKey
+	fold foldState // the events with seq 1..next-1, folded in seq order
+	next int64     // the seq the fold waits for
+	// ahead holds the stored events past a hole (decoded, in arrival order; usually none).
+	ahead []histEvent
+	// partial: the entry's history cannot be folded from memory (its events were evicted, or
+	// two of them have one seq), so its fold reads DuckDB. An entry that is not partial may
+	// still miss events stored before it was created (before a restart); its sequence numbers
+	// then have a hole (they are gapless per attempt), and complete says so.
 	partial  bool
 	finished bool // a run.finished of the attempt arrived in the current batch
 	isNew    bool // the entry was created in the current batch
 	touched  bool // the entry is in tracker.batch
 }
 
-// tracker holds the events of open run attempts so that the fold of an attempt usually needs
-// no read from DuckDB. It is bounded: beyond maxEvents it drops the events of the oldest
-// entries (their folds then read DuckDB), and beyond maxEntries it forgets event-less entries.
-// It is owned by the committing goroutine.
+// held is how many events the entry stands for (folded or waiting), for the tracker's bound.
+func (a *openAttempt) held() int { return a.fold.n + len(a.ahead) }
+
+// tracker holds the open run attempts' histories, folded as they arrive, so that the fold of
+// an attempt usually needs no read from DuckDB. It is bounded: beyond maxEvents events it drops
+// the state of the oldest entries (their folds then read DuckDB), and beyond maxEntries it
+// forgets state-less entries. It is owned by the committing goroutine.
 type tracker struct {
 	maxEvents, maxEntries int
 	open                  map[attemptKey]*openAttempt
@@ -51,7 +60,7 @@ func (t *tracker) add(it *item) {
 	k := attemptKey{e.Study, e.Run, e.Attempt}
 	a := t.open[k]
 	if a == nil {
-		a = &openAttempt{key: k, isNew: true}
+		a = &openAttempt{key: k, next: 1, isNew: true}
 		t.open[k] = a
 		t.fifo = append(t.fifo, k)
 	}
@@ -59,20 +68,71 @@ func (t *tracker) add(it *item) {
 		a.touched = true
 		t.batch = append(t.batch, a)
 	}
-	if !a.partial {
-		a.items = append(a.items, histEvent{env: it.env, streamSeq: it.streamSeq})
-		t.events++
-	}
 	if e.Type == events.TypeRunFinished {
 		a.finished = true
 	}
+	if a.partial {
+		return
+	}
+	before := a.held()
+	a.push(histEvent{env: it.env, streamSeq: it.streamSeq})
+	t.events += a.held() - before
+}
+
+// push folds h if it is the history's next event (then any waiting event it lets through),
+// keeps it waiting if it is past a hole, and makes the entry partial if its seq is taken.
+func (a *openAttempt) push(h histEvent) {
+	switch s := h.env.Seq; {
+	case s < a.next:
+		a.drop() // a second event with a seq already folded
+		return
+	case s > a.next:
+		for i := range a.ahead {
+			if a.ahead[i].env.Seq == s {
+				a.drop()
+				return
+			}
+		}
+		a.ahead = append(a.ahead, h)
+		return
+	}
+	a.fold.add(&h.env)
+	a.next++
+	for len(a.ahead) > 0 {
+		i := a.waiting(a.next)
+		if i < 0 {
+			return
+		}
+		a.fold.add(&a.ahead[i].env)
+		a.next++
+		last := len(a.ahead) - 1
+		a.ahead[i] = a.ahead[last]
+		a.ahead[last] = histEvent{}
+		a.ahead = a.ahead[:last]
+	}
+	a.ahead = nil // let the backing array go
+}
+
+// waiting returns the index in ahead of the event with seq s, or -1.
+func (a *openAttempt) waiting(s int64) int {
+	for i := range a.ahead {
+		if a.ahead[i].env.Seq == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// drop makes the entry partial: its fold reads DuckDB.
+func (a *openAttempt) drop() {
+	a.partial, a.fold, a.ahead = true, foldState{}, nil
 }
 
 // endBatch clears the per-batch marks, removes folded entries and enforces the bounds.
 func (t *tracker) endBatch(folded []attemptKey) {
 	for _, k := range folded {
 		if a := t.open[k]; a != nil {
-			t.events -= len(a.items)
+			t.events -= a.held()
 			delete(t.open, k)
 		}
 	}
@@ -80,20 +140,20 @@ func (t *tracker) endBatch(folded []attemptKey) {
 		a.isNew, a.finished, a.touched = false, false, false
 	}
 	// Clear before truncating: the backing array would otherwise keep the folded entries of
-	// the largest batch so far, and their decoded events, reachable.
+	// the largest batch so far, and their state, reachable.
 	clear(t.batch)
 	t.batch = t.batch[:0]
 	for t.events > t.maxEvents && len(t.fifo) > 0 {
 		k := t.fifo[0]
 		t.fifo = t.fifo[1:]
-		if a := t.open[k]; a != nil && len(a.items) > 0 {
-			t.events -= len(a.items)
-			a.items, a.partial = nil, true
+		if a := t.open[k]; a != nil && !a.partial {
+			t.events -= a.held()
+			a.drop()
 		}
 	}
 	if len(t.open) > t.maxEntries {
 		for k, a := range t.open {
-			if a.partial && len(a.items) == 0 {
+			if a.partial {
 				delete(t.open, k)
 			}
 		}
@@ -109,19 +169,8 @@ func (t *tracker) endBatch(folded []attemptKey) {
 	}
 }
 
-// complete reports whether the entry holds the whole history of its attempt: not partial, and
-// its sequence numbers are exactly 1..n.
+// complete reports whether the entry's fold holds the whole history of its attempt: not
+// partial, and no event waits behind a hole (the sequence numbers are exactly 1..n).
 func (a *openAttempt) complete() bool {
-	if a.partial {
-		return false
-	}
-	seen := make([]bool, len(a.items)+1)
-	for _, h := range a.items {
-		s := h.env.Seq
-		if s < 1 || s > int64(len(a.items)) || seen[s] {
-			return false
-		}
-		seen[s] = true
-	}
-	return true
+	return !a.partial && len(a.ahead) == 0 && a.fold.n > 0
 }
