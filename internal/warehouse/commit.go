@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/queries"
 	"github.com/duckdb/duckdb-go/v2"
@@ -31,7 +30,7 @@ func buildFor(items []*item) *builtRecord {
 			good = append(good, it)
 		}
 	}
-	return &builtRecord{rec: buildRecord(memory.DefaultAllocator, good), items: good}
+	return &builtRecord{rec: buildRecord(recordAllocator, good), items: good}
 }
 
 func (r *builtRecord) release() {

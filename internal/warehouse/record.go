@@ -4,7 +4,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 )
+
+// recordAllocator allocates the buffers of the events' Arrow records in C memory (malloc): a
+// record lives from its batch's decoding to its commit and is released explicitly, so the Go
+// heap need not hold and collect about a batch's bytes again per batch, and DuckDB scans C
+// memory through the C data interface (what the mallocator is for).
+var recordAllocator memory.Allocator = mallocator.NewMallocator()
 
 // eventsSchema is the Arrow schema of a batch of events: the columns of table events, in order.
 var eventsSchema = arrow.NewSchema([]arrow.Field{
