@@ -108,6 +108,10 @@ type CellMetrics struct {
 	// or before step k (k from 0 to the longest call sequence − 1); null
 	// for N < 2.
 	Divergence []Value `json:"divergence"`
+
+	// InputGroups is set when the pairwise metrics were taken within input
+	// groups (ComputeCellByInput): how many groups and runs they stand on.
+	InputGroups *InputGroups `json:"input_groups,omitempty"`
 }
 
 // Success is the success rate with its 95% Wilson interval.

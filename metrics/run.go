@@ -45,6 +45,9 @@ type Run struct {
 	// PairKey is identical for runs paired across conditions (same input
 	// and seed index, e.g. "input=3/seed=17"); empty when unpaired.
 	PairKey string `json:"pair_key,omitempty"`
+	// InputKey names the input the run processed (production runs); ComputeCellByInput
+	// compares only runs of the same key. Empty: unknown, a group of its own.
+	InputKey string `json:"input_key,omitempty"`
 }
 
 // validate checks the numeric fields the summaries rely on.
