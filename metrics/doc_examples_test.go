@@ -282,6 +282,20 @@ func docProduction(w io.Writer) error {
 	k := float64(len(loo))
 	fmt.Fprintf(w, "group jackknife SE %.3f\n", math.Sqrt((k-1)/k*ss))
 	fmt.Fprintf(w, "all %d runs pooled across inputs (not a reproducibility figure): %s\n", len(all), f3(metrics.AgreementOf(all)))
+	// The same through ComputeCellByInput, each signature a one-call trace.
+	var runs []metrics.Run
+	for _, g := range groups {
+		for i, s := range g.sigs {
+			runs = append(runs, metrics.Run{ID: g.name + "/" + fmt.Sprint(i), InputKey: g.name, Tools: []string{s},
+				Calls: []metrics.Call{call(s, "{}")}, Output: "{}"})
+		}
+	}
+	m, err := metrics.ComputeCellByInput(runs, metrics.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "ComputeCellByInput: RR %s ± %s on %d input groups (%d runs), %d single run\n", f3(m.RR.Value), f3(m.RR.SE),
+		m.InputGroups.Groups, m.InputGroups.GroupedRuns, m.InputGroups.SingleRuns)
 	return nil
 }
 
