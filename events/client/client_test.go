@@ -1,9 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -109,5 +111,62 @@ func TestRunMisuseIsAnErrorAtTheCall(t *testing.T) {
 	}
 	if _, err := client.New("ftp://x"); !errors.Is(err, client.ErrConfig) {
 		t.Errorf("New(ftp) = %v, want ErrConfig", err)
+	}
+}
+
+// TestRunInputKey: a run carries the client's input key, or the key derived from its input;
+// inputs equal as JSON (keys in another order) give the same key.
+func TestRunInputKey(t *testing.T) {
+	var got []events.Envelope
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n := 0
+		for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+			e, err := events.Decode(line)
+			if err != nil {
+				t.Errorf("decode %s: %v", line, err)
+				continue
+			}
+			got = append(got, e)
+			n++
+		}
+		fmt.Fprintf(w, `{"accepted":%d,"rejected":[]}`, n)
+	}))
+	defer ts.Close()
+	c, err := client.New(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []client.RunSpec{
+		{Study: "s", Task: "t", Model: "m", InputKey: "INV-7"},
+		{Study: "s", Task: "t", Model: "m", Input: map[string]any{"invoice": "INV-7", "lines": []int{1, 2}}},
+		{Study: "s", Task: "t", Model: "m", Input: struct {
+			Lines   []int  `json:"lines"`
+			Invoice string `json:"invoice"`
+		}{[]int{1, 2}, "INV-7"}},
+	} {
+		run, err := c.StartRun(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Finish(context.Background(), client.Result{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys []string
+	for _, e := range got {
+		if p, ok := e.Payload.(events.RunStarted); ok {
+			if e.Schema < 2 {
+				t.Errorf("run.started of schema %d carries an input key", e.Schema)
+			}
+			keys = append(keys, p.ResolvedInputKey())
+		}
+	}
+	want, _ := events.InputKeyOf([]byte(`{"lines":[1,2],"invoice":"INV-7"}`))
+	if len(keys) != 3 || keys[0] != "INV-7" || keys[1] != want || keys[2] != want {
+		t.Errorf("input keys = %q, want INV-7 then %s twice", keys, want)
+	}
+	if _, err := c.StartRun(client.RunSpec{Study: "s", Task: "t", Model: "m", Input: func() {}}); err == nil {
+		t.Error("StartRun with an input encoding/json cannot marshal = nil, want an error")
 	}
 }

@@ -5,7 +5,8 @@
 // An agent records a run in a few lines:
 //
 //	c, _ := client.New("http://ditto-ingest:4318", client.WithToken(os.Getenv("DITTO_TOKEN")))
-//	run, _ := c.StartRun(client.RunSpec{Study: "prod-invoice", Task: "invoice_triage", Model: "gpt-4o", Condition: "r42"})
+//	run, _ := c.StartRun(client.RunSpec{Study: "prod-invoice", Task: "invoice_triage", Model: "gpt-4o", Condition: "r42",
+//		InputKey: "INV-1"})
 //	run.Plan("1. fetch 2. route")
 //	run.EnterState("fetch")
 //	call, _ := run.CallTool("fetch_invoice", map[string]any{"invoice_id": "INV-1"})
@@ -13,6 +14,11 @@
 //	run.ExitState("ok")
 //	run.ModelCalled(events.ModelCalled{Model: "gpt-4o", PromptTokens: 420, CompletionTokens: 31})
 //	err := run.Finish(ctx, client.Result{Output: decision})
+//
+// RunSpec.InputKey names the input the run processes: ditto measures the determinism of
+// production traffic between runs of the same input only (an input group: input key, task,
+// model, release). Without it, the key is derived from RunSpec.Input when given (a hash of its
+// canonical JSON); a run with neither is compared with no other run.
 //
 // The Run assigns sequence numbers, event ids, times and the source; arguments, outputs and
 // results are stored as canonical JSON (RFC 8785). Every event is checked as it is recorded,

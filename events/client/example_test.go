@@ -57,7 +57,8 @@ func Example() {
 	tick := func() time.Time { clock = clock.Add(100 * time.Millisecond); return clock }
 
 	c, _ := client.New(ts.URL, client.WithToken("a-token-bound-to-prod-invoice"), client.WithSource("invoice-agent"), client.WithClock(tick))
-	run, _ := c.StartRun(client.RunSpec{Study: "prod-invoice", Run: "run-0001", Task: "invoice_triage", Model: "gpt-4o", Condition: "r42"})
+	run, _ := c.StartRun(client.RunSpec{Study: "prod-invoice", Run: "run-0001", Task: "invoice_triage", Model: "gpt-4o", Condition: "r42",
+		InputKey: "INV-1"})
 	run.Plan("1. fetch the invoice 2. route it")
 	run.EnterState("fetch")
 	run.ModelCalled(events.ModelCalled{Model: "gpt-4o", PromptTokens: 420, CompletionTokens: 31, LatencyMS: 850})
@@ -75,6 +76,7 @@ func Example() {
 	fmt.Println("fold error:", err)
 	fmt.Println("tools:", folded.Tools, "args:", string(folded.Calls[0].Args))
 	fmt.Println("tokens:", folded.Finished.Totals.PromptTokens, folded.Finished.Totals.CompletionTokens, "output:", string(folded.Output))
+	fmt.Println("input key:", folded.Started.ResolvedInputKey())
 	// Output:
 	// 1 run.started
 	// 2 plan.proposed
@@ -87,6 +89,7 @@ func Example() {
 	// fold error: <nil>
 	// tools: [fetch_invoice] args: {"fields":["total"],"invoice_id":"INV-1"}
 	// tokens: 420 31 output: {"queue":"ap-standard"}
+	// input key: INV-1
 }
 
 // An agent with its own recorder builds the events itself and sends them in one request. The

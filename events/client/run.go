@@ -20,6 +20,14 @@ type RunSpec struct {
 	Condition string // default "production"; a release or configuration label
 	Instance  string // optional input instance id (runs on the same input pair up)
 	Seed      *int64 // optional sampling seed
+	// InputKey names the input the run processes (an invoice id, a ticket number): runs of the
+	// same key, task, model and release form an input group, and ditto measures determinism
+	// within groups only. Empty: the key is derived from Input when it is given.
+	InputKey string
+	// Input is the run's input (marshalled with encoding/json and stored canonical): optional,
+	// and the source of the input key when InputKey is empty. Large inputs are better named by
+	// InputKey alone.
+	Input any
 }
 
 // Run records one run. Its methods are safe for concurrent use (an agent may call tools in
@@ -54,10 +62,17 @@ func (c *Client) StartRun(spec RunSpec) (*Run, error) {
 	if spec.Run == "" {
 		spec.Run = events.NewID(now)
 	}
+	var input json.RawMessage
+	if spec.Input != nil {
+		var err error
+		if input, err = events.CanonicalValue(spec.Input); err != nil {
+			return nil, fmt.Errorf("client: run spec input: %w", err)
+		}
+	}
 	r := &Run{c: c, study: spec.Study, id: spec.Run, attempt: spec.Attempt, start: now}
 	err := r.record(events.RunStarted{
 		Task: spec.Task, Model: spec.Model, Condition: spec.Condition, Instance: spec.Instance,
-		Seed: spec.Seed, Components: []string{}, Endpoint: "production",
+		Seed: spec.Seed, Components: []string{}, Endpoint: "production", InputKey: spec.InputKey, Input: input,
 	})
 	if err != nil {
 		return nil, err
