@@ -51,6 +51,10 @@ var (
 	planTextKeys   = []string{"ditto.plan", "gen_ai.output.messages", "output.value", "traceloop.entity.output"}
 	outputKeys     = []string{"ditto.output", "gen_ai.output.messages", "output.value", "traceloop.entity.output"}
 	stateNameKeys  = []string{"ditto.state", "gen_ai.agent.name", "traceloop.entity.name", "agent.name"}
+	// inputKeyKeys name the input a run processed, set by the client; without one the key is
+	// derived from the run's input (inputKeys on the agent span).
+	inputKeyKeys = []string{"ditto.input_key", "ditto.input.key"}
+	inputKeys    = []string{"ditto.input", "input.value", "traceloop.entity.input", "gen_ai.input.messages"}
 )
 
 const maxName = 256 // bytes kept of a name (task, model, tool, state)
@@ -328,7 +332,32 @@ func (m *mapper) start() {
 	if v, ok := m.root.Attrs.Str("server.address"); ok {
 		p.Endpoint = clip(v, maxName)
 	}
+	p.InputKey = m.inputKey()
 	m.emit(m.t0, m.root, "run.started", p)
+}
+
+// inputKey is the run's input key: the client's (ditto.input_key on the agent span or its
+// resource, at most 256 bytes), else the hash of the agent span's input (events.InputKeyOf of
+// its canonical JSON; a text input is hashed as a JSON string), else "" (a run compared with
+// no other).
+func (m *mapper) inputKey() string {
+	if v, ok := m.lookup(inputKeyKeys); ok && strings.TrimSpace(v) != "" {
+		return clip(strings.TrimSpace(v), maxName)
+	}
+	var raw []byte
+	if v, ok := jsonAttr(m.root.Attrs, inputKeys...); ok {
+		raw, _ = json.Marshal(v)
+	} else if s, ok := m.root.Attrs.Str(inputKeys...); ok && s != "" {
+		raw, _ = json.Marshal(s)
+	}
+	if raw == nil {
+		return ""
+	}
+	k, err := events.InputKeyOf(raw)
+	if err != nil {
+		return ""
+	}
+	return k
 }
 
 func (m *mapper) walk(s *Span) {

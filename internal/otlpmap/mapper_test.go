@@ -291,3 +291,45 @@ func TestParentLoopDoesNotHang(t *testing.T) {
 		t.Errorf("notes %v do not mention the parent loop", res.Notes)
 	}
 }
+
+// TestMapTraceInputKey: a run's input key is ditto.input_key on the agent span (or its
+// resource) when set, else the hash of the agent span's input (input.value here): equal JSON
+// inputs written in another key order share it, and a trace without either has none.
+func TestMapTraceInputKey(t *testing.T) {
+	key := func(mutate func(root *Span)) string {
+		t.Helper()
+		spans := load(t, "openinference.json")
+		for i := range spans {
+			if spans[i].ParentID == "" {
+				mutate(&spans[i])
+			}
+		}
+		res, err := MapTrace(spans, Config{}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := res.Events[0].Payload.(events.RunStarted)
+		if !ok {
+			t.Fatalf("first event %s, want run.started", res.Events[0].Type)
+		}
+		return p.InputKey
+	}
+	text, _ := events.InputKeyOf([]byte(`"what is 2+2"`))
+	obj, _ := events.InputKeyOf([]byte(`{"a":1,"b":[2,3]}`))
+	for _, tc := range []struct {
+		name   string
+		mutate func(root *Span)
+		want   string
+	}{
+		{"text input", func(*Span) {}, text},
+		{"client key", func(s *Span) { s.Attrs["ditto.input_key"] = "Q-1" }, "Q-1"},
+		{"client key on the resource", func(s *Span) { s.Resource["ditto.input_key"] = "Q-2" }, "Q-2"},
+		{"JSON input", func(s *Span) { s.Attrs["input.value"] = `{"b": [2, 3], "a": 1}` }, obj},
+		{"JSON input, other order", func(s *Span) { s.Attrs["input.value"] = `{"a":1,"b":[2,3]}` }, obj},
+		{"no input", func(s *Span) { delete(s.Attrs, "input.value") }, ""},
+	} {
+		if got := key(tc.mutate); got != tc.want {
+			t.Errorf("%s: input key %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
