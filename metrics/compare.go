@@ -42,6 +42,10 @@ const (
 	// signatures moved between the cells (the same permutation
 	// distribution, at a cost independent of the number of runs).
 	MethodCounts = "counts"
+	// MethodStratified: the labels are shuffled within input groups, and the
+	// statistic is the difference of the within-group metrics
+	// (CompareByInput).
+	MethodStratified = "stratified by input"
 	// MethodAsymptotic (see also Mann–Whitney's) names the normal
 	// approximation of the permutation distribution, with its exact
 	// variance.

@@ -283,3 +283,76 @@ func containsString(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestCompareByInput: release B reproduces every invoice exactly, release A takes another path
+// in 2 of the 5 runs of every invoice. The comparison values each release within input groups (the cells'
+// values), its statistic is their difference, the stratified permutation test finds RR
+// higher in B, and two releases with the same runs give p = 1. Success, tokens and latency are
+// tested as Compare tests them.
+func TestCompareByInput(t *testing.T) {
+	var a, b []Run
+	for inv := 0; inv < 4; inv++ {
+		for rep := 0; rep < 5; rep++ {
+			v := 0
+			if rep%2 == 1 {
+				v = 1 + rep
+			}
+			ra, rb := invoiceRun(inv, rep, v), invoiceRun(inv, rep, 0)
+			ra.ID, rb.ID = "a-"+ra.ID, "b-"+rb.ID
+			a, b = append(a, ra), append(b, rb)
+		}
+	}
+	cfg := CompareConfig{Permutations: 2000, Seed: 3, CellA: "r1", CellB: "r2"}
+	cs, err := CompareByInput(a, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma, _ := ComputeCellByInput(a, Options{})
+	mb, _ := ComputeCellByInput(b, Options{})
+	plain, err := Compare(a, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byQ := map[string]Comparison{}
+	for _, c := range cs {
+		byQ[c.Quantity+"/"+c.Test] = c
+	}
+	for q, want := range map[string][2]Value{QuantityRR: {ma.RR.Value, mb.RR.Value}, QuantityDI: {ma.DI.Value, mb.DI.Value},
+		QuantityTSS: {ma.TSS.Value, mb.TSS.Value}, QuantityAC: {ma.AC.Value, mb.AC.Value}} {
+		c := byQ[q+"/"+TestPermutation]
+		if c.ValueA != want[0] || c.ValueB != want[1] || c.Method != MethodStratified {
+			t.Errorf("%s: values %v, %v (%s), want the cells' within-group %v, %v", q, c.ValueA, c.ValueB, c.Method, want[0], want[1])
+		}
+		if !c.Statistic.Valid || math.Abs(c.Statistic.V-(want[1].V-want[0].V)) > 1e-12 {
+			t.Errorf("%s: statistic %v, want %v", q, c.Statistic, want[1].V-want[0].V)
+		}
+	}
+	if rr := byQ[QuantityRR+"/"+TestPermutation]; rr.ValueB.V != 1 || !rr.P.Valid || rr.P.V > 0.05 {
+		t.Errorf("RR r1 → r2 = %v → %v, p %v; want 1 in r2 and p ≤ 0.05", rr.ValueA, rr.ValueB, rr.P)
+	}
+	for _, c := range plain {
+		if c.Test == TestPermutation {
+			continue
+		}
+		got := byQ[c.Quantity+"/"+c.Test]
+		if got.P != c.P || got.Statistic != c.Statistic || got.ValueA != c.ValueA || got.ValueB != c.ValueB {
+			t.Errorf("%s (%s) = %+v, want Compare's %+v", c.Quantity, c.Test, got, c)
+		}
+	}
+	same, err := CompareByInput(a, a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range same {
+		if c.Test == TestPermutation && (!c.P.Valid || c.P.V != 1) {
+			t.Errorf("%s of a release against itself: p %v, want 1", c.Quantity, c.P)
+		}
+	}
+	// The same seed gives the same p.
+	again, _ := CompareByInput(a, b, cfg)
+	for i := range cs {
+		if cs[i].P != again[i].P {
+			t.Errorf("%s: p %v then %v with the same seed", cs[i].Quantity, cs[i].P, again[i].P)
+		}
+	}
+}
