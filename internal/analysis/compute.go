@@ -96,13 +96,18 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 	ms := make([]metrics.CellMetrics, len(cells))
 	err = parallel(len(cells), func(i int) error {
 		var err error
-		if ms[i], err = metrics.ComputeCell(runs[cells[i].key], opts.Cell); err != nil {
+		if ms[i], err = cellMetrics(st.SourceKind, runs[cells[i].key], opts.Cell); err != nil {
 			return fmt.Errorf("analysis: cell %s: %w", cells[i].key, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if st.SourceKind == SourceProduction {
+		rep.Notes = append(rep.Notes, "production traffic: RR, DI, TSS, AC, plan agreement and the divergence profile are taken within input groups "+
+			"(runs of the same input key, task, model and release) and pooled over the groups of 2 runs or more; "+
+			"runs whose input no other run shares are counted (N, success, tokens, latency), not paired")
 	}
 	for i, c := range cells {
 		rep.Cells = append(rep.Cells, Cell{CellKey: c.key, Data: c.data, Metrics: ms[i]})
@@ -130,7 +135,7 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 	err = parallel(len(jobs), func(i int) error {
 		j := jobs[i]
 		ka, kb := CellKey{j.task, j.model, j.a}, CellKey{j.task, j.model, j.b}
-		cs, err := metrics.Compare(runs[ka], runs[kb], opts.compareConfig(ka.String(), kb.String()))
+		cs, err := compareCells(st.SourceKind, runs[ka], runs[kb], opts.compareConfig(ka.String(), kb.String()))
 		if err != nil {
 			return fmt.Errorf("analysis: compare %s with %s: %w", kb, ka, err)
 		}
@@ -147,6 +152,25 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 	}
 	adjust(rep.Comparisons)
 	return rep, nil
+}
+
+// cellMetrics computes a cell's metrics: those of production traffic within input groups
+// (metrics.ComputeCellByInput: runs of different inputs are not repeats of each other), those
+// of a harness cell over all its runs.
+func cellMetrics(sourceKind string, runs []metrics.Run, o metrics.Options) (metrics.CellMetrics, error) {
+	if sourceKind == SourceProduction {
+		return metrics.ComputeCellByInput(runs, o)
+	}
+	return metrics.ComputeCell(runs, o)
+}
+
+// compareCells compares cell b with cell a as cellMetrics values them: production traffic
+// by metrics.CompareByInput, harness cells by metrics.Compare.
+func compareCells(sourceKind string, a, b []metrics.Run, cfg metrics.CompareConfig) ([]metrics.Comparison, error) {
+	if sourceKind == SourceProduction {
+		return metrics.CompareByInput(a, b, cfg)
+	}
+	return metrics.Compare(a, b, cfg)
 }
 
 // parallel runs f(0), …, f(n−1) on up to GOMAXPROCS goroutines and returns the error of the
@@ -239,7 +263,7 @@ func resolvePairs(sourceKind string, explicit []Pair, cells []cellRow) ([]Pair, 
 	if explicit != nil {
 		return slices.Clone(explicit), RulePairs
 	}
-	if sourceKind != "production" {
+	if sourceKind != SourceProduction {
 		return slices.Clone(DefaultPairs), RulePairs
 	}
 	first := map[string]int64{}
@@ -299,6 +323,9 @@ func cellNotes(c cellRow, m metrics.CellMetrics) []string {
 	if m.N > 0 && (c.distinctTraces != int64(m.DistinctTraces) || c.distinctOutputs != int64(m.DistinctOutputs) || c.distinctTools != int64(m.DistinctToolSeqs)) {
 		out = append(out, fmt.Sprintf("%s: the stored signatures group runs differently from package metrics (%d/%d/%d distinct traces/outputs/tool sequences against %d/%d/%d); rebuild the database (analyzer rebuild)",
 			c.key, c.distinctTraces, c.distinctOutputs, c.distinctTools, m.DistinctTraces, m.DistinctOutputs, m.DistinctToolSeqs))
+	}
+	if g := m.InputGroups; g != nil && g.Groups == 0 && m.N >= 2 {
+		out = append(out, fmt.Sprintf("%s: no input seen twice (%d runs, each of another input or without an input key); pairwise metrics are undefined (null)", c.key, m.N))
 	}
 	switch m.N {
 	case 0:

@@ -201,6 +201,7 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 		if paired {
 			run.PairKey = fmt.Sprintf("input=%d/seed=%d", r.int(13), r.int(14))
 		}
+		run.InputKey = r.str(18)
 		out[key] = append(out[key], run)
 		return r.err
 	})

@@ -29,6 +29,13 @@ type Result struct {
 	Notes []string `json:"notes"`
 }
 
+// Source kinds of a study (Study.SourceKind): runs of the harness, or production traffic,
+// whose pairwise metrics are taken within input groups.
+const (
+	SourceHarness    = "harness"
+	SourceProduction = "production"
+)
+
 // Study describes the study of a Result.
 type Study struct {
 	ID   string `json:"id"`

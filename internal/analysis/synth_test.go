@@ -51,6 +51,8 @@ type runSpec struct {
 	// instead, the dropped event alone, as it arrives after the rest (see synth.late).
 	gap   bool
 	cause events.Cause // of an errored run
+	// inputKey names the run's input (production runs).
+	inputKey string
 }
 
 func (r runSpec) want(paired bool) metrics.Run {
@@ -138,7 +140,7 @@ func (s *synth) add(r runSpec) {
 	}
 	seed := int64(1000 + r.seed)
 	next(events.RunStarted{Task: r.cell.Task, Model: r.cell.Model, Condition: r.cell.Condition, InputIndex: r.input,
-		SeedIndex: r.seed, Components: []string{}, Seed: &seed})
+		SeedIndex: r.seed, Components: []string{}, Seed: &seed, InputKey: r.inputKey})
 	model := func() {
 		next(events.ModelCalled{Model: r.cell.Model, PromptTokens: r.tokens[0], CompletionTokens: r.tokens[1], LatencyMS: 3})
 	}

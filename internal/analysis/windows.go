@@ -119,7 +119,8 @@ func CompareWindowsFrom(ctx context.Context, q Querier, cell CellFilter, a, b Wi
 }
 
 func compareWindowsOnce(ctx context.Context, q Querier, cell CellFilter, a, b Window, opts Options) (*WindowComparison, error) {
-	if _, err := loadStudy(ctx, q, cell.Study); err != nil {
+	st, err := loadStudy(ctx, q, cell.Study)
+	if err != nil {
 		return nil, err
 	}
 	load := func(w Window) ([]metrics.Run, error) { return loadWindow(ctx, q, cell, w) }
@@ -136,13 +137,13 @@ func compareWindowsOnce(ctx context.Context, q Querier, cell CellFilter, a, b Wi
 	}
 	la, lb := cell.String()+" "+a.String(), cell.String()+" "+b.String()
 	out := &WindowComparison{Cell: cell, A: WindowCell{Window: a, Label: la}, B: WindowCell{Window: b, Label: lb}}
-	if out.A.Metrics, err = metrics.ComputeCell(ra, opts.Cell); err != nil {
+	if out.A.Metrics, err = cellMetrics(st.SourceKind, ra, opts.Cell); err != nil {
 		return nil, fmt.Errorf("analysis: %s: %w", la, err)
 	}
-	if out.B.Metrics, err = metrics.ComputeCell(rb, opts.Cell); err != nil {
+	if out.B.Metrics, err = cellMetrics(st.SourceKind, rb, opts.Cell); err != nil {
 		return nil, fmt.Errorf("analysis: %s: %w", lb, err)
 	}
-	if out.Comparisons, err = metrics.Compare(ra, rb, opts.compareConfig(la, lb)); err != nil {
+	if out.Comparisons, err = compareCells(st.SourceKind, ra, rb, opts.compareConfig(la, lb)); err != nil {
 		return nil, fmt.Errorf("analysis: compare %s with %s: %w", lb, la, err)
 	}
 	metrics.AdjustBH(out.Comparisons)
@@ -187,7 +188,8 @@ func WindowSeriesFrom(ctx context.Context, q Querier, cell CellFilter, windows [
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if _, err := loadStudy(ctx, q, cell.Study); err != nil {
+	st, err := loadStudy(ctx, q, cell.Study)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]WindowCell, len(windows))
@@ -205,7 +207,7 @@ func WindowSeriesFrom(ctx context.Context, q Querier, cell CellFilter, windows [
 			return nil, err
 		}
 		out[i] = WindowCell{Window: w, Label: cell.String() + " " + w.String()}
-		if out[i].Metrics, err = metrics.ComputeCell(runs, opts.Cell); err != nil {
+		if out[i].Metrics, err = cellMetrics(st.SourceKind, runs, opts.Cell); err != nil {
 			return nil, fmt.Errorf("analysis: %s: %w", out[i].Label, err)
 		}
 	}

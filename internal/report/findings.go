@@ -198,9 +198,10 @@ func studyFindings(mr *analysis.Result, cells []CellInfo) []Finding {
 		if c.Difference.V < 0 {
 			verb = "lowered"
 		}
-		s := fmt.Sprintf("%s %s %s from %s to %s for %s on %s, %s",
+		s := fmt.Sprintf("%s %s %s from %s to %s for %s on %s%s, %s",
 			changeName(cells, c.Task, c.Model, c.ConditionA, c.ConditionB, production), verb, quantityLabel(c.Quantity),
-			valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), modelText(cells, c.Model), c.Task, qText(c.PAdjusted))
+			valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), modelText(cells, c.Model), c.Task,
+			groupsClause(c.Quantity, cellGroups(mr, c.Task, c.Model, c.ConditionA), cellGroups(mr, c.Task, c.Model, c.ConditionB)), qText(c.PAdjusted))
 		s += costClause(mr.Comparisons, c)
 		out = append(out, Finding{Task: c.Task, Model: c.Model, ConditionA: c.ConditionA, ConditionB: c.ConditionB,
 			Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Direction: direction(c.Difference),
@@ -232,6 +233,42 @@ func costClause(all []analysis.Comparison, c analysis.Comparison) string {
 	return ", at " + strings.Join(parts, " and ")
 }
 
+// cellGroups returns the input groups of a cell of mr (nil for a harness cell).
+func cellGroups(mr *analysis.Result, task, model, cond string) *metrics.InputGroups {
+	if c := mr.Cell(analysis.CellKey{Task: task, Model: model, Condition: cond}); c != nil {
+		return c.Metrics.InputGroups
+	}
+	return nil
+}
+
+// groupsClause says how many input groups a pairwise quantity of production traffic stands
+// on: " (within 4 and 4 input groups)"; "" for other quantities and harness cells.
+func groupsClause(q string, a, b *metrics.InputGroups) string {
+	if w := groupsWords(q, a, b); w != "" {
+		return " (" + w + ")"
+	}
+	return ""
+}
+
+func groupsWords(q string, a, b *metrics.InputGroups) string {
+	if a == nil || b == nil {
+		return ""
+	}
+	switch q {
+	case metrics.QuantityRR, metrics.QuantityDI, metrics.QuantityTSS, metrics.QuantityAC:
+		return fmt.Sprintf("within %d and %d input groups", a.Groups, b.Groups)
+	}
+	return ""
+}
+
+// driftGroups is groupsWords after the runs of a drift finding: ", within 4 and 3 input groups".
+func driftGroups(q string, a, b *metrics.InputGroups) string {
+	if w := groupsWords(q, a, b); w != "" {
+		return ", " + w
+	}
+	return ""
+}
+
 // driftFindings makes one finding per significant window comparison.
 // incomplete holds the incomplete runs of both windows per (task, model) (Condition empty).
 func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells []CellInfo, incomplete map[analysis.CellKey]int64) []Finding {
@@ -247,9 +284,10 @@ func driftFindings(ds []analysis.WindowComparison, window time.Duration, cells [
 			if c.Difference.V < 0 {
 				verb = "fell"
 			}
-			s := fmt.Sprintf("In the last %s, %s of %s on %s %s from %s to %s compared with the %s before (%d and %d runs), %s.",
+			s := fmt.Sprintf("In the last %s, %s of %s on %s %s from %s to %s compared with the %s before (%d and %d runs%s), %s.",
 				period(window), quantityLabel(c.Quantity), d.Cell.Task, modelText(cells, d.Cell.Model), verb,
-				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), period(window), c.NA, c.NB, qText(c.PAdjusted))
+				valueText(c.Quantity, c.ValueA), valueText(c.Quantity, c.ValueB), period(window), c.NA, c.NB,
+				driftGroups(c.Quantity, d.A.Metrics.InputGroups, d.B.Metrics.InputGroups), qText(c.PAdjusted))
 			out = append(out, Finding{Task: d.Cell.Task, Model: d.Cell.Model, ConditionA: "previous window", ConditionB: "last window",
 				Quantity: c.Quantity, ValueA: c.ValueA, ValueB: c.ValueB, PAdjusted: c.PAdjusted, Direction: direction(c.Difference),
 				Bad: IsBad(c), IncompleteRuns: incomplete[analysis.CellKey{Task: d.Cell.Task, Model: d.Cell.Model}], Sentence: s})

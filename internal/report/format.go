@@ -103,6 +103,26 @@ func signedNum(x float64) string {
 	return num(metrics.Some(x), 3)
 }
 
+// inputGroups says what a production cell's pairwise metrics stand on: its input groups of 2
+// runs or more, the runs in them and the runs seen once ("4 (12 runs, 1 single)"); "" for a
+// harness cell.
+func inputGroups(g *metrics.InputGroups) string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d (%d runs, %d single)", g.Groups, g.GroupedRuns, g.SingleRuns)
+}
+
+// anyInputGroups reports whether a cell's pairwise metrics were taken within input groups.
+func anyInputGroups(cells []analysis.Cell) bool {
+	for _, c := range cells {
+		if c.Metrics.InputGroups != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // pSmall is the p-value below which pValue switches to scientific notation.
 const pSmall = 1e-4
 

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/metrics"
 )
 
 // MetricsFormatV1 identifies the metrics document: an analysis.Result with its format, as
@@ -56,11 +57,12 @@ func WriteMetricsTables(w io.Writer, r *analysis.Result) error {
 		r.Settings.Permutations, r.Settings.Seed, setting(r.Settings.FDRLevel))
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tPLAN\tOUTPUT\tOUTPUTS\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tESCALATIONS/RUN")
+	grouped := anyInputGroups(r.Cells)
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\t"+groupsHead(grouped)+"SUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tPLAN\tOUTPUT\tOUTPUTS\tTOKENS p50\tLATENCY ms p50\tRETRIES/RUN\tESCALATIONS/RUN")
 	for _, c := range r.Cells {
 		m := c.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
-			c.Task, c.Model, c.Condition, m.N, success(m.Success, 3), estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
+			c.Task, c.Model, c.Condition, m.N, groupsCol(grouped, m.InputGroups), success(m.Success, 3), estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC),
 			estimate(m.PlanAgree), estimate(m.OutputAgree), m.DistinctOutputs, num(m.Tokens.Median, 0), num(m.Latency.Median, 1),
 			num(m.Harness.RetriesPerRun, 3), num(m.Harness.EscalationsPerRun, 3))
 	}
@@ -83,6 +85,22 @@ func WriteMetricsTables(w io.Writer, r *analysis.Result) error {
 	}
 	writeNotes(bw, r)
 	return bw.Flush()
+}
+
+// groupsHead and groupsCol add the column of input groups to a text table of production
+// cells: RR, DI, TSS and AC rest on those groups.
+func groupsHead(grouped bool) string {
+	if !grouped {
+		return ""
+	}
+	return "INPUT GROUPS (RUNS, SINGLE)\t"
+}
+
+func groupsCol(grouped bool, g *metrics.InputGroups) string {
+	if !grouped {
+		return ""
+	}
+	return inputGroups(g) + "\t"
 }
 
 // writeNotes writes the Result's notes on the data and the intervals that leave [0, 1].
@@ -109,11 +127,12 @@ func WriteMetricsSummary(w io.Writer, r *analysis.Result) error {
 	}
 	fmt.Fprint(bw, "\n\n")
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\tSUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tTOKENS p50\tLATENCY p50")
+	grouped := anyInputGroups(r.Cells)
+	fmt.Fprintln(tw, "TASK\tMODEL\tCONDITION\tN\t"+groupsHead(grouped)+"SUCCESS [95% CI]\tRR\tDI\tTSS\tAC\tTOKENS p50\tLATENCY p50")
 	for _, c := range r.Cells {
 		m := c.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			c.Task, c.Model, c.Condition, m.N, success(m.Success, 2), num(m.RR.Value, 2), num(m.DI.Value, 2), num(m.TSS.Value, 2),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			c.Task, c.Model, c.Condition, m.N, groupsCol(grouped, m.InputGroups), success(m.Success, 2), num(m.RR.Value, 2), num(m.DI.Value, 2), num(m.TSS.Value, 2),
 			num(m.AC.Value, 2), num(m.Tokens.Median, 0), millis(m.Latency.Median))
 	}
 	if err := tw.Flush(); err != nil {

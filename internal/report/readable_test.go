@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,5 +228,38 @@ func TestProductionBasis(t *testing.T) {
 	}
 	if rows["runs expected (study definition)"] != "16" || rows["rejected events"] != "0" {
 		t.Errorf("harness study basis = %q, want 16 runs expected and 0 rejected events", rows)
+	}
+}
+
+// TestReportsSayInputGroups: the cells of production traffic say how many input groups their
+// pairwise figures stand on, in the report's cell table, analyzer metrics' tables and summary
+// and the findings on RR, DI, TSS and AC; harness cells have no such column.
+func TestReportsSayInputGroups(t *testing.T) {
+	r := readableReport("production")
+	r.Metrics.Cells[0].Metrics.InputGroups = &metrics.InputGroups{Groups: 4, GroupedRuns: 8}
+	r.Metrics.Cells[1].Metrics.InputGroups = &metrics.InputGroups{Groups: 0, SingleRuns: 1}
+	r.Findings = studyFindings(r.Metrics.Result, r.Cells)
+	ct := r.CellTable()
+	col := slices.Index(ct.Header, inputGroupsHeader)
+	if col < 0 || ct.Rows[0][col] != "4 (8 runs, 0 single)" || ct.Rows[1][col] != "0 (0 runs, 1 single)" {
+		t.Errorf("cell table %q, rows %q: want the input groups of each cell", ct.Header, ct.Rows)
+	}
+	var tables, summary bytes.Buffer
+	if err := WriteMetricsTables(&tables, r.Metrics.Result); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMetricsSummary(&summary, r.Metrics.Result); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"tables": tables.String(), "summary": summary.String()} {
+		if !strings.Contains(out, "INPUT GROUPS (RUNS, SINGLE)") || !strings.Contains(out, "4 (8 runs, 0 single)") {
+			t.Errorf("%s do not give the input groups:\n%s", name, out)
+		}
+	}
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Sentence, "(within 4 and 0 input groups)") {
+		t.Errorf("findings %+v do not say what they stand on", r.Findings)
+	}
+	if h := readableReport("harness").CellTable().Header; slices.Contains(h, inputGroupsHeader) {
+		t.Errorf("a harness report has the input groups column: %q", h)
 	}
 }

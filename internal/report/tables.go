@@ -55,19 +55,30 @@ func (r *Report) CellTable() Table {
 	if r.Metrics == nil {
 		return t
 	}
+	grouped := anyInputGroups(r.Metrics.Cells)
+	if grouped {
+		t.Header = slices.Insert(t.Header, 4, inputGroupsHeader)
+	}
 	for _, c := range r.Metrics.Cells {
 		m := c.Metrics
 		model := c.Model
 		if simulated(r.Cells, c.Model) {
 			model += " (sim)"
 		}
-		t.Rows = append(t.Rows, []string{c.Task, model, c.Condition, strconv.Itoa(m.N), success(m.Success, 2), passK(m.PassK),
+		row := []string{c.Task, model, c.Condition, strconv.Itoa(m.N), success(m.Success, 2), passK(m.PassK),
 			estimate(m.RR), estimate(m.DI), num(m.ToolsAgree.Value, 2) + " / " + num(m.StatesAgree.Value, 2) + " / " + num(m.OutputAgree.Value, 2),
 			estimate(m.TSS), estimate(m.AC), num(m.PlanAgree.Value, 2), strconv.Itoa(m.DistinctOutputs),
-			spread(m.Tokens, 0), quartiles(m.Tokens, 0), spread(m.Latency, 0), quartiles(m.Latency, 0), activity(m.Harness)})
+			spread(m.Tokens, 0), quartiles(m.Tokens, 0), spread(m.Latency, 0), quartiles(m.Latency, 0), activity(m.Harness)}
+		if grouped {
+			row = slices.Insert(row, 4, inputGroups(m.InputGroups))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
+
+// inputGroupsHeader heads the column of what a production cell's pairwise metrics stand on.
+const inputGroupsHeader = "input groups (runs, single)"
 
 func verdict(c metrics.Comparison) string {
 	switch {
@@ -146,14 +157,22 @@ func (r *Report) SplitComparisons() (shown, ns Table) {
 func (r *Report) DriftTable() Table {
 	t := Table{Header: []string{"task", "model", "window", "N", "success [95% CI]", "RR ± SE", "DI ± SE", "TSS ± SE", "AC ± SE",
 		"tokens median (IQR, p95)", "latency ms median (IQR, p95)"}}
+	grouped := anyInputGroups(r.windowCells())
+	if grouped {
+		t.Header = slices.Insert(t.Header, 4, inputGroupsHeader)
+	}
 	for _, d := range r.Drift {
 		for _, w := range []struct {
 			name string
 			m    metrics.CellMetrics
 		}{{"previous " + d.A.Window.String(), d.A.Metrics}, {"last " + d.B.Window.String(), d.B.Metrics}} {
 			m := w.m
-			t.Rows = append(t.Rows, []string{d.Cell.Task, modelText(r.Cells, d.Cell.Model), w.name, strconv.Itoa(m.N), success(m.Success, 2),
-				estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC), quartiles(m.Tokens, 0), quartiles(m.Latency, 0)})
+			row := []string{d.Cell.Task, modelText(r.Cells, d.Cell.Model), w.name, strconv.Itoa(m.N), success(m.Success, 2),
+				estimate(m.RR), estimate(m.DI), estimate(m.TSS), estimate(m.AC), quartiles(m.Tokens, 0), quartiles(m.Latency, 0)}
+			if grouped {
+				row = slices.Insert(row, 4, inputGroups(m.InputGroups))
+			}
+			t.Rows = append(t.Rows, row)
 		}
 	}
 	return t

@@ -20,8 +20,9 @@ import (
 var Traces []byte
 
 // Generate writes the sample: for each release, n runs of a four-step agent whose tool order
-// and arguments vary with a seeded random source, as a production agent's do. Release "r2"
-// varies less than "r1". The same seed always gives the same bytes.
+// and arguments vary with a seeded random source, as a production agent's do. Run i processes
+// invoice INV-(1000 + i mod 4), named by its input key: 12 runs are 4 invoices seen 3 times.
+// Release "r2" varies less than "r1". The same seed always gives the same bytes.
 func Generate(seed uint64, n int) ([]byte, error) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
@@ -53,7 +54,8 @@ func Generate(seed uint64, n int) ([]byte, error) {
 			}
 			start := t
 			if err := emit(events.RunStarted{Task: "invoice_triage", Model: "gpt-4o-mini", Condition: release.name,
-				Components: []string{}, InputIndex: i % 4, SeedIndex: i / 4, Endpoint: "production"}); err != nil {
+				Components: []string{}, InputIndex: i % 4, SeedIndex: i / 4, Endpoint: "production",
+				InputKey: fmt.Sprintf("INV-%d", 1000+i%4)}); err != nil {
 				return nil, err
 			}
 			if err := emit(events.PlanProposed{Text: planText(rng, release.wobble), Attempt: 1}); err != nil {
