@@ -21,8 +21,10 @@ var Traces []byte
 
 // Generate writes the sample: for each release, n runs of a four-step agent whose tool order
 // and arguments vary with a seeded random source, as a production agent's do. Run i processes
-// invoice INV-(1000 + i mod 4), named by its input key: 12 runs are 4 invoices seen 3 times.
-// Release "r2" varies less than "r1". The same seed always gives the same bytes.
+// invoice INV-(1000 + i/3 mod 4), named by its input key: 12 runs are 4 invoices, each seen 3
+// times in a row (runs 15 minutes apart), so that windows of an hour or less still hold
+// repeated inputs to measure determinism on. Release "r2" varies less than "r1". The same seed
+// always gives the same bytes.
 func Generate(seed uint64, n int) ([]byte, error) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
@@ -53,9 +55,10 @@ func Generate(seed uint64, n int) ([]byte, error) {
 				return nil
 			}
 			start := t
+			invoice := i / 3 % 4
 			if err := emit(events.RunStarted{Task: "invoice_triage", Model: "gpt-4o-mini", Condition: release.name,
-				Components: []string{}, InputIndex: i % 4, SeedIndex: i / 4, Endpoint: "production",
-				InputKey: fmt.Sprintf("INV-%d", 1000+i%4)}); err != nil {
+				Components: []string{}, InputIndex: invoice, SeedIndex: i % 3, Endpoint: "production",
+				InputKey: fmt.Sprintf("INV-%d", 1000+invoice)}); err != nil {
 				return nil, err
 			}
 			if err := emit(events.PlanProposed{Text: planText(rng, release.wobble), Attempt: 1}); err != nil {
@@ -74,7 +77,7 @@ func Generate(seed uint64, n int) ([]byte, error) {
 					LatencyMS: float64(300 + rng.IntN(900)), FinishReason: "tool_calls"}); err != nil {
 					return nil, err
 				}
-				args := map[string]any{"invoice_id": fmt.Sprintf("INV-%d", 1000+i%4)}
+				args := map[string]any{"invoice_id": fmt.Sprintf("INV-%d", 1000+invoice)}
 				if rng.Float64() < release.wobble {
 					args["currency"] = "EUR"
 				}

@@ -27,14 +27,17 @@ import (
 
 // prodRun is one production run of an agent: a model call and one tool call. Runs with equal
 // args and success have identical traces.
-func prodRun(study, run, release string, start time.Time, args string, success bool, tokens int64) []events.Envelope {
+// prodRun is a production run of release processing the input named input (its input key),
+// calling one tool with args.
+func prodRun(study, run, release string, start time.Time, input, args string, success bool, tokens int64) []events.Envelope {
 	src := events.Source{Kind: events.SourceProduction, ID: "triage-agent"}
 	status, output := events.StatusSucceeded, `{"queue":"standard"}`
 	if !success {
 		status, output = events.StatusFailed, `{"queue":"review"}`
 	}
 	payloads := []events.Payload{
-		events.RunStarted{Task: "triage", Model: "prod-model", Condition: release, Components: []string{}, Endpoint: "production"},
+		events.RunStarted{Task: "triage", Model: "prod-model", Condition: release, Components: []string{}, Endpoint: "production",
+			InputKey: input},
 		events.ModelCalled{Model: "prod-model", Purpose: "act", PromptTokens: tokens, LatencyMS: 100},
 		events.ToolCalled{CallID: "c1", Tool: "lookup", Args: json.RawMessage(args)},
 		events.ToolReturned{CallID: "c1", Tool: "lookup", OK: true, Output: json.RawMessage(`{"found":true}`), DurationMS: 5},
@@ -68,12 +71,14 @@ func publish(t *testing.T, b *bus.Bus, envs []events.Envelope) {
 	}
 }
 
-// good makes n identical, successful runs starting at start; bad makes n runs with distinct
-// arguments, failing, spending twice the tokens: a planted regression.
+// good makes n identical, successful runs of one input (INV-1) starting at start; bad makes n
+// runs of the same input with distinct arguments, failing, spending twice the tokens: a planted
+// regression. Every run shares the input key, so determinism is measured within one input
+// group, as production figures are.
 func good(study, prefix string, n int, start time.Time) []events.Envelope {
 	var out []events.Envelope
 	for i := range n {
-		out = append(out, prodRun(study, fmt.Sprintf("%s-%03d", prefix, i), "r1", start.Add(time.Duration(i)*time.Second), `{"id":"INV-1"}`, true, 1000)...)
+		out = append(out, prodRun(study, fmt.Sprintf("%s-%03d", prefix, i), "r1", start.Add(time.Duration(i)*time.Second), "INV-1", `{"id":"INV-1"}`, true, 1000)...)
 	}
 	return out
 }
@@ -82,7 +87,7 @@ func bad(study, prefix string, n int, start time.Time) []events.Envelope {
 	var out []events.Envelope
 	for i := range n {
 		out = append(out, prodRun(study, fmt.Sprintf("%s-%03d", prefix, i), "r1", start.Add(time.Duration(i)*time.Second),
-			fmt.Sprintf(`{"id":"INV-%d"}`, i), false, 2000)...)
+			"INV-1", fmt.Sprintf(`{"id":"INV-1","page":%d}`, i), false, 2000)...)
 	}
 	return out
 }
@@ -218,7 +223,8 @@ func TestScheduledReports(t *testing.T) {
 		t.Fatalf("study report of prod: %+v, want 30 runs", r)
 	}
 
-	// The regression arrives: 15 more runs in the last hour, each different and failing.
+	// The regression arrives: 15 more runs of the same input in the last hour, each different
+	// and failing.
 	publish(t, e.b, bad("prod", "c", 15, now.Add(-20*time.Minute)))
 	e.waitRuns(t, "prod", 45)
 	waitFor(t, 30*time.Second, "a report with the new runs", func() bool {

@@ -18,13 +18,13 @@ import (
 
 // releases makes a production study whose release r2 regressed: n identical, successful runs
 // of r1, then n runs of r2, each different and failing, spending twice the tokens; all of them
-// hours before base, outside any drift window.
+// of one input (INV-1), hours before base, outside any drift window.
 func releases(study string, n int, base time.Time) []events.Envelope {
 	var out []events.Envelope
 	for i := range n {
-		out = append(out, prodRun(study, fmt.Sprintf("r1-%03d", i), "r1", base.Add(-10*time.Hour+time.Duration(i)*time.Second), `{"id":"INV-1"}`, true, 1000)...)
+		out = append(out, prodRun(study, fmt.Sprintf("r1-%03d", i), "r1", base.Add(-10*time.Hour+time.Duration(i)*time.Second), "INV-1", `{"id":"INV-1"}`, true, 1000)...)
 		out = append(out, prodRun(study, fmt.Sprintf("r2-%03d", i), "r2", base.Add(-9*time.Hour+time.Duration(i)*time.Second),
-			fmt.Sprintf(`{"id":"INV-%d"}`, i), false, 2000)...)
+			"INV-1", fmt.Sprintf(`{"id":"INV-1","page":%d}`, i), false, 2000)...)
 	}
 	return out
 }
@@ -117,7 +117,7 @@ func TestAlertOnceAcrossRegenerationsAndRestart(t *testing.T) {
 			s = e.scheduler(t, clock)
 		}
 		publish(t, e.b, prodRun("svc", fmt.Sprintf("r2-late-%d", i), "r2", base.Add(-8*time.Hour+time.Duration(i)*time.Second),
-			fmt.Sprintf(`{"id":"LATE-%d"}`, i), false, 2000))
+			"INV-1", fmt.Sprintf(`{"id":"INV-1","page":%d}`, 100+i), false, 2000))
 		e.waitRuns(t, "svc", 25+i)
 		clock.Advance(time.Hour)
 		res, err := s.RunOnce(ctx)
@@ -143,7 +143,7 @@ func TestNoAlertFromIncompleteRuns(t *testing.T) {
 	e := setup(t)
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	envs := releases("svc", 12, base)
-	gapped := prodRun("svc", "r2-gap", "r2", base.Add(-8*time.Hour), `{"id":"GAP"}`, false, 2000)
+	gapped := prodRun("svc", "r2-gap", "r2", base.Add(-8*time.Hour), "INV-1", `{"id":"INV-1","page":-1}`, false, 2000)
 	lost := gapped[2] // tool.called
 	gapped = slices.Delete(gapped, 2, 3)
 	publish(t, e.b, append(envs, gapped...))
@@ -197,7 +197,7 @@ func TestNoAlertFromIncompleteRuns(t *testing.T) {
 func TestNoDriftAlertFromIncompleteRuns(t *testing.T) {
 	e := setup(t)
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	gapped := prodRun("svc", "c-gap", "r1", base.Add(-10*time.Minute), `{"id":"GAP"}`, false, 2000)
+	gapped := prodRun("svc", "c-gap", "r1", base.Add(-10*time.Minute), "INV-1", `{"id":"INV-1","page":-1}`, false, 2000)
 	lost := gapped[2]
 	gapped = slices.Delete(gapped, 2, 3)
 	publish(t, e.b, slices.Concat(good("svc", "a", 12, base.Add(-90*time.Minute)), bad("svc", "b", 12, base.Add(-30*time.Minute)), gapped))
