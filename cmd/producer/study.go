@@ -17,6 +17,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/words"
 )
 
 // loadSpec reads a spec file or a shipped spec (builtin:NAME) and expands it.
@@ -230,7 +231,7 @@ func waitForStudy(ctx context.Context, b *bus.Bus, p *study.Plan, w io.Writer) e
 			last = pr.Finished
 		}
 		if pr.Done() {
-			fmt.Fprintf(w, "study %s complete: %d runs in %s\n", p.Spec.Name, pr.Finished, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(w, "study %s complete: %d runs in %s\n", p.Spec.Name, pr.Finished, words.Duration(time.Since(start)))
 			break
 		}
 		select {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -200,12 +201,18 @@ func TestStudySubmitWaitMissingKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Waiting again on the finished study prints what submit --wait printed: the time it took,
+	// in words (not Go's "1m16.2s"), then the runs by status and the causes.
 	var out bytes.Buffer
-	if err := printOutcomes(ctx, b, p, &out); !errors.Is(err, ErrErrored) {
-		t.Errorf("outcomes = %v, want ErrErrored", err)
+	if err := waitForStudy(ctx, b, p, &out); !errors.Is(err, ErrErrored) {
+		t.Errorf("waitForStudy = %v, want ErrErrored", err)
 	}
 	if !strings.Contains(out.String(), "4 runs errored") || !strings.Contains(out.String(), "4 × missing_key") {
 		t.Errorf("output does not list the errored runs by cause:\n%s", out.String())
+	}
+	took := regexp.MustCompile(`study nokey complete: 4 runs in (.*)\n`).FindStringSubmatch(out.String())
+	if took == nil || !regexp.MustCompile(`^[0-9.]+ (micro|milli)?seconds?( [0-9]+ \w+)?$|^[0-9]+ (minute|hour|day)s?( [0-9]+ \w+)?$`).MatchString(took[1]) {
+		t.Errorf("the time the study took is not in words:\n%s", out.String())
 	}
 	if r := w.Stats().Requeued.Load(); r != 0 {
 		t.Errorf("the worker requeued %d jobs; a missing key is not retried", r)

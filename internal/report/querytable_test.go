@@ -114,28 +114,7 @@ func TestDecimal(t *testing.T) {
 	}
 }
 
-func TestDuration(t *testing.T) {
-	tests := []struct {
-		give time.Duration
-		want string
-	}{
-		{30 * time.Minute, "30 minutes"},
-		{time.Minute, "1 minute"},
-		{90 * time.Minute, "1 hour 30 minutes"},
-		{76*time.Second + 234*time.Millisecond, "1 minute 16 seconds"},
-		{59*time.Minute + 59600*time.Millisecond, "1 hour"},
-		{49 * time.Hour, "2 days 1 hour"},
-		{7 * 24 * time.Hour, "7 days"},
-		{45 * time.Second, "45 seconds"},
-		{1500 * time.Millisecond, "1.5 seconds"},
-		{250 * time.Millisecond, "250 milliseconds"},
-		{0, "0 seconds"},
-	}
-	for _, tt := range tests {
-		if got := Duration(tt.give); got != tt.want {
-			t.Errorf("Duration(%v) = %q, want %q", tt.give, got, tt.want)
-		}
-	}
+func TestPeriod(t *testing.T) {
 	for give, want := range map[time.Duration]string{time.Hour: "hour", 24 * time.Hour: "day", 7 * 24 * time.Hour: "week",
 		30 * time.Minute: "30 minutes", time.Minute: "minute", 90 * time.Minute: "1 hour 30 minutes"} {
 		if got := period(give); got != want {
