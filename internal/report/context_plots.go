@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"strconv"
 
@@ -61,15 +63,13 @@ func (r *Report) budgetCurves() ([]figure, error) {
 	for i, b := range budgets {
 		ticks[i] = plot.Tick{Value: float64(b), Label: strconv.FormatInt(b, 10)}
 	}
-	// A margin of a tenth of the budgets' span (or of the budget, when there is one) keeps the
-	// first and last points off the axes; the tiers are spread over a fifth of it.
+	// Budgets grow by factors (32k, 64k, 128k), so the X axis is logarithmic. A margin of a
+	// sixth of the budgets' log span (at least a factor 1.15) keeps the first and last points off
+	// the axes; the tiers' points at one budget are spread over a factor of about 1.05.
 	lo, hi := float64(budgets[0]), float64(budgets[len(budgets)-1])
-	pad := (hi - lo) / 10
-	if pad == 0 {
-		pad = lo / 10
-	}
+	pad := math.Max(math.Pow(hi/lo, 1.0/6), 1.15)
 	dodge := func(ti int) float64 {
-		return (float64(ti) - float64(len(tiers)-1)/2) * pad / 5 / float64(max(1, len(tiers)-1))
+		return math.Pow(1.05, (float64(ti)-float64(len(tiers)-1)/2)/float64(max(1, len(tiers)-1)))
 	}
 	var out []figure
 	for _, m := range models {
@@ -77,9 +77,10 @@ func (r *Report) budgetCurves() ([]figure, error) {
 		for i, title := range []string{"success rate", "overflow rate"} {
 			p := panels[i]
 			p.Title.Text = title
-			p.X.Label.Text = "context-window budget (tokens)"
+			p.X.Label.Text = "context-window budget (tokens, log scale)"
 			p.Y.Label.Text = "share of scored runs"
-			p.X.Min, p.X.Max = lo-pad, hi+pad
+			p.X.Scale = plot.LogScale{}
+			p.X.Min, p.X.Max = lo/pad, hi*pad
 			p.Y.Min, p.Y.Max = 0, 1
 			p.X.Tick.Marker = plot.ConstantTicks(ticks)
 			p.Add(plotter.NewGrid())
@@ -91,7 +92,7 @@ func (r *Report) budgetCurves() ([]figure, error) {
 				if g.Model != m || g.Tier != t {
 					continue
 				}
-				n, x := float64(g.Runs), float64(g.Budget)+dodge(ti)
+				n, x := float64(g.Runs), float64(g.Budget)*dodge(ti)
 				rates[0] = append(rates[0], plotter.XY{X: x, Y: float64(g.Successes) / n})
 				rates[1] = append(rates[1], plotter.XY{X: x, Y: float64(g.Overflows) / n})
 			}
@@ -99,6 +100,7 @@ func (r *Report) budgetCurves() ([]figure, error) {
 				continue
 			}
 			for i, xys := range rates {
+				slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 				l, sc, err := plotter.NewLinePoints(xys)
 				if err != nil {
 					return nil, err
