@@ -24,7 +24,7 @@ const (
 	factorBudget = "budget"
 )
 
-// pairKey is a run's setting without the model's condition name and without factor: the runs
+// pairKey is a run's setting without its condition's name and without factor: the runs
 // of a comparison that share it differ in factor alone.
 type pairKey struct {
 	model, task string
