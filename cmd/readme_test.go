@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -108,8 +109,14 @@ func TestReadmeQuickStarts(t *testing.T) {
 		}
 	}
 	ports := map[string]string{}
+	taken := map[int]bool{}
 	for _, p := range readmePorts {
-		ports[p] = strconv.Itoa(freePort(t))
+		port := freePort(t)
+		for taken[port] {
+			port = freePort(t)
+		}
+		taken[port] = true
+		ports[p] = strconv.Itoa(port)
 	}
 	// Files first: a block may use a file shown after it, or in a doc the README links.
 	var runs []readmeBlock
@@ -202,14 +209,24 @@ func requireTool(t *testing.T, name string) {
 	}
 }
 
+// freePort returns a port free now, taken below Linux's ephemeral range (32768-60999) and
+// away from the fixed ports of the local cluster and the fault suite (14221-18223, 24221-28223).
+// The README's blocks run one after another for minutes: a port of the ephemeral range, free
+// when chosen, could meanwhile be given to any outgoing connection or to another test's
+// listener on port 0 (the production block once failed with "address already in use" that way).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + rand.IntN(4000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-23999")
+	return 0
 }
 
 // TestReadmeLayout fails when a package of the module (go list ./...) has no row in the layout
