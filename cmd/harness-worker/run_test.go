@@ -126,8 +126,17 @@ func TestRunKeepsClusterStreamsR3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each question gets its own few seconds: under load a cluster's answer can be lost (a
+	// leader change), and one request waiting on the test's whole deadline failed the test
+	// once after 3 minutes with the worker running.
+	waiting := func() bool {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		info, err := jobs.ConsumerInfo(qctx, events.WorkersConsumer)
+		return err == nil && info.NumWaiting > 0
+	}
 	for {
-		if info, err := jobs.ConsumerInfo(ctx, events.WorkersConsumer); err == nil && info.NumWaiting > 0 {
+		if waiting() {
 			break
 		}
 		select {
