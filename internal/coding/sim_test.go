@@ -7,6 +7,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/coding"
+	"github.com/dittolab/ditto/internal/coding/codingtest"
 	"github.com/dittolab/ditto/internal/coding/verify"
 	"github.com/dittolab/ditto/internal/condition"
 	"github.com/dittolab/ditto/internal/harness"
@@ -69,7 +70,13 @@ func TestAgainstSimulatedPersonas(t *testing.T) {
 // for the test or benchmark (the server stops at its end).
 func simClient(tb testing.TB, model string) llm.Model {
 	tb.Helper()
-	srv, err := simllm.NewServer(simllm.Config{})
+	return simServed(tb, simllm.Config{}, model)
+}
+
+// simServed is simClient with the simulated models configured by cfg.
+func simServed(tb testing.TB, cfg simllm.Config, model string) llm.Model {
+	tb.Helper()
+	srv, err := simllm.NewServer(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,4 +87,48 @@ func simClient(tb testing.TB, model string) llm.Model {
 		tb.Fatal(err)
 	}
 	return client
+}
+
+// TestPersonasKnowATaskFileCatalogue: told a task file's coding task (simllm.Config.Coding),
+// the simulated personas answer its prompt from its catalogue, in a worktree of its own tree:
+// every run patches clamp.go or clamp_test.go with one of the catalogue's edits and some run
+// succeeds. Not told, they do not recognise the prompt and patch nothing.
+func TestPersonasKnowATaskFileCatalogue(t *testing.T) {
+	task := codingtest.CatalogueTask(t)
+	catalogue := map[string]bool{}
+	for _, c := range task.Coding.Target.Candidates {
+		catalogue[c.Edits[0].Path] = true
+	}
+	cond, err := condition.New("sim", []string{"circuit_breaker", "distilled_diagnostics", "test_protection"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := func(cfg simllm.Config, seeds int) (succ, patched int) {
+		client := simServed(t, cfg, "sim-steady")
+		for seed := range seeds {
+			sd := int64(seed)
+			spec := harness.RunSpec{Task: task.Name, TaskDef: task, Condition: cond, Model: "sim-steady", Simulated: true, Seed: &sd, SeedIndex: seed}
+			rec := &recorder{}
+			res, err := coding.Run(context.Background(), spec, client, rec, coding.Env{Workspaces: manager(t), Memo: verify.NewMemo()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range rec.of(events.TypeFileChanged) {
+				if fc := p.(events.FileChanged); !catalogue[fc.Path] {
+					t.Errorf("seed %d changed %s, a file no candidate edits", seed, fc.Path)
+				}
+				patched++
+			}
+			if res.Success {
+				succ++
+			}
+		}
+		return succ, patched
+	}
+	if succ, patched := runs(simllm.Config{Coding: []*tasks.Task{task}}, 3); succ == 0 || patched == 0 {
+		t.Errorf("told the catalogue: %d of 3 runs succeeded, %d files changed; want some of each", succ, patched)
+	}
+	if _, patched := runs(simllm.Config{}, 1); patched != 0 {
+		t.Errorf("not told the catalogue: %d files changed, want none", patched)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dittolab/ditto/internal/coding/codingtest"
+	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
@@ -72,5 +73,23 @@ func TestStudyOfAUserModule(t *testing.T) {
 	}
 	if n != 4 {
 		t.Errorf("%d coding runs stored, want 4", n)
+	}
+}
+
+// TestCodingCataloguesToldToTheSimulatedModels: of a spec's task files, the coding tasks with
+// a catalogue are what the demo tells the simulated models (simllm.Config.Coding); a coding
+// task without one is not.
+func TestCodingCataloguesToldToTheSimulatedModels(t *testing.T) {
+	with := codingtest.CatalogueTask(t)
+	root := t.TempDir()
+	specPath, _ := codingtest.WriteStudy(t, root, 1)
+	spec, err := study.Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.TaskFiles[with.Name] = with.File.JSON()
+	got := codingCatalogues(spec)
+	if len(got) != 1 || got[0].Name != with.Name || len(got[0].Coding.Target.Candidates) != 3 {
+		t.Errorf("codingCatalogues = %v, want only %s with its 3 candidates", got, with.Name)
 	}
 }

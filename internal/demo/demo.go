@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/dittolab/ditto/internal/schedule"
 	"github.com/dittolab/ditto/internal/simllm"
 	"github.com/dittolab/ditto/internal/study"
+	"github.com/dittolab/ditto/internal/tasks"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/worker"
 	"github.com/schollz/progressbar/v3"
@@ -159,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer b.Close()
 	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
-	simURL, simWait, err := simllm.Serve(simCtx, "127.0.0.1:0", simllm.Config{LatencyScale: *cfg.LatencyScale})
+	simURL, simWait, err := simllm.Serve(simCtx, "127.0.0.1:0", simllm.Config{LatencyScale: *cfg.LatencyScale, Coding: codingCatalogues(spec)})
 	if err != nil {
 		stopSim()
 		return nil, err
@@ -312,4 +315,17 @@ func waitStored(ctx context.Context, w *warehouse.Warehouse, studyName string, t
 		case <-tick.C:
 		}
 	}
+}
+
+// codingCatalogues are the spec's coding task files that have a catalogue of candidate
+// patches, in name order: the simulated models are told them (simllm.Config.Coding).
+func codingCatalogues(spec *study.Spec) []*tasks.Task {
+	var out []*tasks.Task
+	for _, name := range slices.Sorted(maps.Keys(spec.TaskFiles)) {
+		t, err := study.TaskOfFile(spec.TaskFiles[name])
+		if err == nil && t.Coding != nil && t.Coding.Target != nil && len(t.Coding.Target.Candidates) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -38,6 +38,9 @@ func recognise(catalogue []*tasks.Task, c *conversation, toolNames []string) rec
 	text := c.allText()
 	system := strings.Join(c.system, "\n")
 	for _, t := range catalogue {
+		if t.Coding != nil {
+			continue // answered from its catalogue (codingInstance), not by an ideal agent
+		}
 		score := 0
 		if t.Instructions != "" && strings.Contains(system, t.Instructions) {
 			score += 100

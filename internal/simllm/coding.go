@@ -11,6 +11,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/coding/repos"
 	"github.com/dittolab/ditto/internal/contextmgr"
+	"github.com/dittolab/ditto/internal/tasks"
 )
 
 // CodingParams model how a persona works on a coding task (a request whose user message holds
@@ -66,8 +67,10 @@ func (c CodingParams) validate(name string) error {
 	return nil
 }
 
-// codingInstance finds the shipped instance whose prompt is in a user message.
-func codingInstance(c *conversation) *repos.Instance {
+// codingInstance finds the instance whose prompt is in the first user message: a shipped one,
+// or the target of a coding task of the catalogue (Config.Coding) that has a catalogue of
+// candidate patches.
+func codingInstance(c *conversation, catalogue []*tasks.Task) *repos.Instance {
 	rs, err := repos.All()
 	if err != nil || len(c.users) == 0 {
 		return nil
@@ -77,6 +80,14 @@ func codingInstance(c *conversation) *repos.Instance {
 			if strings.Contains(c.users[0], strings.TrimSpace(in.Prompt)) {
 				return in
 			}
+		}
+	}
+	for _, t := range catalogue {
+		if t.Coding == nil || t.Coding.Target == nil || len(t.Coding.Target.Candidates) == 0 {
+			continue
+		}
+		if in := t.Coding.Target; strings.Contains(c.users[0], strings.TrimSpace(in.Prompt)) {
+			return in
 		}
 	}
 	return nil

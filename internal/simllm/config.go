@@ -18,6 +18,10 @@ type Config struct {
 	LatencyScale float64
 	// Tasks are the tasks the personas know; nil means every task registered in package tasks.
 	Tasks []*tasks.Task
+	// Coding are coding tasks (task files' coding tasks with a catalogue of candidate patches)
+	// whose catalogues the personas know beside the shipped instances': a request holding one's
+	// prompt is answered as for a shipped instance.
+	Coding []*tasks.Task
 	// Created is the "created" timestamp of every response; zero means a fixed instant
 	// (2026-01-01T00:00:00Z) so that responses are byte-reproducible.
 	Created time.Time
@@ -50,6 +54,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: duplicate task %q", ErrInvalidConfig, t.Name)
 		}
 		seen[t.Name] = true
+	}
+	for i, t := range c.Coding {
+		if t == nil || t.Coding == nil || t.Coding.Target == nil || len(t.Coding.Target.Candidates) == 0 {
+			return fmt.Errorf("%w: Coding[%d] is not a coding task with a catalogue of candidate patches", ErrInvalidConfig, i)
+		}
 	}
 	return nil
 }

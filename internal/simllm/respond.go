@@ -116,7 +116,7 @@ func respond(ctx context.Context, catalogue []*tasks.Task, p *Persona, req *chat
 	if isSummaryRequest(conv) && choice.mode == "none" {
 		return t.summaryAnswer(), nil
 	}
-	if in := codingInstance(conv); in != nil && choice.mode != "named" {
+	if in := codingInstance(conv, catalogue); in != nil && choice.mode != "named" {
 		a, err := t.codingAnswer(in)
 		if err != nil {
 			return answer{}, &apiError{Status: 500, Type: "server_error", Message: err.Error()}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if s.tasks == nil {
 		s.tasks = registeredTasks()
 	}
+	s.tasks = append(slices.Clip(s.tasks), cfg.Coding...)
 	for i := range ps {
 		p := ps[i]
 		s.personas[p.Name] = &p
