@@ -354,41 +354,27 @@ func comparePermutation(pool pooled, pix *index, ma, mb CellMetrics, base Compar
 		ident[i] = int32(i)
 	}
 	sa, sb := e.stats(ident[:na], ident[na:])
-	var obs [numPermQ]float64
-	var live [numPermQ]bool
+	var t permTally
 	for q := range out {
 		switch {
 		case !sa[q].Valid || !sb[q].Valid:
 			out[q].Reason = undefinedReason(qs[q])
 		default:
-			obs[q], live[q] = sb[q].V-sa[q].V, true
-			out[q].Statistic = Some(obs[q])
+			t.obs[q], t.live[q] = sb[q].V-sa[q].V, true
+			out[q].Statistic = Some(t.obs[q])
 		}
 	}
-	if !slices.Contains(live[:], true) {
+	if !slices.Contains(t.live[:], true) {
 		return out
 	}
 	perm := newPermuter(len(runs), na, cfg.Seed)
-	var extreme, valid [numPermQ]int
 	for rep := 0; rep < cfg.Permutations; rep++ {
 		perm.next()
-		pa, pb := e.stats(perm.idx[:na], perm.idx[na:])
-		for q := range out {
-			if !live[q] || !pa[q].Valid || !pb[q].Valid {
-				continue
-			}
-			valid[q]++
-			if atLeastAsExtreme(pb[q].V-pa[q].V, obs[q]) {
-				extreme[q]++
-			}
-		}
+		t.add(e.stats(perm.idx[:na], perm.idx[na:]))
 	}
-	for q := range out {
-		if live[q] {
-			out[q].P, out[q].PSE = monteCarloP(extreme[q], valid[q])
-			out[q].Note = fmt.Sprintf("B = %d permutations (%d with the statistic defined), seed %d", cfg.Permutations, valid[q], cfg.Seed)
-		}
-	}
+	t.finish(out, func(valid int) string {
+		return fmt.Sprintf("B = %d permutations (%d with the statistic defined), seed %d", cfg.Permutations, valid, cfg.Seed)
+	})
 	return out
 }
 

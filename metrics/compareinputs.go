@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 )
 
 // streamInputs keeps the stratified permutations' draws apart from the other consumers'.
@@ -190,21 +191,19 @@ func permuteByInput(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Compare
 	}
 	sa, sb := sums(pairs, inB)
 	oa, ob := sa.values(), sb.values()
-	var obs [numPermQ]float64
-	var live [numPermQ]bool
+	var t permTally
 	for q := range out {
 		if !oa[q].Valid || !ob[q].Valid {
 			out[q].Reason = fmt.Sprintf("%s is undefined within input groups in a cell (no input with 2 runs, or no aligned calls)", qs[q])
 			continue
 		}
-		obs[q], live[q] = ob[q].V-oa[q].V, true
-		out[q].Statistic = Some(obs[q])
+		t.obs[q], t.live[q] = ob[q].V-oa[q].V, true
+		out[q].Statistic = Some(t.obs[q])
 	}
-	if !live[qRR] && !live[qDI] && !live[qTSS] && !live[qAC] {
+	if !slices.Contains(t.live[:], true) {
 		return out
 	}
 	r := newRNG(cfg.Seed, streamInputs)
-	var extreme, valid [numPermQ]int
 	for rep := 0; rep < cfg.Permutations; rep++ {
 		// Shuffle the labels within each stratum (Fisher–Yates on its label slots).
 		for _, s := range strata {
@@ -214,23 +213,11 @@ func permuteByInput(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Compare
 			}
 		}
 		pa, pb := sums(pairs, inB)
-		xa, xb := pa.values(), pb.values()
-		for q := range out {
-			if !live[q] || !xa[q].Valid || !xb[q].Valid {
-				continue
-			}
-			valid[q]++
-			if atLeastAsExtreme(xb[q].V-xa[q].V, obs[q]) {
-				extreme[q]++
-			}
-		}
+		t.add(pa.values(), pb.values())
 	}
-	for q := range out {
-		if live[q] {
-			out[q].P, out[q].PSE = monteCarloP(extreme[q], valid[q])
-			out[q].Note = fmt.Sprintf("B = %d relabellings within %d input groups (%d with the statistic defined), seed %d",
-				cfg.Permutations, len(strata), valid[q], cfg.Seed)
-		}
-	}
+	t.finish(out, func(valid int) string {
+		return fmt.Sprintf("B = %d relabellings within %d input groups (%d with the statistic defined), seed %d",
+			cfg.Permutations, len(strata), valid, cfg.Seed)
+	})
 	return out
 }

@@ -18,6 +18,40 @@ func atLeastAsExtreme(d, obs float64) bool {
 	return math.Abs(d) >= math.Abs(obs)*(1-permTolerance)-permTolerance
 }
 
+// permTally counts the relabellings of a permutation test of RR, DI, TSS and AC at once, per
+// quantity: valid those with the statistic defined on both sides, extreme those among them
+// whose Δ* is at least as extreme as the observed Δ (obs). A quantity that is not live (its
+// statistic undefined on an observed cell) is never counted and gets no p-value.
+type permTally struct {
+	obs            [numPermQ]float64
+	live           [numPermQ]bool
+	extreme, valid [numPermQ]int
+}
+
+// add counts one relabelling, given each quantity's statistic on side A and on side B.
+func (t *permTally) add(a, b [numPermQ]Value) {
+	for q := range t.live {
+		if !t.live[q] || !a[q].Valid || !b[q].Valid {
+			continue
+		}
+		t.valid[q]++
+		if atLeastAsExtreme(b[q].V-a[q].V, t.obs[q]) {
+			t.extreme[q]++
+		}
+	}
+}
+
+// finish writes each live quantity's p-value, its Monte Carlo SE and note(valid) into out,
+// indexed like the quantities.
+func (t *permTally) finish(out []Comparison, note func(valid int) string) {
+	for q := range out {
+		if t.live[q] {
+			out[q].P, out[q].PSE = monteCarloP(t.extreme[q], t.valid[q])
+			out[q].Note = note(t.valid[q])
+		}
+	}
+}
+
 // PermutationTest tests whether stat differs between two cells by
 // permuting condition labels: pool both cells' runs, assign len(a) of them
 // at random to the first cell B times (a partial Fisher–Yates shuffle drawn
