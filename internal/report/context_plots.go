@@ -16,18 +16,7 @@ import (
 // ContextPlots renders the context section's figures as PNG: per model, the budget curve of
 // each tier.
 func (r *Report) ContextPlots() ([]Plot, error) {
-	figs, err := r.budgetCurves()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Plot, 0, len(figs))
-	for _, f := range figs {
-		if f.PNG, err = f.render(); err != nil {
-			return nil, err
-		}
-		out = append(out, f.Plot)
-	}
-	return out, nil
+	return renderFigures(r.budgetCurves())
 }
 
 // tierGlyphs are the tiers' markers, in tier order (colours follow the same order).

@@ -43,7 +43,12 @@ func (r *Report) conditions() []string {
 
 // Plots renders the report's figures as PNG.
 func (r *Report) Plots() ([]Plot, error) {
-	figs, err := r.figures()
+	return renderFigures(r.figures())
+}
+
+// renderFigures renders figs as PNG, in order; err is the error of making them, returned as
+// it is, so that a section's figures and their rendering read as one call.
+func renderFigures(figs []figure, err error) ([]Plot, error) {
 	if err != nil {
 		return nil, err
 	}
