@@ -17,6 +17,9 @@
 // String, Int, Duration, URL, Secret or SecretList takes its value from an environment
 // variable when the command line does not give it; help names the variable, and never shows a
 // secret: a Secret's help says whether its variable is set, a URL's hides its password.
+//
+// With DITTO_CPUPROFILE=FILE in its environment, any command writes a CPU profile of its run
+// to FILE (CPUProfileEnv).
 package cli
 
 import (
@@ -99,6 +102,18 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "%s: unknown command %q\n", p.Name, group+" "+rest[0])
 		p.writeGroupHelp(stderr, group)
 		return 2
+	}
+	if path := os.Getenv(CPUProfileEnv); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			return 1
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "%s %s: %s: %v\n", p.Name, c.Name, CPUProfileEnv, err)
+			}
+		}()
 	}
 	fs := p.flagSet(c)
 	err := c.Run(ctx, fs, rest)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/loadgen"
 )
 
@@ -68,6 +69,11 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DITTO_LOAD_DURATION: %v", err)
 	}
+	if dir := os.Getenv("DITTO_LOAD_PROFILE"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("DITTO_LOAD_PROFILE: %v", err)
+		}
+	}
 	modes := []string{envOr("DITTO_LOAD_MODE", "embedded")}
 	if modes[0] == "both" {
 		modes = []string{"embedded", "cluster"}
@@ -85,8 +91,9 @@ func TestLoad(t *testing.T) {
 	fmt.Printf("held = lag bounded (Sustained); mem = memory bounded, analyzer and NATS: per process, the RSS slope over the second half of publishing\n")
 	fmt.Printf("      <= %.0f MiB/min or <= %.2f x the first half's (see internal/loadgen/memtrend.go); memory columns = peak RSS (VmHWM)\n",
 		loadgen.FlatSlope, loadgen.BoundedRatio)
-	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %6s %9s %10s %11s %9s %10s %6s\n", "mode", "target", "published", "end2end", "drain",
-		"max-lag", "lag-slope", "held", "mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio")
+	fmt.Printf("cpu = CPU µs per event published (user + system, /proc/<pid>/stat, from the first publish until all was committed), analyzer/nats/producer\n")
+	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %6s %9s %10s %11s %9s %10s %6s %16s\n", "mode", "target", "published", "end2end", "drain",
+		"max-lag", "lag-slope", "held", "mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio", "cpu")
 	for _, r := range rows {
 		var nats []string
 		for _, m := range r.rep.Memory {
@@ -98,9 +105,16 @@ func TestLoad(t *testing.T) {
 		if r.benchRate > 0 {
 			ratio = fmt.Sprintf("%.3f", r.rep.EndToEndRate/r.benchRate)
 		}
-		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %6v %9d %9.0fM %11s %8.0fM %10.0f %6s\n", r.mode, r.rate, r.rep.PublishRate,
+		var natsCPU float64 // the nodes of a cluster together
+		for _, c := range r.rep.CPU {
+			if strings.HasPrefix(c.Name, "nats-") {
+				natsCPU += c.PerEvent
+			}
+		}
+		cpu := fmt.Sprintf("%.1f/%.1f/%.1f", cpuOf(r.rep, "analyzer"), natsCPU, cpuOf(r.rep, "producer"))
+		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %6v %9d %9.0fM %11s %8.0fM %10.0f %6s %16s\n", r.mode, r.rate, r.rep.PublishRate,
 			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, r.memBounded, r.stored,
-			mibOf(peakOf(r.rep, "analyzer")), strings.Join(nats, "/")+"M", mibOf(peakOf(r.rep, "producer")), r.benchRate, ratio)
+			mibOf(peakOf(r.rep, "analyzer")), strings.Join(nats, "/")+"M", mibOf(peakOf(r.rep, "producer")), r.benchRate, ratio, cpu)
 		if r.benchErr != "" {
 			fmt.Printf("  nats bench: %s\n", r.benchErr)
 		}
@@ -114,9 +128,32 @@ func TestLoad(t *testing.T) {
 				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
 		}
 	}
+	fmt.Printf("\nCPU (user + system; publishing: from the first publish to the last; run: until the analyzer had committed everything;\n")
+	fmt.Printf("     cores = CPU while publishing / its wall time; machine = every process on it, others' included)\n")
+	fmt.Printf("%-9s %7s %-14s %10s %7s %8s %10s\n", "mode", "target", "process", "publish-s", "cores", "run-s", "µs/event")
+	for _, r := range rows {
+		for _, c := range r.rep.CPU {
+			if c.Err != "" {
+				fmt.Printf("%-9s %7.0f %-14s %s\n", r.mode, r.rate, c.Name, c.Err)
+				continue
+			}
+			fmt.Printf("%-9s %7.0f %-14s %10.1f %7.2f %8.1f %10.1f\n", r.mode, r.rate, c.Name, c.Publishing.Seconds(), c.Cores,
+				c.Total.Seconds(), c.PerEvent)
+		}
+	}
 }
 
 func mibOf(kib int64) float64 { return float64(kib) / 1024 }
+
+// cpuOf is the CPU µs per event of the named process, 0 when it was not measured.
+func cpuOf(rep loadgen.Report, name string) float64 {
+	for _, c := range rep.CPU {
+		if c.Name == name {
+			return c.PerEvent
+		}
+	}
+	return 0
+}
 
 func peakOf(rep loadgen.Report, name string) int64 {
 	for _, m := range rep.Memory {
@@ -139,6 +176,16 @@ func analyzerMemory() (flags []string, goMemLimit string) {
 	return flags, envOr("DITTO_LOAD_GOMEMLIMIT", defaultGoMemLimit)
 }
 
+// profileEnv is the environment that has a ditto process of the load write a CPU profile of
+// its run to DITTO_LOAD_PROFILE/<name>-<mode>-<rate>.pprof (make load PROFILE=dir), or none.
+func profileEnv(name, mode string, rate float64) []string {
+	dir := os.Getenv("DITTO_LOAD_PROFILE")
+	if dir == "" {
+		return nil
+	}
+	return []string{cli.CPUProfileEnv + "=" + filepath.Join(dir, fmt.Sprintf("%s-%s-%.0f.pprof", name, mode, rate))}
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -158,10 +205,11 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	var c *cluster
 	flags, memLimit := analyzerMemory()
 	analyzerEnv := func() []string {
+		e := append(profileEnv("analyzer", mode, rate), env...)
 		if memLimit == "off" {
-			return env
+			return e
 		}
-		return append(append([]string{}, env...), "GOMEMLIMIT="+memLimit)
+		return append(e, "GOMEMLIMIT="+memLimit)
 	}
 	switch mode {
 	case "embedded":
@@ -170,7 +218,7 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		// <data-dir>/nats.url; the analyzer, started second, joins it. `producer host` is that
 		// first process, so the broker's memory is measured apart from the analyzer's.
 		port := freePort(t)
-		host = start(t, dir, "nats-embedded", b.producer, nil, "host", "--data-dir", dir, "--nats-port", fmt.Sprint(port))
+		host = start(t, dir, "nats-embedded", b.producer, profileEnv("nats-embedded", mode, rate), "host", "--data-dir", dir, "--nats-port", fmt.Sprint(port))
 		url = fmt.Sprintf("nats://127.0.0.1:%d", port)
 		poll(t, 60*time.Second, "producer host serving the embedded NATS", func() (bool, error) {
 			raw, err := os.ReadFile(filepath.Join(dir, "nats.url"))
@@ -210,7 +258,7 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	}
 	study := fmt.Sprintf("load-%s-%.0f", mode, rate)
 	report := filepath.Join(dir, "load.json")
-	load := start(t, dir, "load", b.producer, env, "load", "--nats-url", url, "--study", study,
+	load := start(t, dir, "load", b.producer, append(profileEnv("producer", mode, rate), env...), "load", "--nats-url", url, "--study", study,
 		"--rate", fmt.Sprint(rate), "--duration", dur.String(), "--json", report,
 		"--drain-timeout", max(time.Minute, dur).String(), "--watch", strings.Join(ws, ","))
 	lerr := load.wait(dur + max(time.Minute, dur) + time.Minute)

@@ -38,7 +38,10 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	// This run's events are those after base in the stream: the analyzer has committed k of
 	// them when its acknowledgement floor is base+k (the consumer acknowledges in stream order).
 	base := info.State.LastSeq
+	m := &meter{cfg: cfg, stream: stream, base: base, peak: map[string]ProcMemory{}}
+	m.cpu[0] = m.readCPU()
 	start := time.Now()
+	m.start = start
 	// Asynchronous publishing, as `nats bench js pub async` does, bounded by MaxInFlight: the
 	// generator must not be what limits the rate. Failures (including acknowledgement
 	// timeouts) are reported by Wait.
@@ -46,7 +49,6 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
-	m := &meter{cfg: cfg, stream: stream, base: base, start: start, peak: map[string]ProcMemory{}}
 	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Consumer: cfg.Consumer}
 
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -62,6 +64,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	var bytes atomic.Int64
 	perr := publish(ctx, pub, gen, cfg, start, &m.published, &bytes)
 	publishEnd := time.Now()
+	m.cpu[1], m.publishing = m.readCPU(), publishEnd.Sub(start)
 	rep.Published = int(m.published.Load())
 	if rep.Published > 0 {
 		rep.MeanSize = int(bytes.Load()) / rep.Published
@@ -167,6 +170,52 @@ type meter struct {
 	samples []Sample
 	peak    map[string]ProcMemory
 	memErr  map[string]error
+
+	// cpu holds the CPU time of each watched process and of the machine (MachineCPU) at the
+	// first publish, at the end of publishing and at the end of the run; publishing is the
+	// publishing time.
+	cpu        [3]map[string]cpuRead
+	publishing time.Duration
+}
+
+// cpuRead is one reading of a process's CPU time.
+type cpuRead struct {
+	t   time.Duration
+	err error
+}
+
+// readCPU reads the CPU time of every watched process and of the machine.
+func (m *meter) readCPU() map[string]cpuRead {
+	out := map[string]cpuRead{}
+	for name, pid := range m.cfg.Watch {
+		t, err := ReadProcCPU(pid)
+		out[name] = cpuRead{t, err}
+	}
+	t, err := ReadMachineCPU()
+	out[MachineCPU] = cpuRead{t, err}
+	return out
+}
+
+// cpuReport turns the three readings into the report's CPU entries, the watched processes by
+// name and the machine last.
+func (m *meter) cpuReport(published int) []CPU {
+	names := make([]string, 0, len(m.cpu[0]))
+	for name := range m.cpu[0] {
+		if name != MachineCPU {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []CPU
+	for _, name := range append(names, MachineCPU) {
+		r0, r1, r2 := m.cpu[0][name], m.cpu[1][name], m.cpu[2][name]
+		if err := errors.Join(r0.err, r1.err, r2.err); err != nil {
+			out = append(out, CPU{Name: name, PID: m.cfg.Watch[name], Err: err.Error()})
+			continue
+		}
+		out = append(out, cpuUse(name, m.cfg.Watch[name], r0.t, r1.t, r2.t, m.publishing, published))
+	}
+	return out
 }
 
 // observe reads the stream's last sequence and the consumer's acknowledgement floor.
@@ -238,6 +287,10 @@ func (m *meter) sampleEvery(ctx context.Context, every time.Duration) {
 func (m *meter) finish(rep *Report) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.cpu[1] != nil { // publishing ended (not an error before it began)
+		m.cpu[2] = m.readCPU()
+		rep.CPU = m.cpuReport(rep.Published)
+	}
 	for name, pid := range m.cfg.Watch {
 		if pm, err := ReadProcMemory(pid); err == nil && pm.Peak > m.peak[name].Peak {
 			m.peak[name] = pm

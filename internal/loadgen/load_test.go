@@ -67,6 +67,15 @@ func TestRunEndToEnd(t *testing.T) {
 	if len(rep.Samples) == 0 || len(rep.Memory) != 1 || rep.Memory[0].PeakKiB <= 0 {
 		t.Errorf("samples %d memory %+v: want samples and the test's peak memory", len(rep.Samples), rep.Memory)
 	}
+	// The CPU of the watched process (this one: it published) and of the machine, in that order.
+	if len(rep.CPU) != 2 || rep.CPU[0].Name != "test" || rep.CPU[1].Name != MachineCPU {
+		t.Fatalf("cpu %+v: want the test process's and the machine's", rep.CPU)
+	}
+	for _, c := range rep.CPU {
+		if c.Err != "" || c.Total <= 0 || c.Publishing < 0 || c.Publishing > c.Total || c.PerEvent <= 0 {
+			t.Errorf("cpu %+v: want 0 <= publishing <= total, total > 0 (the process published), µs per event > 0", c)
+		}
+	}
 	// The stream holds exactly the study's events, once each.
 	s, err := b.Stream(ctx, events.EventsStream)
 	if err != nil {

@@ -37,6 +37,40 @@ type Memory struct {
 	Err         string  `json:"error,omitempty"`
 }
 
+// CPU is the CPU time (user + system) one watched process used during the run; the entry
+// named MachineCPU is every process of the machine together, this run's and others'.
+type CPU struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid,omitempty"`
+	// Publishing is the CPU time used from the first publish to the end of publishing; Cores is
+	// it over that wall time (2 on a 2-core machine is all of it).
+	Publishing time.Duration `json:"publishing"`
+	Cores      float64       `json:"cores"`
+	// Total is the CPU time used from the first publish until the analyzer had committed
+	// everything (or the wait for it ended): what the run's events cost, the drain included.
+	Total time.Duration `json:"total"`
+	// PerEvent is Total over the events published, in microseconds.
+	PerEvent float64 `json:"per_event_us"`
+	Err      string  `json:"error,omitempty"`
+}
+
+// MachineCPU names the CPU entry of the whole machine (/proc/stat).
+const MachineCPU = "machine"
+
+// cpuUse computes a CPU entry from the process's CPU time read at the first publish (at0), at
+// the end of publishing (atPub) and at the end of the run (atEnd), the publishing time and
+// the events published.
+func cpuUse(name string, pid int, at0, atPub, atEnd, publishing time.Duration, published int) CPU {
+	c := CPU{Name: name, PID: pid, Publishing: atPub - at0, Total: atEnd - at0}
+	if publishing > 0 {
+		c.Cores = c.Publishing.Seconds() / publishing.Seconds()
+	}
+	if published > 0 {
+		c.PerEvent = float64(c.Total.Microseconds()) / float64(published)
+	}
+	return c
+}
+
 // Report is the outcome of a load run.
 type Report struct {
 	Study     string        `json:"study"`
@@ -63,7 +97,9 @@ type Report struct {
 	LagSlope float64  `json:"lag_slope"`
 	Samples  []Sample `json:"samples"`
 	Memory   []Memory `json:"memory"`
-	Consumer string   `json:"consumer,omitempty"`
+	// CPU is each watched process's CPU time, and the machine's (MachineCPU).
+	CPU      []CPU  `json:"cpu"`
+	Consumer string `json:"consumer,omitempty"`
 }
 
 // Sustained reports whether the analyzer kept up: the publisher held at least 95% of the target
@@ -121,6 +157,14 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope %+.2f MiB/min in the first half, %+.2f in the second: %s\n",
 			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
+	}
+	for _, c := range r.CPU {
+		if c.Err != "" {
+			fmt.Fprintf(w, "cpu %s: %s\n", c.Name, c.Err)
+			continue
+		}
+		fmt.Fprintf(w, "cpu %s: %.1f s while publishing (%.2f cores), %.1f s until committed, %.1f µs per event published\n",
+			c.Name, c.Publishing.Seconds(), c.Cores, c.Total.Seconds(), c.PerEvent)
 	}
 	if len(r.Memory) > 0 {
 		fmt.Fprintf(w, "memory bounded (every watched process: second-half slope <= %.0f MiB/min or <= %.2f x the first half's): %v\n",

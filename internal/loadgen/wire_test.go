@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,9 +59,48 @@ func BenchmarkWireNext(b *testing.B) {
 	}
 	b.ReportAllocs()
 	t0 := time.Now()
+	b.ResetTimer() // making the templates is not part of it
 	for i := 0; i < b.N; i += EventsPerRun {
 		if _, err := w.next(t0); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// An event made from a template is byte for byte what encoding the template's envelope with the
+// new id, run id and time gives: nothing but those three values changes.
+func TestWireRunsEncodeAsTheEvents(t *testing.T) {
+	const study, seed = "load-wire", 5
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the templates' start (newWireRuns)
+	tpl := newRuns(study, seed).next(t0)
+	w, err := newWireRuns(study, seed, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := []time.Time{
+		time.Date(2026, 12, 1, 21, 0, 0, 123456789, time.UTC),
+		time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC),                             // no fraction
+		time.Date(2026, 12, 1, 22, 0, 0, 5e8, time.FixedZone("CET", 3600)),        // not UTC
+		time.Date(2026, 12, 1, 21, 59, 59, 999999999, time.FixedZone("X", -7200)), // the longest
+	}
+	for round, start := range starts {
+		wes, err := w.next(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(wes) != len(tpl) {
+			t.Fatalf("next made %d events, the template has %d", len(wes), len(tpl))
+		}
+		for i, we := range wes {
+			e := *tpl[i]
+			e.ID, e.Run, e.Time = we.id, fmt.Sprintf("run-%07d", round), start.Add(tpl[i].Time.Sub(t0)).UTC()
+			want, err := events.Encode(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(we.data, want) {
+				t.Errorf("round %d event %d (%s):\n got %s\nwant %s", round, i, e.Type, we.data, want)
+			}
 		}
 	}
 }
