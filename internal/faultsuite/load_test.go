@@ -28,6 +28,11 @@ type loadRow struct {
 	benchRate float64
 	benchErr  string
 	sustained bool // the lag verdict (Report.Sustained)
+	// analyzerToExit is the analyzer's CPU from the first publish until it exited (its
+	// rusage at exit less its CPU before the first publish): what the run's events cost it,
+	// the final checkpoint at close included, which the report's until-committed figure
+	// misses (and the idle seconds of nats bench, which cost next to nothing).
+	analyzerToExit time.Duration
 	// memBounded is the memory verdict of the system under test: the analyzer and the NATS
 	// server process(es), not the load generator.
 	memBounded bool
@@ -139,6 +144,10 @@ func TestLoad(t *testing.T) {
 			}
 			fmt.Printf("%-9s %7.0f %-14s %10.1f %7.2f %8.1f %10.1f\n", r.mode, r.rate, c.Name, c.Publishing.Seconds(), c.Cores,
 				c.Total.Seconds(), c.PerEvent)
+		}
+		if r.analyzerToExit > 0 && r.rep.Published > 0 {
+			fmt.Printf("%-9s %7.0f %-14s %10s %7s %8.1f %10.1f  (analyzer until it exited: its final checkpoint included)\n", r.mode, r.rate,
+				"analyzer-exit", "", "", r.analyzerToExit.Seconds(), float64(r.analyzerToExit.Microseconds())/float64(r.rep.Published))
 		}
 	}
 }
@@ -306,6 +315,13 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	}
 	if err := analyzer.stop(60 * time.Second); err != nil {
 		t.Logf("analyzer stop: %v", err)
+	}
+	if st := analyzer.cmd.ProcessState; st != nil {
+		for _, c := range row.rep.CPU {
+			if c.Name == "analyzer" && c.Err == "" {
+				row.analyzerToExit = st.UserTime() + st.SystemTime() - c.AtStart
+			}
+		}
 	}
 	printMemoryTrail(analyzer.log)
 	if host != nil {

@@ -220,7 +220,8 @@ func testDir(t *testing.T) string {
 	if err := os.MkdirAll(keep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp(keep, t.Name()+"-")
+	// A subtest's name holds slashes (TestLoad/embedded/2000), which a pattern may not.
+	dir, err := os.MkdirTemp(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-")
 	if err != nil {
 		t.Fatal(err)
 	}

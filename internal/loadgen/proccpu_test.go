@@ -68,7 +68,7 @@ func TestCPUUse(t *testing.T) {
 	// 20 s of CPU at the first publish, 80 s at the end of 60 s of publishing, 86 s after the
 	// drain; 1,200,000 events published: 1 core while publishing, 66 s in all, 55 µs an event.
 	got := cpuUse("analyzer", 42, 20*time.Second, 80*time.Second, 86*time.Second, time.Minute, 1_200_000)
-	want := CPU{Name: "analyzer", PID: 42, Publishing: time.Minute, Cores: 1, Total: 66 * time.Second, PerEvent: 55}
+	want := CPU{Name: "analyzer", PID: 42, AtStart: 20 * time.Second, Publishing: time.Minute, Cores: 1, Total: 66 * time.Second, PerEvent: 55}
 	if got != want {
 		t.Errorf("cpuUse = %+v, want %+v", got, want)
 	}

@@ -42,6 +42,10 @@ type Memory struct {
 type CPU struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid,omitempty"`
+	// AtStart is the CPU time the process had used before the first publish (since it
+	// started; since boot for the machine): what its whole life's CPU, read when it exits, is
+	// compared with.
+	AtStart time.Duration `json:"at_start"`
 	// Publishing is the CPU time used from the first publish to the end of publishing; Cores is
 	// it over that wall time (2 on a 2-core machine is all of it).
 	Publishing time.Duration `json:"publishing"`
@@ -61,7 +65,7 @@ const MachineCPU = "machine"
 // the end of publishing (atPub) and at the end of the run (atEnd), the publishing time and
 // the events published.
 func cpuUse(name string, pid int, at0, atPub, atEnd, publishing time.Duration, published int) CPU {
-	c := CPU{Name: name, PID: pid, Publishing: atPub - at0, Total: atEnd - at0}
+	c := CPU{Name: name, PID: pid, AtStart: at0, Publishing: atPub - at0, Total: atEnd - at0}
 	if publishing > 0 {
 		c.Cores = c.Publishing.Seconds() / publishing.Seconds()
 	}
