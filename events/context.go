@@ -55,14 +55,20 @@ type ContextPrepared struct {
 	Recent   int `json:"recent,omitempty"`
 }
 
-// ContextElided records the observations replaced by stubs before a request (M1): their ids, in
-// history order, and the tokens saved. Trimmed lists observations of the last step cut to fit
-// (their head and tail kept), the managed tiers' last resort.
+// ContextElided records what context management took out of the conversation before a request:
+// IDs, the observations replaced by stubs (M1: tool results, and messages the harness wrote such
+// as verifications), in history order; Arguments, the tool-call arguments replaced by stubs
+// (the id of the assistant message, a dot and the call's index from 0); Saved, the tokens the
+// stubs saved. The managed tiers' last resorts: Dropped, the messages of the oldest steps
+// dropped whole when even their stubs did not fit (and the running summary's id when it was
+// dropped too); Trimmed, observations of the last step cut to fit (their head and tail kept).
 type ContextElided struct {
-	Turn    int      `json:"turn"`
-	IDs     []string `json:"ids"`
-	Saved   int      `json:"tokens_saved"`
-	Trimmed []string `json:"trimmed,omitempty"`
+	Turn      int      `json:"turn"`
+	IDs       []string `json:"ids"`
+	Arguments []string `json:"arguments,omitempty"`
+	Saved     int      `json:"tokens_saved"`
+	Dropped   []string `json:"dropped,omitempty"`
+	Trimmed   []string `json:"trimmed,omitempty"`
 }
 
 // ContextRecalled records a recall_event call answered (M2): the elided observation's id and
@@ -86,13 +92,25 @@ type ContextSummarized struct {
 }
 
 // ContextOverflowed records a request that could not fit the context window: the tokens it
-// needed against the budget. The run then ends with status overflow.
+// needed against the budget, and why (Reason: OverflowUnmanaged under T0; under a managed tier
+// OverflowPreamble when the preamble, tools, completion reserved and the last step cut as far as
+// it can be alone need Floor tokens, more than the budget, or OverflowTier when they did not
+// and the tier still failed). The run then ends with status overflow.
 type ContextOverflowed struct {
 	Turn   int    `json:"turn"`
 	Tier   string `json:"tier"`
 	Needed int    `json:"needed"`
 	Budget int    `json:"budget"`
+	Reason string `json:"reason,omitempty"`
+	Floor  int    `json:"floor,omitempty"`
 }
+
+// Why a request overflowed (ContextOverflowed.Reason).
+const (
+	OverflowUnmanaged = "unmanaged"
+	OverflowPreamble  = "preamble"
+	OverflowTier      = "tier"
+)
 
 // PlanUpdated records a valid update_plan call: the plan as the model now keeps it.
 type PlanUpdated struct {
@@ -160,14 +178,17 @@ func (p ContextElided) Validate() error {
 		return invalid("payload.turn", "must be at least 1, got %d", p.Turn)
 	case p.IDs == nil:
 		return missing("payload.ids")
-	case len(p.IDs) == 0 && len(p.Trimmed) == 0:
-		return invalid("payload", "nothing elided or trimmed")
+	case len(p.IDs) == 0 && len(p.Arguments) == 0 && len(p.Dropped) == 0 && len(p.Trimmed) == 0:
+		return invalid("payload", "nothing elided, dropped or trimmed")
 	case p.Saved < 0:
 		return invalid("payload.tokens_saved", "negative")
 	}
-	for i, id := range append(slices.Clip(p.IDs), p.Trimmed...) {
-		if id == "" {
-			return missing(fmt.Sprintf("payload.ids[%d]", i))
+	for _, f := range []struct {
+		name string
+		ids  []string
+	}{{"ids", p.IDs}, {"arguments", p.Arguments}, {"dropped", p.Dropped}, {"trimmed", p.Trimmed}} {
+		if i := slices.Index(f.ids, ""); i >= 0 {
+			return missing(fmt.Sprintf("payload.%s[%d]", f.name, i))
 		}
 	}
 	return nil
@@ -210,6 +231,14 @@ func (p ContextOverflowed) Validate() error {
 		return invalid("payload.budget", "must be positive, got %d", p.Budget)
 	case p.Needed <= p.Budget:
 		return invalid("payload.needed", "%d fits the budget %d", p.Needed, p.Budget)
+	case p.Reason != "" && !slices.Contains([]string{OverflowUnmanaged, OverflowPreamble, OverflowTier}, p.Reason):
+		return invalid("payload.reason", "%q is not %s, %s or %s", p.Reason, OverflowUnmanaged, OverflowPreamble, OverflowTier)
+	case (p.Reason == OverflowUnmanaged) != (p.Tier == "T0") && p.Reason != "":
+		return invalid("payload.reason", "%q under tier %s (unmanaged is T0's, and T0's only)", p.Reason, p.Tier)
+	case p.Floor < 0:
+		return invalid("payload.floor", "negative")
+	case p.Reason == OverflowPreamble && p.Floor <= p.Budget:
+		return invalid("payload.floor", "%d fits the budget %d, so the reason is not %s", p.Floor, p.Budget, OverflowPreamble)
 	}
 	return nil
 }
@@ -238,9 +267,11 @@ type ContextFold struct {
 	Configured *ContextConfigured
 	// Turns counts the requests prepared; Peak is the largest, in tokens.
 	Turns, Peak int
-	// Elisions counts the requests before which observations were elided (M1), Elided the
-	// observations elided in all, Saved the tokens that saved, Trimmed the observations cut.
-	Elisions, Elided, Saved, Trimmed int
+	// Elisions counts the requests before which context management took something out
+	// (context.elided), Elided the observations and tool-call arguments replaced by stubs in
+	// all (M1), Arguments the arguments among them, Saved the tokens the stubs saved, Dropped
+	// the messages dropped whole, Trimmed the observations cut.
+	Elisions, Elided, Arguments, Saved, Dropped, Trimmed int
 	// Recalls counts the recall_event calls answered (M2); Summaries the summarizations (M3).
 	Recalls, Summaries int
 	// Overflow is the request that did not fit (nil when none did).
@@ -318,13 +349,18 @@ func (r *Run) foldContext(p Payload) {
 		c.Peak = max(c.Peak, p.Tokens)
 	case ContextElided:
 		c.Elisions++
-		c.Elided += len(p.IDs)
+		c.Elided += len(p.IDs) + len(p.Arguments)
+		c.Arguments += len(p.Arguments)
+		c.Dropped += len(p.Dropped)
 		c.Trimmed += len(p.Trimmed)
 		c.Saved += p.Saved
 		if c.elided == nil {
 			c.elided = map[string]bool{}
 		}
 		for _, id := range p.IDs {
+			c.elided[id] = true
+		}
+		for _, id := range p.Arguments {
 			c.elided[id] = true
 		}
 		for _, id := range p.Trimmed {

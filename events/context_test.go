@@ -51,6 +51,36 @@ func TestFoldContext(t *testing.T) {
 	}
 }
 
+// TestFoldContextArguments: elided tool-call arguments are counted apart and may be recalled
+// like observations; dropped messages and the overflow's reason are kept.
+func TestFoldContextArguments(t *testing.T) {
+	r, err := Fold(contextHistory(
+		ContextElided{Turn: 3, IDs: []string{"m4"}, Arguments: []string{"m3.0", "m3.1"}, Saved: 500, Dropped: []string{"m1", "o1"}},
+		ContextPrepared{Turn: 3, Tokens: 990, Budget: 1000, Messages: 5},
+		ModelCalled{Model: "m", Purpose: "act"},
+		ToolCalled{CallID: "c3", Tool: "recall_event", Args: MustCanonical(map[string]any{"id": "m3.1"})},
+		ContextRecalled{CallID: "c3", ID: "m3.1", Tokens: 400},
+		ToolReturned{CallID: "c3", Tool: "recall_event", OK: true},
+		ContextOverflowed{Turn: 4, Tier: "T4", Needed: 1200, Budget: 1000, Reason: OverflowPreamble, Floor: 1100},
+		RunFinished{Status: StatusOverflow},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Context
+	got := [...]int{c.Elisions, c.Elided, c.Arguments, c.Saved, c.Dropped, c.Recalls}
+	want := [...]int{2, 5, 2, 800, 2, 2}
+	if got != want || c.Overflow == nil || c.Overflow.Reason != OverflowPreamble || c.Overflow.Floor != 1100 {
+		t.Errorf("Fold elisions, elided, arguments, saved, dropped, recalls = %v (overflow %+v), want %v and the preamble's overflow", got, c.Overflow, want)
+	}
+	if _, err := Fold(contextHistory(
+		ContextElided{Turn: 3, IDs: []string{}, Dropped: []string{"m1"}},
+		ToolCalled{CallID: "c3", Tool: "recall_event"}, ContextRecalled{CallID: "c3", ID: "m1"},
+	)); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("Fold(recall of a dropped message) = %v, want ErrIllegalTransition (dropped is not stored)", err)
+	}
+}
+
 func TestFoldContextRejects(t *testing.T) {
 	overflow := ContextOverflowed{Turn: 3, Tier: "T4", Needed: 1200, Budget: 1000}
 	started := RunStarted{Task: "t", Model: "m", Condition: "c"}
@@ -117,9 +147,15 @@ func TestContextValidate(t *testing.T) {
 		{"prepared turn 0", ContextPrepared{Tokens: 1, Budget: 10}},
 		{"elided nothing", ContextElided{Turn: 1, IDs: []string{}}},
 		{"elided empty id", ContextElided{Turn: 1, IDs: []string{""}}},
+		{"elided empty argument id", ContextElided{Turn: 1, IDs: []string{}, Arguments: []string{""}}},
+		{"dropped empty id", ContextElided{Turn: 1, IDs: []string{"o1"}, Dropped: []string{""}}},
 		{"recalled without id", ContextRecalled{CallID: "c"}},
 		{"summarized nothing", ContextSummarized{Turn: 1, Steps: 1}},
 		{"overflowed within budget", ContextOverflowed{Turn: 1, Tier: "T0", Needed: 10, Budget: 10}},
+		{"overflowed for an unknown reason", ContextOverflowed{Turn: 1, Tier: "T0", Needed: 11, Budget: 10, Reason: "bad luck"}},
+		{"managed tier overflowed unmanaged", ContextOverflowed{Turn: 1, Tier: "T2", Needed: 11, Budget: 10, Reason: OverflowUnmanaged}},
+		{"T0 overflowed by the preamble", ContextOverflowed{Turn: 1, Tier: "T0", Needed: 11, Budget: 10, Reason: OverflowPreamble, Floor: 11}},
+		{"preamble overflow whose floor fits", ContextOverflowed{Turn: 1, Tier: "T1", Needed: 11, Budget: 10, Reason: OverflowPreamble, Floor: 9}},
 		{"plan without steps", PlanUpdated{CallID: "c"}},
 		{"plan with unknown status", PlanUpdated{CallID: "c", Steps: []PlanUpdate{{Step: "a", Status: "done"}}}},
 	} {

@@ -4,8 +4,9 @@
 -- Outputs: view context_series(study, run, attempt, turn, tokens, budget, fits, messages, recent,
 --   elided, tokens_saved, summarized). tokens is the request's estimated size (messages, tools
 --   offered, appended plan, completion reserved); fits is false for the request that overflowed
---   the budget (then tokens is what it needed, and the run ended there). elided and tokens_saved
---   count the observations elided before the request, summarized the summarization calls.
+--   the budget (then tokens is what it needed, and the run ended there). elided counts the
+--   observations and tool-call arguments replaced by stubs before the request, tokens_saved what
+--   the stubs saved, summarized the summarization calls.
 --   Join runs on (study, run, attempt) for the task, model, condition and tier.
 CREATE OR REPLACE VIEW context_series AS
 WITH requests AS (
@@ -22,7 +23,8 @@ WITH requests AS (
 ), acts AS (
     SELECT study, run, attempt,
            TRY_CAST(json_extract(payload, '$.turn') AS INTEGER) AS turn,
-           CAST(coalesce(sum(json_array_length(json_extract(payload, '$.ids'))) FILTER (WHERE type = 'context.elided'), 0) AS BIGINT) AS elided,
+           CAST(coalesce(sum(json_array_length(json_extract(payload, '$.ids'))
+                             + coalesce(json_array_length(json_extract(payload, '$.arguments')), 0)) FILTER (WHERE type = 'context.elided'), 0) AS BIGINT) AS elided,
            CAST(coalesce(sum(TRY_CAST(json_extract(payload, '$.tokens_saved') AS INTEGER)) FILTER (WHERE type = 'context.elided'), 0) AS BIGINT) AS tokens_saved,
            count(*) FILTER (WHERE type = 'context.summarized') AS summarized
     FROM events

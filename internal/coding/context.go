@@ -150,7 +150,10 @@ func (r *runner) prepare(turn int, tools []llm.ToolDef) (msgs []llm.Message, est
 	if p.Elided != nil || len(p.Trimmed) > 0 {
 		el := events.ContextElided{Turn: turn, IDs: []string{}, Trimmed: p.Trimmed}
 		if p.Elided != nil {
-			el.IDs, el.Saved = p.Elided.IDs, p.Elided.Saved
+			el.Saved, el.Arguments, el.Dropped = p.Elided.Saved, p.Elided.Arguments, p.Elided.Dropped
+			if p.Elided.IDs != nil {
+				el.IDs = p.Elided.IDs
+			}
 		}
 		if err := r.emit(el); err != nil {
 			return nil, 0, err
@@ -172,7 +175,8 @@ func (r *runner) prepare(turn int, tools []llm.ToolDef) (msgs []llm.Message, est
 	switch {
 	case errors.As(perr, &over):
 		r.errText = over.Error()
-		if err := r.emit(events.ContextOverflowed{Turn: turn, Tier: over.Tier.String(), Needed: over.Needed, Budget: over.Budget}); err != nil {
+		if err := r.emit(events.ContextOverflowed{Turn: turn, Tier: over.Tier.String(), Needed: over.Needed, Budget: over.Budget,
+			Reason: over.Reason, Floor: over.Floor}); err != nil {
 			return nil, 0, err
 		}
 		return nil, 0, errOverflowed

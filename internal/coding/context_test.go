@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -132,8 +133,8 @@ func TestT0Overflows(t *testing.T) {
 		t.Fatalf("context.overflowed %d times, want once", len(ov))
 	}
 	o := ov[0].(events.ContextOverflowed)
-	if o.Tier != "T0" || o.Budget != 4000 || o.Needed <= 4000 {
-		t.Errorf("context.overflowed %+v, want T0 needing more than 4000", o)
+	if o.Tier != "T0" || o.Budget != 4000 || o.Needed <= 4000 || o.Reason != events.OverflowUnmanaged {
+		t.Errorf("context.overflowed %+v, want T0 needing more than 4000, unmanaged", o)
 	}
 	for i, req := range m.reqs {
 		if n := requestTokens(req); n > 4000 {
@@ -203,6 +204,67 @@ func TestManagedTiersNeverOverflow(t *testing.T) {
 				t.Errorf("recall_event offered %v under %s", hasRecall, tier)
 			}
 		})
+	}
+}
+
+// heredoc is a turn that rewrites stock.go whole with a bash here-document, as a bash-only
+// agent patches: bulky arguments in the model's own message.
+func heredoc(req llm.Request) []llm.ToolCall {
+	body := "package inventory\n\n" + strings.Repeat("// Stock holds the quantities of each SKU and the reservations made against them.\n", 20)
+	return []llm.ToolCall{call(coding.ToolBash, map[string]string{"command": "cat > notes.go <<'EOF'\n" + body + "EOF"})}
+}
+
+// TestBashPatchesElided: under T2 a bash agent's stale here-documents are elided from its own
+// calls (context.elided names their arguments ids), a recall_event of one gives the
+// here-document back, every request fits, and the fold accepts the run. Under T1 at a budget
+// below the preamble the overflow says so.
+func TestBashPatchesElided(t *testing.T) {
+	var argID string
+	recallArgs := func(req llm.Request) []llm.ToolCall {
+		for _, m := range req.Messages {
+			for _, tc := range m.ToolCalls {
+				if s := regexp.MustCompile(`arguments (\S+) of this bash call elided`).FindStringSubmatch(tc.Arguments); s != nil {
+					argID = s[1]
+					return []llm.ToolCall{call(contextmgr.RecallToolName, map[string]string{"id": s[1]})}
+				}
+			}
+		}
+		return nil
+	}
+	m := &reader{turns: []func(llm.Request) []llm.ToolCall{heredoc, heredoc, heredoc, heredoc, recallArgs}}
+	res, rec := runContext(t, condition.Context{Tier: "T2", Budget: 2200, Recent: 2}, []string{"bash_only"}, m)
+	if res.Status == events.StatusOverflow {
+		t.Fatalf("status %s (%s)", res.Status, res.Error)
+	}
+	var args []string
+	for _, p := range rec.of(events.TypeContextElided) {
+		args = append(args, p.(events.ContextElided).Arguments...)
+	}
+	if len(args) == 0 || argID == "" || !slices.Contains(args, argID) {
+		t.Fatalf("arguments elided %v, the model recalled %q; want here-documents elided and one recalled", args, argID)
+	}
+	rc := rec.of(events.TypeContextRecalled)
+	if len(rc) != 1 || rc[0].(events.ContextRecalled).ID != argID {
+		t.Fatalf("context.recalled %v, want %s", rc, argID)
+	}
+	after := m.reqs[len(m.reqs)-1].Messages
+	if got := after[len(after)-1].Content; !strings.Contains(got, "notes.go") || !strings.Contains(got, "Stock holds the quantities") {
+		t.Errorf("the recall's observation is %q, want the here-document", clip(got))
+	}
+	for i, req := range m.reqs {
+		if n := requestTokens(req); n > 2200 {
+			t.Errorf("request %d costs %d tokens, over the budget", i+1, n)
+		}
+	}
+
+	m = &reader{turns: []func(llm.Request) []llm.ToolCall{heredoc}}
+	res, rec = runContext(t, condition.Context{Tier: "T1", Budget: 300}, []string{"bash_only"}, m)
+	ov := rec.of(events.TypeContextOverflowed)
+	if res.Status != events.StatusOverflow || len(ov) != 1 {
+		t.Fatalf("T1 at 300 tokens: status %s, %d overflows; want the preamble's overflow", res.Status, len(ov))
+	}
+	if o := ov[0].(events.ContextOverflowed); o.Reason != events.OverflowPreamble || o.Floor <= 300 {
+		t.Errorf("context.overflowed %+v, want reason preamble with a floor over 300", o)
 	}
 }
 

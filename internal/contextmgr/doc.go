@@ -11,10 +11,13 @@
 //
 // The mechanisms:
 //
-//   - M1 elision: a bulky observation (a tool message of at least Config.Bulky tokens) in the
-//     middle region is replaced by a short stub naming its id, its tool and its size.
-//   - M2 recall: elided bodies are kept in a Store; the stub says so, and the recall_event(id)
-//     tool (RecallTool) gives a body back as a new observation.
+//   - M1 elision: in the middle region, a bulky observation (a tool message, or a user message
+//     the harness wrote such as a verification, of at least Config.Bulky tokens) is replaced by
+//     a short stub naming its id, its source and its size, and so are the bulky arguments of
+//     the model's tool calls (a JSON stub naming ArgumentID, the tool and the size).
+//   - M2 recall: elided bodies and arguments are kept in a Store; the stub says so, and the
+//     recall_event(id) tool (RecallTool) gives one back as a new observation, which counts
+//     against the budget like any other.
 //   - M3 summarization: the oldest middle steps are folded into a running summary, written by a
 //     separate model call (a Summarizer), placed after the preamble. A summary is folded into
 //     the next one, never stacked.
@@ -27,12 +30,14 @@
 // The budget. Manager.Prepare returns the messages of the next request and what it did. The
 // request is the history plus Fixed tokens the caller adds (tool definitions, an appended plan,
 // the completion it reserves) and must not exceed Config.Budget. Under T0 a history over the
-// budget fails with *OverflowError. The managed tiers first do what their thresholds say; when
-// the request would still not fit they go further, in this order, until it does: act on every
-// middle step (any observation elided, or every middle step summarized), then shrink the recent
-// window one step at a time down to the last step. Only when the preamble, the summary, the
-// stubs and the last step alone exceed the budget does a managed tier overflow — a request over
-// the budget is never returned.
+// budget fails with *OverflowError (Reason ReasonUnmanaged). The managed tiers first do what
+// their thresholds say; when the request would still not fit they go further, in this order,
+// until it does: act on every middle step (anything a stub makes smaller elided, or every middle
+// step summarized), shrinking the recent window one step at a time down to the last step; drop
+// the oldest steps whole, then the summary, while even the last step cut to its markers would
+// not fit beside them; cut the last step's observations, largest first. Only when the preamble,
+// the fixed tokens and the last step cut as far as it can be alone exceed the budget does a
+// managed tier overflow (Reason ReasonPreamble) — a request over the budget is never returned.
 //
 // Tokens are counted by a Counter; BPE counts with OpenAI's cl100k_base vocabulary, compiled
 // into the binary (github.com/tiktoken-go/tokenizer: pure Go, works offline, no download at

@@ -15,10 +15,14 @@ type Entry struct {
 	Tool string
 	// Tokens is what Message costs in a request (MessageTokens), kept current by the History.
 	Tokens int
-	// Elided is set when Message.Content is a stub and the body was taken out (M1).
+	// Elided is set when Message.Content is a stub and the body was taken out (M1), or the body
+	// was cut to fit (its head and tail kept around a marker).
 	Elided bool
-	// Original is the token count of the body before elision.
+	// Original is the token count of the body before elision or a cut.
 	Original int
+	// full is the body of an observation cut to fit (Elided set, head and tail kept), from
+	// which it can be cut again or replaced by a stub; "" otherwise.
+	full string
 }
 
 // History is the conversation of one run. It is not safe for concurrent use: one run owns it.
@@ -28,6 +32,8 @@ type History struct {
 	summary  *Entry // the running summary (M3), sent right after the preamble
 	entries  []Entry
 	ids      map[string]bool
+	// stubbed holds the ids of the tool-call arguments replaced by stubs (ArgumentID).
+	stubbed map[string]bool
 	// folded counts the steps summarized so far, for the summary's framing.
 	folded int
 }
@@ -35,7 +41,7 @@ type History struct {
 // NewHistory returns a History whose preamble is the given messages (the system prompt and the
 // task), with ids "p0", "p1", …. The preamble is always sent verbatim.
 func NewHistory(c Counter, preamble ...llm.Message) *History {
-	h := &History{counter: c, ids: map[string]bool{}}
+	h := &History{counter: c, ids: map[string]bool{}, stubbed: map[string]bool{}}
 	for i, m := range preamble {
 		id := fmt.Sprintf("p%d", i)
 		h.ids[id] = true
@@ -150,4 +156,37 @@ func (h *History) middle(recent int) []span {
 		recent = 1 // the last step is the one the model must answer: never in the middle
 	}
 	return steps[:len(steps)-recent]
+}
+
+// lastCuts returns the tokens that cutting the last step's observations as far as they can be
+// would save.
+func (h *History) lastCuts(recall bool) int {
+	steps := h.steps()
+	if len(steps) == 0 {
+		return 0
+	}
+	n := 0
+	last := steps[len(steps)-1]
+	for i := last.start; i < last.end; i++ {
+		n += h.entries[i].Tokens - h.least(i, recall)
+	}
+	return n
+}
+
+// floor returns what the history costs with only the preamble and the last step, cut as far as
+// it can be, left: the least a managed tier can send.
+func (h *History) floor(recall bool) int {
+	n := 0
+	for _, e := range h.preamble {
+		n += e.Tokens
+	}
+	steps := h.steps()
+	if len(steps) == 0 {
+		return n
+	}
+	last := steps[len(steps)-1]
+	for i := last.start; i < last.end; i++ {
+		n += h.least(i, recall)
+	}
+	return n
 }

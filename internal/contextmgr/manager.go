@@ -21,8 +21,10 @@ type Manager struct {
 
 // Counts are a run's context-management figures so far.
 type Counts struct {
-	// Elisions counts the Prepares that elided; Elided the observations elided in all.
-	Elisions, Elided int
+	// Elisions counts the Prepares that elided; Elided the observations and tool-call
+	// arguments replaced by stubs in all; Dropped the messages dropped whole (a running summary
+	// dropped counts as one).
+	Elisions, Elided, Dropped int
 	// Summaries counts summarization calls; Recalls recall_event calls answered.
 	Summaries, Recalls int
 	// Peak is the largest request Prepare returned, in estimated tokens.
@@ -89,7 +91,7 @@ type Prepared struct {
 	Messages []llm.Message
 	// Tokens is the request's estimated cost, fixed tokens included; at most Config.Budget.
 	Tokens int
-	// Elided is nil unless observations were elided.
+	// Elided is nil unless observations or arguments were elided, or steps dropped.
 	Elided *Elision
 	// Summarized lists the summarization calls made, in order.
 	Summarized []Summarization
@@ -113,18 +115,19 @@ func (m *Manager) Prepare(ctx context.Context, h *History, fixed int) (Prepared,
 	el := &Elision{}
 	var err error
 	if m.cfg.Tier != T0 {
-		err = m.manage(ctx, h, need, &p, el)
+		err = m.manage(ctx, h, fixed, need, &p, el)
 	}
-	if len(el.IDs) > 0 {
+	if !el.empty() {
 		p.Elided = el
 		m.counts.Elisions++
-		m.counts.Elided += len(el.IDs)
+		m.counts.Elided += len(el.IDs) + len(el.Arguments)
+		m.counts.Dropped += len(el.Dropped)
 	}
 	if err != nil {
 		return p, err
 	}
 	if n := need(); n > m.cfg.Budget {
-		return p, &OverflowError{Tier: m.cfg.Tier, Needed: n, Budget: m.cfg.Budget}
+		return p, m.overflow(h, fixed, n)
 	}
 	p.Messages, p.Tokens = h.Messages(), need()
 	m.counts.Peak = max(m.counts.Peak, p.Tokens)
@@ -132,7 +135,7 @@ func (m *Manager) Prepare(ctx context.Context, h *History, fixed int) (Prepared,
 }
 
 // manage applies the thresholds, then makes the request fit if it still does not.
-func (m *Manager) manage(ctx context.Context, h *History, need func() int, p *Prepared, el *Elision) error {
+func (m *Manager) manage(ctx context.Context, h *History, fixed int, need func() int, p *Prepared, el *Elision) error {
 	c := m.cfg
 	if c.Tier.Elides() && need() > c.Soft {
 		h.elide(c.Recent, c.Bulky, m.store, el)
@@ -162,10 +165,46 @@ func (m *Manager) manage(ctx context.Context, h *History, need func() int, p *Pr
 			break
 		}
 	}
-	if need() > c.Budget {
-		h.trim(need()-c.Budget, m.store, &p.Trimmed)
+	// Still too much, and the last step cut as far as it can be would not make it fit: what is
+	// left of the middle region (stubs, the model's messages, small observations) is dropped,
+	// oldest step first, then the running summary.
+	recall := m.store != nil
+	least := func() int { return m.estimate(h.Tokens() - h.lastCuts(recall) + fixed) }
+	for need() > c.Budget && least() > c.Budget {
+		if ids := h.drop(); len(ids) > 0 {
+			el.Dropped = append(el.Dropped, ids...)
+			continue
+		}
+		if id := h.dropSummary(); id != "" {
+			el.Dropped = append(el.Dropped, id)
+			continue
+		}
+		break
+	}
+	// Then the last step's observations are cut to fit.
+	for need() > c.Budget {
+		before := h.Tokens()
+		h.trim(int(math.Ceil(float64(need()-c.Budget)/m.scale)), m.store, &p.Trimmed)
+		if h.Tokens() == before {
+			break
+		}
 	}
 	return nil
+}
+
+// overflow is the error of a request of needed tokens that does not fit: under a managed tier
+// it says whether the preamble, the fixed tokens and the last step cut as far as it can be
+// are alone over the budget.
+func (m *Manager) overflow(h *History, fixed, needed int) *OverflowError {
+	e := &OverflowError{Tier: m.cfg.Tier, Needed: needed, Budget: m.cfg.Budget, Reason: ReasonUnmanaged}
+	if m.cfg.Tier != T0 {
+		e.Floor = m.estimate(h.floor(m.store != nil) + fixed)
+		e.Reason = ReasonTier
+		if e.Floor > m.cfg.Budget {
+			e.Reason = ReasonPreamble
+		}
+	}
+	return e
 }
 
 // summarize folds the oldest middle steps (the recent window being the last recent) until the

@@ -76,7 +76,9 @@ func ctxRun(t *testing.T, in *repos.Instance, wrong *repos.Candidate) (preamble 
 }
 
 // managed returns the messages a tier makes of a history: the middle region acted on at once
-// (soft threshold 1 token, the last step alone kept verbatim).
+// (soft threshold 1 token, the last step alone kept verbatim), bulky from 100 tokens: the read's
+// observation is elided, the edit calls' arguments (smaller) are not — the effects tested here
+// are those of a stub in place of an observation.
 func managed(t *testing.T, tier contextmgr.Tier, preamble, steps []llm.Message) []llm.Message {
 	t.Helper()
 	c := contextmgr.BPE()
@@ -94,7 +96,7 @@ func managed(t *testing.T, tier contextmgr.Tier, preamble, steps []llm.Message) 
 			t.Fatal(err)
 		}
 	}
-	m, err := contextmgr.New(contextmgr.Config{Tier: tier, Budget: 1 << 20, Soft: 1, Hard: 1 << 20, Recent: 1, Bulky: 1, SummaryTokens: 256}, nil)
+	m, err := contextmgr.New(contextmgr.Config{Tier: tier, Budget: 1 << 20, Soft: 1, Hard: 1 << 20, Recent: 1, Bulky: 100, SummaryTokens: 256}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
