@@ -18,6 +18,8 @@ import (
 type Coding struct {
 	Cells       []CodingCell       `json:"cells"`
 	Comparisons []CodingComparison `json:"comparisons"`
+	// Skipped lists the comparisons whose runs could not be paired unambiguously.
+	Skipped []SkippedComparison `json:"skipped,omitempty"`
 }
 
 // CodingCell is one (task, model, condition) cell's coding figures; per-run means over its
@@ -99,7 +101,7 @@ func ComputeCoding(ctx context.Context, q Querier, study string) (*Coding, error
 		return nil, nil
 	}
 	out := &Coding{Cells: codingCells(runs)}
-	out.Comparisons, err = codingComparisons(runs)
+	out.Comparisons, out.Skipped, err = codingComparisons(runs)
 	return out, err
 }
 
@@ -169,9 +171,11 @@ func codingCells(runs []codingRun) []CodingCell {
 }
 
 // codingComparisons pairs runs across the two levels of each factor: same model, task, input,
-// seed index and every other part of the condition (components, context tier and budget).
-func codingComparisons(runs []codingRun) ([]CodingComparison, error) {
+// seed index and every other part of the condition (components, context tier and budget). A
+// factor whose pairing is ambiguous is skipped and listed.
+func codingComparisons(runs []codingRun) ([]CodingComparison, []SkippedComparison, error) {
 	var out []CodingComparison
+	var skips []SkippedComparison
 	models := map[string]bool{}
 	for _, r := range runs {
 		models[r.Model] = true
@@ -188,8 +192,12 @@ func codingComparisons(runs []codingRun) ([]CodingComparison, error) {
 				}
 				return 0
 			})
+			if sk, ok := skipped(err, m, f, "off", "on", ""); ok {
+				skips = append(skips, sk)
+				continue
+			}
 			if err != nil {
-				return nil, fmt.Errorf("analysis: coding: %w", err)
+				return nil, nil, fmt.Errorf("analysis: coding: %w", err)
 			}
 			if len(pairs) == 0 {
 				continue
@@ -210,7 +218,7 @@ func codingComparisons(runs []codingRun) ([]CodingComparison, error) {
 			c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
 			p, err := metrics.McNemarExact(c.B, c.C)
 			if err != nil {
-				return nil, fmt.Errorf("analysis: coding: %w", err)
+				return nil, nil, fmt.Errorf("analysis: coding: %w", err)
 			}
 			c.P = metrics.Some(p)
 			out = append(out, c)
@@ -223,13 +231,13 @@ func codingComparisons(runs []codingRun) ([]CodingComparison, error) {
 		}
 		adj, rej, err := metrics.BenjaminiHochberg(ps)
 		if err != nil {
-			return nil, fmt.Errorf("analysis: coding: %w", err)
+			return nil, nil, fmt.Errorf("analysis: coding: %w", err)
 		}
 		for i := range out {
 			out[i].PAdjusted, out[i].Significant = metrics.Some(adj[i]), rej[i]
 		}
 	}
-	return out, nil
+	return out, skips, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,9 +21,9 @@ func TestCodingComparisons(t *testing.T) {
 					success: true, repatches: 2, latency: 100, verifyMS: 40})
 		}
 	}
-	cs, err := codingComparisons(runs)
-	if err != nil {
-		t.Fatal(err)
+	cs, skips, err := codingComparisons(runs)
+	if err != nil || len(skips) != 0 {
+		t.Fatal(err, skips)
 	}
 	if len(cs) != 1 {
 		t.Fatalf("codingComparisons = %+v, want one (only distilled_diagnostics varies)", cs)
@@ -73,9 +74,9 @@ func TestCodingComparisonsTierBudget(t *testing.T) {
 			}
 		}
 	}
-	cs, err := codingComparisons(runs)
-	if err != nil {
-		t.Fatal(err)
+	cs, skips, err := codingComparisons(runs)
+	if err != nil || len(skips) != 0 {
+		t.Fatal(err, skips)
 	}
 	if len(cs) != 1 || cs[0].Factor != "bash_only" {
 		t.Fatalf("codingComparisons = %+v, want bash_only alone", cs)
@@ -89,20 +90,35 @@ func TestCodingComparisonsTierBudget(t *testing.T) {
 }
 
 // TestPairRunsAmbiguous: two conditions alike in everything pairing sees are an error naming
-// both, never a silent choice of one of them.
+// both, never a silent choice of one of them; the coding section skips that comparison and says
+// why, and keeps the others.
 func TestPairRunsAmbiguous(t *testing.T) {
 	runs := []codingRun{
 		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "x"}, components: []string{"bash_only"}, tier: "T4", budget: 8000}},
 		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "y"}, components: []string{"bash_only"}, tier: "T4", budget: 8000}},
 		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "z"}, components: []string{}, tier: "T4", budget: 8000}},
+		{runSetting: runSetting{CellKey: CellKey{Task: "a", Model: "m", Condition: "w"}, components: []string{"distilled_diagnostics"}, tier: "T4", budget: 8000}},
 	}
-	_, err := codingComparisons(runs)
-	if !errors.Is(err, ErrPairing) {
-		t.Fatalf("codingComparisons of two conditions alike = %v, want ErrPairing", err)
+	_, err := pairRuns(runs, "bash_only", func(r *codingRun) *runSetting { return &r.runSetting }, func(r *codingRun) int {
+		return countIf(slices.Contains(r.components, "bash_only"))
+	})
+	var pe *PairingError
+	if !errors.Is(err, ErrPairing) || !errors.As(err, &pe) || pe.Conditions != [2]string{"x", "y"} {
+		t.Fatalf("pairRuns of two conditions alike = %v, want a PairingError of x and y", err)
 	}
-	for _, c := range []string{`"x"`, `"y"`} {
-		if !strings.Contains(err.Error(), c) {
-			t.Errorf("error %q does not name condition %s", err, c)
+	cs, skips, err := codingComparisons(runs)
+	if err != nil {
+		t.Fatalf("codingComparisons = %v, want the ambiguous comparison skipped", err)
+	}
+	if len(cs) != 1 || cs[0].Factor != "distilled_diagnostics" || cs[0].Pairs != 1 {
+		t.Errorf("codingComparisons = %+v, want distilled_diagnostics (z against w) alone", cs)
+	}
+	if len(skips) != 1 || skips[0].Factor != "bash_only" || skips[0].Model != "m" {
+		t.Fatalf("skipped = %+v, want bash_only", skips)
+	}
+	for _, c := range []string{`"x"`, `"y"`, "recent window"} {
+		if !strings.Contains(skips[0].Reason, c) {
+			t.Errorf("reason %q does not say %s", skips[0].Reason, c)
 		}
 	}
 }

@@ -20,6 +20,8 @@ import (
 type Context struct {
 	Groups      []ContextGroup      `json:"groups"`
 	Comparisons []ContextComparison `json:"comparisons"`
+	// Skipped lists the comparisons whose runs could not be paired unambiguously.
+	Skipped []SkippedComparison `json:"skipped,omitempty"`
 }
 
 // ContextGroup is one (model, tier, budget) of a study's context-managed runs. Means are per
@@ -114,7 +116,7 @@ func ComputeContext(ctx context.Context, q Querier, study string, cells []Cell) 
 		return nil, err
 	}
 	out := &Context{Groups: contextGroups(runs, cells)}
-	if out.Comparisons, err = contextComparisons(runs); err != nil {
+	if out.Comparisons, out.Skipped, err = contextComparisons(runs); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -208,8 +210,8 @@ func meanValue(xs []float64) metrics.Value {
 
 // contextComparisons: per model, each managed tier against T0 at each budget, and planning on
 // against off in each tier; runs paired on task, input, seed index and every other part of
-// their condition (pairRuns).
-func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
+// their condition (pairRuns). A comparison whose pairing is ambiguous is skipped and listed.
+func contextComparisons(runs []contextRun) ([]ContextComparison, []SkippedComparison, error) {
 	type setting struct {
 		factor, a, b, scope string
 		pairOn              string                  // what the pair's runs differ in (pairRuns' factor)
@@ -252,6 +254,7 @@ func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 			}})
 	}
 	var out []ContextComparison
+	var skips []SkippedComparison
 	for _, m := range slices.Sorted(mapKeys(models)) {
 		for _, s := range settings {
 			c := ContextComparison{Model: m, Factor: s.factor, A: s.a, B: s.b, Scope: s.scope}
@@ -262,8 +265,12 @@ func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 				return s.side(r)
 			}
 			pairs, err := pairRuns(runs, s.pairOn, func(r *contextRun) *runSetting { return &r.runSetting }, side)
+			if sk, ok := skipped(err, m, s.factor, s.a, s.b, s.scope); ok {
+				skips = append(skips, sk)
+				continue
+			}
 			if err != nil {
-				return nil, fmt.Errorf("analysis: context: %w", err)
+				return nil, nil, fmt.Errorf("analysis: context: %w", err)
 			}
 			if len(pairs) == 0 {
 				continue
@@ -289,7 +296,7 @@ func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 			c.SuccessA, c.SuccessB = float64(sa)/float64(c.Pairs), float64(sb)/float64(c.Pairs)
 			p, err := metrics.McNemarExact(c.Disc[0], c.Disc[1])
 			if err != nil {
-				return nil, fmt.Errorf("analysis: context: %w", err)
+				return nil, nil, fmt.Errorf("analysis: context: %w", err)
 			}
 			c.P = metrics.Some(p)
 			c.TokensA, c.TokensB = mean(tokens[0]), mean(tokens[1])
@@ -306,15 +313,15 @@ func contextComparisons(runs []contextRun) ([]ContextComparison, error) {
 	if err := adjustFamily(out, func(c *ContextComparison) (*metrics.Value, *metrics.Value, *bool) {
 		return &c.P, &c.PAdjusted, &c.Significant
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := adjustFamily(out, func(c *ContextComparison) (*metrics.Value, *metrics.Value, *bool) { return &c.TokensP, &c.TokensQ, nil }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := adjustFamily(out, func(c *ContextComparison) (*metrics.Value, *metrics.Value, *bool) { return &c.TurnsP, &c.TurnsQ, nil }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, skips, nil
 }
 
 // adjustFamily applies Benjamini–Hochberg to the defined p-values field picks, writing the

@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
@@ -58,5 +60,44 @@ func TestComputeContext(t *testing.T) {
 	}
 	if !tier.TokensP.Valid || !tier.TurnsP.Valid || tier.TurnsB <= tier.TurnsA {
 		t.Errorf("tier comparison tokens p %+v, turns %v → %v p %+v: want defined and more turns under T2", tier.TokensP, tier.TurnsA, tier.TurnsB, tier.TurnsP)
+	}
+}
+
+// TestContextComparisonSkipped: two conditions of one tier that differ only in what pairing does
+// not see (here the recent window) make the tier's comparison with T0 ambiguous; the section
+// skips it, says which and why, and keeps the comparisons it can make.
+func TestContextComparisonSkipped(t *testing.T) {
+	var runs []contextRun
+	for seed := range int64(3) {
+		for _, c := range []struct {
+			cond, tier string
+			plan       bool
+		}{{"t0", "T0", false}, {"t0_plan", "T0", true}, {"t4", "T4", false}, {"t4_recent5", "T4", false}} {
+			comps := []string{"circuit_breaker"}
+			if c.plan {
+				comps = append(comps, events.ComponentUpdatePlan)
+			}
+			runs = append(runs, contextRun{runSetting: runSetting{CellKey: CellKey{Task: "fix", Model: "m", Condition: c.cond}, seed: seed,
+				components: comps, tier: c.tier, budget: 2000}, success: seed > 0, tokens: float64(100 * (seed + 1)), turns: 2})
+		}
+	}
+	cs, skips, err := contextComparisons(runs)
+	if err != nil {
+		t.Fatalf("contextComparisons = %v, want the ambiguous comparison skipped", err)
+	}
+	if len(cs) != 1 || cs[0].Factor != "planning" || cs[0].Scope != "tier T0" || cs[0].Pairs != 3 {
+		t.Errorf("comparisons %+v, want planning in T0 alone (3 pairs)", cs)
+	}
+	if len(skips) != 1 {
+		t.Fatalf("skipped %+v, want T4 against T0 at 2000", skips)
+	}
+	s := skips[0]
+	if s.Model != "m" || s.Factor != "tier" || s.A != "T0" || s.B != "T4" || s.Scope != "budget 2000" {
+		t.Errorf("skipped %+v, want m tier T0 vs T4 at budget 2000", s)
+	}
+	for _, want := range []string{`"t4"`, `"t4_recent5"`, "recent window"} {
+		if !strings.Contains(s.Reason, want) {
+			t.Errorf("reason %q does not say %s", s.Reason, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/metrics"
 )
 
@@ -111,7 +112,9 @@ const contextIntro = "Context management: per model, tier and budget, the share 
 
 const contextDeterminismIntro = "Determinism per tier: RR (identical traces), DI, TSS (over tool sequences) and AC (argument consistency) " +
 	"of each model, tier and budget, the mean over the group's cells of each cell's value; in brackets the number of cells it rests on " +
-	"(a cell's metric needs at least 2 scored runs); — where no cell defines it."
+	"(a cell's metric needs at least 2 scored runs); — where no cell defines it. A cell is one task under one condition, and the metrics " +
+	"compare runs within a cell only; a group pools every cell of its model at that tier and budget, whatever else the condition " +
+	"switches (planning on and off, file tools and bash, other components), and the cells column counts them."
 
 const contextBudgetIntro = "Budget curve of each tier: success rate (overflow rate) at each context-window budget."
 
@@ -121,3 +124,16 @@ const contextComparisonIntro = "Paired comparisons: each managed tier against T0
 	"off (A) within a tier; runs paired on task, input, seed index and every other part of their condition. Success: exact McNemar on the " +
 	"discordant pairs; tokens and turns of the same runs: Mann–Whitney U (δ is Cliff's delta of B over A); q is Benjamini–Hochberg across " +
 	"each column of this table."
+
+// skippedLines says which of a section's paired comparisons were not made, and why.
+func skippedLines(skips []analysis.SkippedComparison) []string {
+	out := make([]string, 0, len(skips))
+	for _, s := range skips {
+		scope := ""
+		if s.Scope != "" {
+			scope = ", " + s.Scope
+		}
+		out = append(out, fmt.Sprintf("%s: %s %s against %s%s not compared: %s.", s.Model, s.Factor, s.B, s.A, scope, s.Reason))
+	}
+	return out
+}

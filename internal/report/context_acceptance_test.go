@@ -5,61 +5,72 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
+	"github.com/dittolab/ditto/internal/study"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/metrics"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// ctxFix is a small coding study with context conditions (testdata/context-study.json: T0 at
-// 1600 tokens, T0 and T4 at 2000 and 8000, T4 with planning at 2000; N = 2, a simulated
-// persona) run end to end on
-// the embedded default — nats-server, the simulated models, a worker running the coding
-// harness in real git worktrees, ingestion into DuckDB — and its report, shared by the tests
-// of this file.
+// ctxFix is builtin:coding itself — the shipped spec as `analyzer demo --spec coding` and
+// `producer study submit builtin:coding` load it, not a copy: tiers T0–T4 × two budgets ×
+// planning on and off × file tools and bash × two simulated personas, N = 2 per cell, 160 runs
+// — run end to end on the embedded default (nats-server, the simulated models, a worker
+// running the coding harness in real git worktrees and real go test, ingestion into DuckDB)
+// with its report, shared by the tests of this file. It is the one execution of the study in
+// the test suite. The full study runs, not a reduction: on 2 cores it took 3 min 8 s at a
+// load average of 3–14 and 5 min 37 s at 22–30 (docs/context.md). The tests compare the report
+// with the DOM and with a recomputation from the Parquet export and check the study's
+// structure; they hold no study result, which changes whenever the harness or the personas do.
 var (
 	ctxOnce sync.Once
 	ctxFix  fixture
 )
 
+// codingSpec is the shipped study the fixture runs.
+const codingSpec = "coding"
+
 func contextFixture(t *testing.T) fixture {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builtin:coding builds and tests Go code in 160 worktrees")
+	}
 	ctxOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
-		spec, err := filepath.Abs(filepath.Join("testdata", "context-study.json"))
-		if err != nil {
-			ctxFix.err = err
-			return
-		}
 		scale := 0.0
 		ctxFix.dataDir = filepath.Join(fixRoot, "context")
-		ctxFix.res, ctxFix.err = demo.Run(ctx, demo.Config{DataDir: ctxFix.dataDir, Fresh: true, Spec: spec, LatencyScale: &scale,
-			Concurrency: 4, Permutations: 200})
+		ctxFix.res, ctxFix.err = demo.Run(ctx, demo.Config{DataDir: ctxFix.dataDir, Fresh: true, Spec: codingSpec, LatencyScale: &scale,
+			Permutations: 200})
 	})
 	if ctxFix.err != nil {
-		t.Fatalf("demo.Run(context-study.json) = %v", ctxFix.err)
+		t.Fatalf("demo.Run(builtin:%s) = %v", codingSpec, ctxFix.err)
 	}
 	return ctxFix
 }
 
-// contextGroupSQL recomputes the context section's per-(model, tier, budget) figures from the
-// exported Parquet of run_folds and events alone: the tier and budget from context.configured,
-// peak context from context.prepared, the mechanisms from their events, the agent's turns
-// from model.called (summarization calls apart); success, status and tokens from the folds of
-// each run's latest attempt.
+// contextRunsSQL recomputes the context section's per-run figures from the exported Parquet of
+// run_folds and events alone: the tier and budget from context.configured, peak context from
+// context.prepared, the mechanisms from their events, the agent's turns from model.called
+// (summarization calls apart), re-patches from file.changed; success, status and tokens from the
+// folds of each run's latest attempt, when it is scored.
 const contextRunsSQL = `
 WITH folds AS (
     SELECT * FROM read_parquet('%[1]s/run_folds/*/*.parquet', hive_partitioning = true) WHERE study = '%[2]s'
@@ -77,17 +88,29 @@ WITH folds AS (
            count(*) FILTER (WHERE type = 'context.elided') AS elisions,
            count(*) FILTER (WHERE type = 'context.summarized') AS summaries,
            count(*) FILTER (WHERE type = 'context.recalled') AS recalls,
-           count(*) FILTER (WHERE type = 'model.called' AND coalesce(json_extract_string(payload, '$.purpose'), '') <> 'summarize') AS turns
+           count(*) FILTER (WHERE type = 'model.called' AND coalesce(json_extract_string(payload, '$.purpose'), '') <> 'summarize') AS turns,
+           count(*) FILTER (WHERE type = 'file.changed' AND json_extract_string(payload, '$.repatch') = 'true') AS repatches
     FROM ev GROUP BY run, attempt
 )
-SELECT c.task, c.model, c.condition, c.input_index, c.seed_index, c.components, c.success, c.status = 'overflow' AS overflow,
-       c.tokens, m.tier, m.budget, coalesce(m.peak, 0) AS peak, m.elisions, m.summaries, m.recalls, m.turns
+SELECT c.run, c.attempt, c.task, c.model, c.condition, c.input_index, c.seed_index, c.components, c.success,
+       c.status = 'overflow' AS overflow, c.tokens, m.tier, m.budget, coalesce(m.peak, 0) AS peak, m.elisions, m.summaries,
+       m.recalls, m.turns, m.repatches
 FROM counted c JOIN managed m USING (run, attempt)
 WHERE m.tier IS NOT NULL
 ORDER BY c.model, m.tier, m.budget, c.task, c.input_index, c.seed_index, c.condition`
 
+// toolCallsSQL lists every tool call of the study's events in the Parquet export, in the order
+// of each attempt's history: the tool and its arguments as the event recorded them.
+const toolCallsSQL = `
+SELECT run, attempt, json_extract_string(payload, '$.tool') AS tool, CAST(json_extract(payload, '$.args') AS VARCHAR) AS args
+FROM read_parquet('%[1]s/events/*/*.parquet', hive_partitioning = true)
+WHERE study = '%[2]s' AND type = 'tool.called'
+ORDER BY run, attempt, seq`
+
 // parquetRun is one scored context-managed run as the Parquet export has it.
 type parquetRun struct {
+	run                                     string
+	attempt                                 int64
 	task, model, condition                  string
 	input, seed                             int64
 	components                              []string
@@ -96,6 +119,15 @@ type parquetRun struct {
 	tier                                    string
 	budget                                  int64
 	peak, elisions, summaries, recalls, tns float64
+	repatches                               float64
+	calls                                   []parquetCall
+}
+
+// parquetCall is one tool call of a run: the tool's name and its arguments as JSON text.
+type parquetCall struct{ tool, args string }
+
+func (r parquetRun) cell() analysis.CellKey {
+	return analysis.CellKey{Task: r.task, Model: r.model, Condition: r.condition}
 }
 
 func readParquetRuns(t *testing.T, ctx context.Context, dir, study string) []parquetRun {
@@ -111,11 +143,12 @@ func readParquetRuns(t *testing.T, ctx context.Context, dir, study string) []par
 	}
 	defer rows.Close()
 	var out []parquetRun
+	byAttempt := map[string]int{}
 	for rows.Next() {
 		var r parquetRun
 		var comps any
-		if err := rows.Scan(&r.task, &r.model, &r.condition, &r.input, &r.seed, &comps, &r.success, &r.overflow, &r.tokens,
-			&r.tier, &r.budget, &r.peak, &r.elisions, &r.summaries, &r.recalls, &r.tns); err != nil {
+		if err := rows.Scan(&r.run, &r.attempt, &r.task, &r.model, &r.condition, &r.input, &r.seed, &comps, &r.success, &r.overflow,
+			&r.tokens, &r.tier, &r.budget, &r.peak, &r.elisions, &r.summaries, &r.recalls, &r.tns, &r.repatches); err != nil {
 			t.Fatal(err)
 		}
 		list, _ := comps.([]any)
@@ -123,9 +156,29 @@ func readParquetRuns(t *testing.T, ctx context.Context, dir, study string) []par
 			r.components = append(r.components, c.(string))
 		}
 		slices.Sort(r.components)
+		byAttempt[fmt.Sprint(r.run, "/", r.attempt)] = len(out)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := db.QueryContext(ctx, fmt.Sprintf(toolCallsSQL, dir, study))
+	if err != nil {
+		t.Fatalf("tool calls: %v", err)
+	}
+	defer calls.Close()
+	for calls.Next() {
+		var run string
+		var attempt int64
+		var c parquetCall
+		if err := calls.Scan(&run, &attempt, &c.tool, &c.args); err != nil {
+			t.Fatal(err)
+		}
+		if i, ok := byAttempt[fmt.Sprint(run, "/", attempt)]; ok {
+			out[i].calls = append(out[i].calls, c)
+		}
+	}
+	if err := calls.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -149,12 +202,16 @@ func exportContextStudy(t *testing.T, ctx context.Context, fx fixture) string {
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-// TestContextReportMatchesParquet: the context section of report.json — per model, tier and
-// budget the runs, successes, overflows, peak context, tokens, turns, mechanism invocations,
-// recall usage and the mean RR and DI of the cells; per paired comparison the pairs, the
-// discordant counts, the exact McNemar p, the Mann–Whitney p and Cliff's δ of tokens and turns
-// and the Benjamini–Hochberg q of each family — equals its recomputation from the Parquet
-// export with DuckDB SQL, gonum's distributions and the formulas written out here.
+// TestContextReportMatchesParquet: the context section of builtin:coding's report.json — per
+// model, tier and budget the cells, runs, successes, overflows, peak context, tokens, turns,
+// re-patches, mechanism invocations, recall usage and the mean RR, DI, TSS and AC of the cells
+// with the number of cells behind each; per paired comparison the pairs, the discordant counts,
+// the exact McNemar p, the Mann–Whitney p and Cliff's δ of tokens and turns and the
+// Benjamini–Hochberg q of each family — equals its recomputation from the Parquet export with
+// DuckDB SQL, gonum's distributions and the formulas written out here: RR and DI by grouping
+// the folds' traces in SQL, TSS and AC from the exported tool.called events by the definitions
+// of docs/metrics.md (edit distance over tool names; Jaccard overlap of argument leaves, calls
+// aligned by position), not by package metrics.
 func TestContextReportMatchesParquet(t *testing.T) {
 	fx := contextFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -165,18 +222,19 @@ func TestContextReportMatchesParquet(t *testing.T) {
 		t.Fatal("report.json has no context section")
 	}
 	runs := readParquetRuns(t, ctx, dir, fx.res.Study)
-	if len(runs) != 12 {
-		t.Fatalf("%d scored context-managed runs in the Parquet export, want 12 (6 conditions × N = 2)", len(runs))
+	if len(runs) != fx.res.Runs {
+		t.Fatalf("%d scored context-managed runs in the Parquet export, the study ran %d", len(runs), fx.res.Runs)
 	}
 
-	// Per-cell RR and DI from the Parquet (recomputeSQL, as TestReportMatchesParquet).
+	// Per-cell RR and DI from the Parquet (recomputeSQL, as TestReportMatchesParquet); TSS and
+	// AC from the runs' tool calls.
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	type rrdi struct{ rr, di float64 }
-	cellMetrics := map[analysis.CellKey]rrdi{}
+	type cellValues struct{ rr, di, tss, ac sql.NullFloat64 }
+	cellMetrics := map[analysis.CellKey]*cellValues{}
 	rows, err := db.QueryContext(ctx, fmt.Sprintf(recomputeSQL, dir, fx.res.Study))
 	if err != nil {
 		t.Fatal(err)
@@ -185,23 +243,49 @@ func TestContextReportMatchesParquet(t *testing.T) {
 		var k analysis.CellKey
 		var n, successes, distinct int64
 		var rate, meanTok, medTok, meanLat, medLat, retries, esc, plan float64
-		var rr, di sql.NullFloat64
+		var v cellValues
 		if err := rows.Scan(&k.Task, &k.Model, &k.Condition, &n, &successes, &rate, &meanTok, &medTok, &meanLat, &medLat,
-			&retries, &esc, &distinct, &rr, &di, &plan); err != nil {
+			&retries, &esc, &distinct, &v.rr, &v.di, &plan); err != nil {
 			t.Fatal(err)
 		}
-		cellMetrics[k] = rrdi{rr.Float64, di.Float64}
+		cellMetrics[k] = &v
 	}
 	rows.Close()
+	runsOf := map[analysis.CellKey][]parquetRun{}
+	for _, r := range runs {
+		runsOf[r.cell()] = append(runsOf[r.cell()], r)
+	}
+	reportCells := map[analysis.CellKey]analysis.Cell{}
+	for _, c := range got.Metrics.Cells {
+		reportCells[c.CellKey] = c
+	}
+	for k, rs := range runsOf {
+		v := cellMetrics[k]
+		if v == nil {
+			t.Fatalf("cell %s has context-managed runs but no row of recomputeSQL", k)
+		}
+		v.tss, v.ac = toolSequenceSimilarity(rs), argumentConsistency(rs)
+		// The cell's own figures first: a difference shows where it starts.
+		m := reportCells[k].Metrics
+		for _, c := range []struct {
+			what string
+			got  metrics.Value
+			want sql.NullFloat64
+		}{{"RR", m.RR.Value, v.rr}, {"DI", m.DI.Value, v.di}, {"TSS", m.TSS.Value, v.tss}, {"AC", m.AC.Value, v.ac}} {
+			if c.got.Valid != c.want.Valid || !near(c.got.V, c.want.Float64) {
+				t.Errorf("cell %s: report.json %s = %v, Parquet recomputation %v", k, c.what, c.got, c.want)
+			}
+		}
+	}
 
 	type gkey struct {
 		model, tier string
 		budget      int64
 	}
 	type agg struct {
-		runs, successes, overflows, recallRuns int
-		peak, tokens, turns, elis, summ, rec   float64
-		cells                                  map[analysis.CellKey]bool
+		runs, successes, overflows, recallRuns       int
+		peak, tokens, turns, repatch, elis, summ, rc float64
+		cells                                        map[analysis.CellKey]bool
 	}
 	groups := map[gkey]*agg{}
 	for _, r := range runs {
@@ -218,10 +302,11 @@ func TestContextReportMatchesParquet(t *testing.T) {
 		a.peak += r.peak
 		a.tokens += r.tokens
 		a.turns += r.tns
+		a.repatch += r.repatches
 		a.elis += r.elisions
 		a.summ += r.summaries
-		a.rec += r.recalls
-		a.cells[analysis.CellKey{Task: r.task, Model: r.model, Condition: r.condition}] = true
+		a.rc += r.recalls
+		a.cells[r.cell()] = true
 	}
 	if len(got.Context.Groups) != len(groups) {
 		t.Errorf("report.json has %d context groups, the Parquet %d", len(got.Context.Groups), len(groups))
@@ -233,9 +318,17 @@ func TestContextReportMatchesParquet(t *testing.T) {
 			continue
 		}
 		n := float64(a.runs)
-		var rr, di []float64
+		var rr, di, tss, ac []float64
 		for k := range a.cells {
-			rr, di = append(rr, cellMetrics[k].rr), append(di, cellMetrics[k].di)
+			v := cellMetrics[k]
+			for _, p := range []struct {
+				dst *[]float64
+				v   sql.NullFloat64
+			}{{&rr, v.rr}, {&di, v.di}, {&tss, v.tss}, {&ac, v.ac}} {
+				if p.v.Valid {
+					*p.dst = append(*p.dst, p.v.Float64)
+				}
+			}
 		}
 		name := fmt.Sprintf("%s %s %d", g.Model, g.Tier, g.Budget)
 		for _, c := range []struct {
@@ -249,30 +342,146 @@ func TestContextReportMatchesParquet(t *testing.T) {
 			{"peak context", g.PeakContext, a.peak / n},
 			{"tokens", g.Tokens, a.tokens / n},
 			{"turns", g.Turns, a.turns / n},
+			{"re-patches", g.Repatches, a.repatch / n},
 			{"elisions", g.Elisions, a.elis / n},
 			{"summaries", g.Summaries, a.summ / n},
-			{"recalls", g.Recalls, a.rec / n},
+			{"recalls", g.Recalls, a.rc / n},
 			{"runs with recall", float64(g.RecallRuns), float64(a.recallRuns)},
 			{"RR", g.RR.V, meanOf(rr)},
 			{"DI", g.DI.V, meanOf(di)},
+			{"TSS", g.TSS.V, meanOf(tss)},
+			{"AC", g.AC.V, meanOf(ac)},
 			{"cells behind RR", float64(g.RRCells), float64(len(rr))},
+			{"cells behind DI", float64(g.DICells), float64(len(di))},
+			{"cells behind TSS", float64(g.TSSCells), float64(len(tss))},
+			{"cells behind AC", float64(g.ACCells), float64(len(ac))},
 		} {
 			if !near(c.got, c.want) {
 				t.Errorf("%s: report.json %s = %v, Parquet recomputation %v", name, c.what, c.got, c.want)
 			}
 		}
-	}
-	// The fixture does what it is for: T0 overflows at 1600 tokens (the first observation does
-	// not fit), not at 8000.
-	if a := groups[gkey{"sim-steady", "T0", 1600}]; a == nil || a.overflows == 0 {
-		t.Errorf("T0 at 1600 tokens: %+v, no run overflowed; the fixture's smallest budget no longer makes T0 overflow", a)
-	}
-	if a := groups[gkey{"sim-steady", "T0", 8000}]; a == nil || a.overflows != 0 {
-		t.Errorf("T0 at 8000 tokens: %+v, want no overflow", a)
+		for _, v := range []struct {
+			what string
+			v    metrics.Value
+			n    int
+		}{{"RR", g.RR, len(rr)}, {"DI", g.DI, len(di)}, {"TSS", g.TSS, len(tss)}, {"AC", g.AC, len(ac)}} {
+			if v.v.Valid != (v.n > 0) {
+				t.Errorf("%s: report.json %s defined = %v, but %d cells define it in the Parquet", name, v.what, v.v.Valid, v.n)
+			}
+		}
 	}
 
 	checkContextComparisons(t, got.Context.Comparisons, runs)
 }
+
+// toolSequenceSimilarity is TSS of a cell's runs as docs/metrics.md defines it: the mean over
+// the pairs of distinct runs of 1 − lev(s, t) / max(|s|, |t|) (1 when both are empty), lev the
+// edit distance over tool names; invalid below two runs.
+func toolSequenceSimilarity(runs []parquetRun) sql.NullFloat64 {
+	if len(runs) < 2 {
+		return sql.NullFloat64{}
+	}
+	sum, pairs := 0.0, 0
+	for i := range runs {
+		for j := i + 1; j < len(runs); j++ {
+			s, u := runs[i].calls, runs[j].calls
+			pairs++
+			if len(s) == 0 && len(u) == 0 {
+				sum++
+				continue
+			}
+			// Levenshtein distance, one row at a time.
+			prev := make([]int, len(u)+1)
+			for k := range prev {
+				prev[k] = k
+			}
+			for a := 1; a <= len(s); a++ {
+				cur := make([]int, len(u)+1)
+				cur[0] = a
+				for b := 1; b <= len(u); b++ {
+					sub := prev[b-1]
+					if s[a-1].tool != u[b-1].tool {
+						sub++
+					}
+					cur[b] = min(prev[b]+1, cur[b-1]+1, sub)
+				}
+				prev = cur
+			}
+			sum += 1 - float64(prev[len(u)])/float64(max(len(s), len(u)))
+		}
+	}
+	return sql.NullFloat64{Float64: sum / float64(pairs), Valid: true}
+}
+
+// argumentConsistency is AC of a cell's runs as docs/metrics.md defines it: calls aligned by
+// position; for every pair of distinct runs and every step both have a call, the Jaccard overlap
+// of the two calls' argument leaves (1 when both have none); the mean over all (pair, step);
+// invalid when no two runs have a call at the same step.
+func argumentConsistency(runs []parquetRun) sql.NullFloat64 {
+	sum, n := 0.0, 0
+	for i := range runs {
+		for j := i + 1; j < len(runs); j++ {
+			for k := 0; k < min(len(runs[i].calls), len(runs[j].calls)); k++ {
+				a, b := argLeaves(runs[i].calls[k].args), argLeaves(runs[j].calls[k].args)
+				n++
+				if len(a) == 0 && len(b) == 0 {
+					sum++
+					continue
+				}
+				shared := 0
+				for l := range a {
+					if b[l] {
+						shared++
+					}
+				}
+				sum += float64(shared) / float64(len(a)+len(b)-shared)
+			}
+		}
+	}
+	if n == 0 {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: sum / float64(n), Valid: true}
+}
+
+// argLeaves is the leaf set of a call's argument JSON: each scalar with the path of keys and
+// indexes that leads to it; an empty object or array below the top level is a leaf of its
+// own; the top-level object itself is not.
+func argLeaves(args string) map[string]bool {
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		panic(fmt.Sprintf("tool call arguments %q are not JSON: %v", args, err))
+	}
+	out := map[string]bool{}
+	var walk func(path []string, v any, top bool)
+	walk = func(path []string, v any, top bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			if len(x) == 0 && !top {
+				out[leafKey(path, "{}")] = true
+			}
+			for key, e := range x {
+				walk(append(slices.Clone(path), "k"+strconv.Quote(key)), e, false)
+			}
+		case []any:
+			if len(x) == 0 && !top {
+				out[leafKey(path, "[]")] = true
+			}
+			for i, e := range x {
+				walk(append(slices.Clone(path), "i"+strconv.Itoa(i)), e, false)
+			}
+		default:
+			b, _ := json.Marshal(x)
+			out[leafKey(path, string(b))] = true
+		}
+	}
+	walk(nil, v, true)
+	return out
+}
+
+func leafKey(path []string, value string) string { return strings.Join(path, "/") + "=" + value }
 
 // checkContextComparisons recomputes each paired comparison from the Parquet runs: pairs are
 // runs of one model, task, input and seed index whose conditions differ in the factor alone.
@@ -521,8 +730,12 @@ func TestContextReportInBrowser(t *testing.T) {
 		expect.Tables[tb.ID] = table{tb.Header, tb.Rows}
 	}
 	plots, err := r.ContextPlots()
-	if err != nil || len(plots) != 1 {
-		t.Fatalf("ContextPlots() = %d plots, %v; want one (one model)", len(plots), err)
+	models := map[string]bool{}
+	for _, g := range r.Context.Groups {
+		models[g.Model] = true
+	}
+	if err != nil || len(plots) != len(models) {
+		t.Fatalf("ContextPlots() = %d plots, %v; want one per model (%d)", len(plots), err, len(models))
 	}
 	for _, p := range plots {
 		expect.Plots = append(expect.Plots, plot{p.Title, p.Caption})
@@ -590,4 +803,161 @@ func artifactsDir(t *testing.T) string {
 		return dir
 	}
 	return t.TempDir()
+}
+
+// TestCodingStudy checks builtin:coding's structure, end to end: every run of the design ran and
+// was scored; every cell of tier × budget × planning × action space × persona holds the spec's N
+// runs in the Parquet export; the report has one context group per persona, tier and budget
+// pooling that tier and budget's four conditions (planning × action space), its counts add up to
+// the study's, and it compares every managed tier with T0 at each budget and planning on with off
+// in each tier, on every run of both sides. And what the budgets were chosen for (docs/context.md):
+// T0 overflows the small window, every managed tier acts on it (elides, cuts or summarizes), and
+// T3 and T4, which fold the model's own messages into the summary too, never overflow. T1 and T2
+// elide observations only: when the messages they cannot elide outgrow the window they overflow
+// too, as docs/context.md says, so their overflows are logged, not forbidden. The figures
+// themselves are the report's, checked against the Parquet by TestContextReportMatchesParquet.
+func TestCodingStudy(t *testing.T) {
+	raw, err := study.ShippedSpec(codingSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := study.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers, budgets := map[string]bool{}, map[int64]bool{}
+	for _, c := range spec.Conditions {
+		cc := spec.CustomConditions[c]
+		if cc.Context == nil {
+			t.Fatalf("builtin:coding condition %s has no context", c)
+		}
+		tiers[cc.Context.Tier], budgets[int64(cc.Context.Budget)] = true, true
+	}
+	if len(tiers) != 5 || len(budgets) != 2 || len(spec.Conditions) != 5*2*2*2 || len(spec.Models) != 2 || spec.Runs < 2 {
+		t.Fatalf("builtin:coding has tiers %v, budgets %v, %d conditions, models %v, N = %d; want T0–T4 × 2 budgets × planning × action space, 2 personas, N ≥ 2",
+			tiers, budgets, len(spec.Conditions), spec.Models, spec.Runs)
+	}
+	small := slices.Min(slices.Collect(maps.Keys(budgets)))
+
+	fx := contextFixture(t)
+	want := len(spec.Models) * len(spec.Conditions) * len(spec.Tasks) * len(spec.Inputs) * spec.Runs
+	if fx.res.Runs != want {
+		t.Fatalf("the study ran %d runs, want %d", fx.res.Runs, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runs := readParquetRuns(t, ctx, exportContextStudy(t, ctx, fx), fx.res.Study)
+	if len(runs) != want {
+		t.Errorf("%d scored runs in the Parquet export, want all %d", len(runs), want)
+	}
+	type design struct {
+		model, tier    string
+		budget         int64
+		planning, bash bool
+	}
+	perCell := map[design]int{}
+	for _, r := range runs {
+		perCell[design{r.model, r.tier, r.budget, slices.Contains(r.components, events.ComponentUpdatePlan),
+			slices.Contains(r.components, events.ComponentBashOnly)}]++
+	}
+	for _, m := range spec.Models {
+		for tier := range tiers {
+			for b := range budgets {
+				for _, plan := range []bool{false, true} {
+					for _, bash := range []bool{false, true} {
+						d := design{m, tier, b, plan, bash}
+						if got := perCell[d]; got != spec.Runs*len(spec.Tasks)*len(spec.Inputs) {
+							t.Errorf("%+v: %d scored runs, want %d", d, got, spec.Runs*len(spec.Tasks)*len(spec.Inputs))
+						}
+					}
+				}
+			}
+		}
+	}
+
+	r := readReportJSON(t, fx.res.Dir)
+	if r.Context == nil {
+		t.Fatal("report.json has no context section")
+	}
+	if r.Basis.CountedRuns != int64(want) || len(r.Metrics.Cells) != len(spec.Models)*len(spec.Conditions)*len(spec.Tasks) {
+		t.Errorf("report basis: %d counted runs, %d cells; want %d and %d", r.Basis.CountedRuns, len(r.Metrics.Cells), want,
+			len(spec.Models)*len(spec.Conditions)*len(spec.Tasks))
+	}
+	if len(r.Context.Groups) != len(spec.Models)*len(tiers)*len(budgets) {
+		t.Errorf("%d context groups, want one per persona, tier and budget: %d", len(r.Context.Groups), len(spec.Models)*len(tiers)*len(budgets))
+	}
+	type tally struct{ runs, overflows, acted int }
+	by := map[string]*tally{}
+	total := 0
+	for _, g := range r.Context.Groups {
+		name := fmt.Sprintf("%s %s %d", g.Model, g.Tier, g.Budget)
+		total += g.Runs
+		// A group pools its tier and budget's conditions: planning on and off, file tools and bash.
+		if g.Cells != 4*len(spec.Tasks) || g.Runs != 4*len(spec.Tasks)*len(spec.Inputs)*spec.Runs {
+			t.Errorf("%s: %d cells, %d runs; want the 4 conditions of the tier and budget (planning × action space), %d runs",
+				name, g.Cells, g.Runs, 4*len(spec.Tasks)*len(spec.Inputs)*spec.Runs)
+		}
+		if g.Successes+g.Overflows > g.Runs || g.RecallRuns > g.Runs || g.RRCells != g.Cells || g.DICells != g.Cells || g.TSSCells != g.Cells {
+			t.Errorf("%s: counts do not add up: %+v", name, g)
+		}
+		if g.Tier == "T0" && (g.Elisions != 0 || g.Summaries != 0 || g.Recalls != 0) {
+			t.Errorf("%s: T0 manages nothing, yet %v elisions, %v summaries, %v recalls per run", name, g.Elisions, g.Summaries, g.Recalls)
+		}
+		t.Logf("%s: %d runs, %d succeeded, %d overflowed, peak %.0f, elisions %.2f, summaries %.2f, recalls %.2f",
+			name, g.Runs, g.Successes, g.Overflows, g.PeakContext, g.Elisions, g.Summaries, g.Recalls)
+		if g.Budget != small {
+			continue
+		}
+		tl := by[g.Tier]
+		if tl == nil {
+			tl = &tally{}
+			by[g.Tier] = tl
+		}
+		tl.runs += g.Runs
+		tl.overflows += g.Overflows
+		if g.Elisions > 0 || g.Summaries > 0 {
+			tl.acted++
+		}
+	}
+	if total != want {
+		t.Errorf("the context groups hold %d runs, the study %d", total, want)
+	}
+	for tier := range tiers {
+		tl := by[tier]
+		switch {
+		case tl == nil || tl.runs == 0:
+			t.Errorf("%s at %d tokens: no runs in the context section", tier, small)
+		case tier == "T0" && tl.overflows == 0:
+			t.Errorf("T0 at %d tokens: no run overflowed, want the small window to overflow", small)
+		case (tier == "T3" || tier == "T4") && tl.overflows != 0:
+			t.Errorf("%s at %d tokens: %d of %d runs overflowed, want none", tier, small, tl.overflows, tl.runs)
+		case tier != "T0" && tl.acted == 0:
+			t.Errorf("%s at %d tokens: no run elided or summarized anything", tier, small)
+		}
+	}
+
+	// Comparisons: per persona every managed tier against T0 at each budget (the tier's four
+	// conditions paired with T0's, N seeds each) and planning on against off in each tier (two
+	// budgets × two action spaces, N seeds each). Skipped ones would be listed.
+	wantComps := map[string]int{}
+	for _, m := range spec.Models {
+		for tier := range tiers {
+			if tier != "T0" {
+				for b := range budgets {
+					wantComps[fmt.Sprintf("%s|tier|T0|%s|budget %d", m, tier, b)] = 4 * len(spec.Tasks) * len(spec.Inputs) * spec.Runs
+				}
+			}
+			wantComps[fmt.Sprintf("%s|planning|off|on|tier %s", m, tier)] = 4 * len(spec.Tasks) * len(spec.Inputs) * spec.Runs
+		}
+	}
+	for _, c := range r.Context.Comparisons {
+		k := strings.Join([]string{c.Model, c.Factor, c.A, c.B, c.Scope}, "|")
+		if n, ok := wantComps[k]; !ok || c.Pairs != n {
+			t.Errorf("comparison %s: %d pairs, want %d (listed %v)", k, c.Pairs, n, ok)
+		}
+		delete(wantComps, k)
+	}
+	for k := range wantComps {
+		t.Errorf("comparison %s is missing from the report", k)
+	}
 }

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html/template"
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
@@ -115,5 +118,73 @@ func TestContextDeterminismUndefined(t *testing.T) {
 	}
 	if fmt.Sprint(tb.Rows) != fmt.Sprint(want) {
 		t.Errorf("ContextDeterminismTable().Rows = %q, want %q", tb.Rows, want)
+	}
+}
+
+// TestContextSkippedComparisonShown: a user's study with two T2 conditions that differ only in
+// the recent window, which pairing does not see, still gets its report; the comparisons those
+// two conditions make ambiguous (T2 against T0, planning in T2) are listed with the reason in
+// every format, and the comparison that is not ambiguous (planning in T0) is made.
+func TestContextSkippedComparisonShown(t *testing.T) {
+	envs := warehousetest.ContextStudy("ctxk")
+	for _, e := range slices.Clone(envs) {
+		if !strings.HasPrefix(e.Run, "c_T2_planfalse-") {
+			continue
+		}
+		c := e
+		c.Run = strings.Replace(e.Run, "c_T2_planfalse", "c_T2_recent5_planfalse", 1)
+		c.ID = "01CTY" + e.ID[len("01CTX"):]
+		switch p := e.Payload.(type) {
+		case events.RunStarted:
+			p.Condition = "c_T2_recent5_planfalse"
+			c.Payload = p
+		case events.ContextConfigured:
+			p.Recent = 5
+			c.Payload = p
+		}
+		envs = append(envs, c)
+	}
+	b := bustest.NewServer(t).Connect(t)
+	warehousetest.Publish(t, b, warehousetest.EnvelopeMsgs(t, envs))
+	db := warehousetest.Ingest(t, b, warehouse.IngestConfig{BatchSize: 64, BatchWait: 20 * time.Millisecond}).DB()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Build(ctx, analysis.SQLQuerier(db), "ctxk", Options{Analysis: analysis.Options{Permutations: 100, Seed: 1}})
+	if err != nil {
+		t.Fatalf("Build() = %v, want the report with the ambiguous comparisons skipped", err)
+	}
+	if r.Context == nil || len(r.Context.Comparisons) != 1 || r.Context.Comparisons[0].Scope != "tier T0" {
+		t.Fatalf("context comparisons %+v, want planning in T0 alone", r.Context)
+	}
+	if len(r.Context.Skipped) != 2 {
+		t.Fatalf("skipped %+v, want T2 against T0 and planning in T2", r.Context.Skipped)
+	}
+	var md, html, js bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`m: tier T2 against T0, budget 1000 not compared: conditions "c_T2_planfalse" and "c_T2_recent5_planfalse" switch the same components`,
+		`m: planning on against off, tier T2 not compared: conditions "c_T2_planfalse" and "c_T2_recent5_planfalse"`,
+		"context limits such as the recent window",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+		if !strings.Contains(html.String(), template.HTMLEscapeString(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if sec := html.String()[strings.Index(html.String(), `<section id="context">`):]; !strings.Contains(sec, `<ul class="skipped"><li>m: tier T2 against T0`) {
+		t.Error("report.html does not list the skipped comparisons in the context section")
+	}
+	if !strings.Contains(js.String(), `"skipped"`) {
+		t.Error("report.json lacks the skipped comparisons")
 	}
 }

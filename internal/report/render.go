@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dittolab/ditto/internal/analysis"
 )
 
 // File names Write produces in a report's directory.
@@ -42,6 +44,16 @@ func writeMDTable(w io.Writer, t Table) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
 	fmt.Fprintln(w)
+}
+
+// writeMDSkipped lists a section's comparisons that were not made, and why.
+func writeMDSkipped(w io.Writer, skips []analysis.SkippedComparison) {
+	for _, l := range skippedLines(skips) {
+		fmt.Fprintln(w, "- "+mdEscape(l))
+	}
+	if len(skips) > 0 {
+		fmt.Fprintln(w)
+	}
 }
 
 func mapStrings(xs []string, f func(string) string) []string {
@@ -114,6 +126,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(bw, codingComparisonIntro)
 			fmt.Fprintln(bw)
 			writeMDTable(bw, r.CodingComparisonTable())
+			writeMDSkipped(bw, r.Coding.Skipped)
 		}
 		if r.Context != nil {
 			fmt.Fprintln(bw, "## Context management")
@@ -130,6 +143,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(bw, contextComparisonIntro)
 			fmt.Fprintln(bw)
 			writeMDTable(bw, r.ContextComparisonTable())
+			writeMDSkipped(bw, r.Context.Skipped)
 		}
 	} else {
 		fmt.Fprintln(bw, "## Windows")
@@ -207,6 +221,7 @@ type htmlData struct {
 	ContextTiers, ContextDeterminism, ContextBudgets, ContextComparisons            Table
 	ContextIntro, ContextDetIntro, ContextBudgetIntro, ContextCompIntro             string
 	ContextPlots                                                                    []htmlPlot
+	CodingSkipped, ContextSkipped                                                   []string
 }
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS, plots as PNG data
@@ -227,6 +242,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 		ContextBudgetIntro: contextBudgetIntro, ContextCompIntro: contextComparisonIntro,
 		CodingCells: r.CodingCellTable(), CodingComparisons: r.CodingComparisonTable(), CodingIntro: codingIntro,
 		CodingComparisonIntro: codingComparisonIntro}
+	if r.Coding != nil {
+		d.CodingSkipped = skippedLines(r.Coding.Skipped)
+	}
+	if r.Context != nil {
+		d.ContextSkipped = skippedLines(r.Context.Skipped)
+	}
 	d.Comparisons, d.NotSignificant = r.SplitComparisons()
 	if r.Metrics != nil && r.Metrics.GeneratedAt != nil {
 		d.GeneratedAt = *r.Metrics.GeneratedAt
@@ -276,8 +297,9 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 {{if .HasCells}}<h2>Cells</h2>{{template "table" .Cells}}
 <h2>Conditions</h2>{{template "table" .Conditions}}
 {{if .R.Coding}}<h2>Coding runs</h2><p class="meta">{{.CodingIntro}}</p>{{template "table" .CodingCells}}
-<p class="meta">{{.CodingComparisonIntro}}</p>{{template "table" .CodingComparisons}}{{end}}
+<p class="meta">{{.CodingComparisonIntro}}</p>{{template "table" .CodingComparisons}}{{template "skipped" .CodingSkipped}}{{end}}
 {{else}}<h2>Windows</h2>{{template "table" .Drift}}{{end}}
+{{define "skipped"}}{{if .}}<ul class="skipped">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
 {{define "figure"}}<figure><figcaption><b>{{.Title}}</b></figcaption><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 {{range .Plots}}{{template "figure" .}}{{end}}
@@ -285,7 +307,7 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#57606a}
 <p class="meta">{{.ContextDetIntro}}</p>{{template "table" .ContextDeterminism}}
 <p class="meta">{{.ContextBudgetIntro}}</p>{{template "table" .ContextBudgets}}
 {{range .ContextPlots}}{{template "figure" .}}{{end}}
-<p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}</section>{{end}}
+<p class="meta">{{.ContextCompIntro}}</p>{{template "table" .ContextComparisons}}{{template "skipped" .ContextSkipped}}</section>{{end}}
 <h2>Comparisons</h2>
 <p class="meta">B against the reference A; difference = B − A; q is the Benjamini–Hochberg adjusted p across the report; effect size is Cliff's δ of B against A for Mann–Whitney (positive when B tends to be larger, like B − A). Rows in red: significant and worse.</p>
 {{if .Comparisons.Rows}}{{template "table" .Comparisons}}{{else}}<p>No comparison is significant.</p>{{end}}
