@@ -45,11 +45,14 @@ func (r *builtRecord) release() {
 // wrapping ErrCommit when DuckDB failed (nothing is acked and the memory of open runs is reset).
 func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, error) {
 	start := time.Now()
-	ing.batchNo++
+	ing.firstNo = ing.batchNo + 1
+	ing.batchNo += max(b.fetched, 1)
 	hooks := ing.cfg.Hooks
 	if hooks != nil && hooks.AfterFetch != nil {
-		if err := hooks.AfterFetch(ing.batchNo); err != nil {
-			return wm, fmt.Errorf("%w: after fetch: %v", ErrHook, err)
+		for n := ing.firstNo; n <= ing.batchNo; n++ {
+			if err := hooks.AfterFetch(n); err != nil {
+				return wm, fmt.Errorf("%w: after fetch: %v", ErrHook, err)
+			}
 		}
 	}
 
@@ -112,8 +115,10 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	}
 	ing.committed++
 	if hooks != nil && hooks.AfterCommit != nil {
-		if err := hooks.AfterCommit(ing.batchNo); err != nil {
-			return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
+		for n := ing.firstNo; n <= ing.batchNo; n++ {
+			if err := hooks.AfterCommit(n); err != nil {
+				return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
+			}
 		}
 	}
 	var rejected []*item
@@ -122,7 +127,7 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 			rejected = append(rejected, it)
 		}
 	}
-	if hooks == nil || hooks.SkipAck == nil || !hooks.SkipAck(ing.batchNo) {
+	if !ing.skipAck() {
 		ing.ack(sorted, rejected, next)
 	}
 	ing.w.stats.batchDone(batchStats{
@@ -135,6 +140,19 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 		return next, errRestart
 	}
 	return next, nil
+}
+
+// skipAck asks the SkipAck hook about each batch of the transaction.
+func (ing *ingester) skipAck() bool {
+	h := ing.cfg.Hooks
+	if h == nil || h.SkipAck == nil {
+		return false
+	}
+	skip := false
+	for n := ing.firstNo; n <= ing.batchNo; n++ {
+		skip = h.SkipAck(n) || skip
+	}
+	return skip
 }
 
 // storeRange stores items, a run of consecutive stream sequences, in one transaction, and
@@ -349,8 +367,10 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 	}
 	tr.mark("watermark")
 	if h := ing.cfg.Hooks; h != nil && h.BeforeCommit != nil {
-		if err := h.BeforeCommit(ing.batchNo); err != nil {
-			return res, err
+		for n := ing.firstNo; n <= ing.batchNo; n++ {
+			if err := h.BeforeCommit(n); err != nil {
+				return res, err
+			}
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -382,25 +402,44 @@ func setWatermark(ctx context.Context, conn *sql.Conn, stream string, wm uint64,
 	return err
 }
 
-// loadGood loads the good events, reusing the record the fetcher built when it holds exactly
-// these items (the usual case: no redelivery, no duplicate, no hole).
+// loadGood loads the good events, reusing the records the decoder built when they hold
+// exactly these items, in order (the usual case: no redelivery, no duplicate, no hole).
 func (ing *ingester) loadGood(ctx context.Context, good []*item) error {
-	// The fetcher's record is only usable when it holds the same items; compare identities.
-	if br := ing.current; br != nil && len(br.items) == len(good) && sameItems(br.items, good) {
-		return loadEvents(ctx, ing.conn, br.rec)
+	// The decoder's records are only usable when they hold the same items; compare identities.
+	if sameItems(ing.current, good) {
+		for _, br := range ing.current {
+			if br.rec.NumRows() == 0 {
+				continue
+			}
+			if err := loadEvents(ctx, ing.conn, br.rec); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	br := buildFor(good)
 	defer br.release()
 	return loadEvents(ctx, ing.conn, br.rec)
 }
 
-func sameItems(a, b []*item) bool {
-	for i := range a {
-		if a[i] != b[i] {
+// sameItems reports whether the records hold exactly items, in order.
+func sameItems(recs []*builtRecord, items []*item) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	i := 0
+	for _, br := range recs {
+		if br.rec == nil || i+len(br.items) > len(items) {
 			return false
 		}
+		for _, it := range br.items {
+			if it != items[i] {
+				return false
+			}
+			i++
+		}
 	}
-	return true
+	return i == len(items)
 }
 
 // existingIDs returns the ids of good that are already stored.

@@ -43,15 +43,23 @@ type IngestConfig struct {
 	// Durable names the JetStream durable consumer (default events.AnalyzerConsumer). One
 	// database file, one durable name: two analyzers with different files must not share a name.
 	Durable string
-	// BatchSize bounds the events in one DuckDB transaction (default 10,000).
+	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher,
+	// the decoder and the committer hand over, three at most in flight.
 	BatchSize int
+	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4): with a
+	// backlog, the committer joins the batches already decoded and waiting to the one it takes,
+	// up to this many; without one, each batch commits alone, as soon as it is decoded. A
+	// transaction costs DuckDB a fixed part whatever its size (its run_folds rows above all:
+	// each transaction appends a few hundred rows of 49 columns), which larger transactions
+	// share.
+	TxnBatches int
 	// BatchWait bounds how long a batch fills before it is committed anyway (default 500ms).
 	BatchWait time.Duration
 	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
 	MaxBatchBytes int
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
-	// flow control (default 5 × BatchSize: one batch filling, one queued, one decoding, one
-	// queued, one committing).
+	// flow control (default (TxnBatches + 2) × BatchSize: one batch filling, one decoding,
+	// TxnBatches committing).
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.
@@ -76,6 +84,7 @@ const (
 	DefaultBatchSize     = 10_000
 	DefaultBatchWait     = 500 * time.Millisecond
 	DefaultMaxBatchBytes = 32 << 20
+	DefaultTxnBatches    = 4
 	DefaultAckWait       = 60 * time.Second
 	DefaultMaxOpenEvents = 50_000
 	DefaultStallTimeout  = 15 * time.Second
@@ -97,8 +106,11 @@ func (c IngestConfig) withDefaults() IngestConfig {
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
+	if c.TxnBatches == 0 {
+		c.TxnBatches = DefaultTxnBatches
+	}
 	if c.MaxAckPending == 0 {
-		c.MaxAckPending = 5 * c.BatchSize
+		c.MaxAckPending = (c.TxnBatches + 2) * c.BatchSize
 	}
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait
@@ -126,6 +138,8 @@ func (c IngestConfig) Validate() error {
 	switch {
 	case c.BatchSize < 0:
 		return fmt.Errorf("%w: batch size %d", ErrConfig, c.BatchSize)
+	case c.TxnBatches < 0:
+		return fmt.Errorf("%w: batches a transaction %d", ErrConfig, c.TxnBatches)
 	case c.BatchWait < 0:
 		return fmt.Errorf("%w: batch wait %v", ErrConfig, c.BatchWait)
 	case c.MaxBatchBytes < 0 || (c.MaxBatchBytes > 0 && c.MaxBatchBytes < events.MaxEventSize):
@@ -151,6 +165,10 @@ func (c IngestConfig) Validate() error {
 // error makes Ingest return it (wrapped in ErrHook) at once, without acknowledging anything
 // further, as if the process had died there.
 type Hooks struct {
+	// The hooks take the number of a fetched batch (1, 2, … in the order the committer takes
+	// them); a transaction that stores several batches calls each hook once per batch, in
+	// order.
+	//
 	// AfterFetch runs after a batch is fetched and decoded, before its transaction begins.
 	AfterFetch func(batch int) error
 	// AfterCommit runs after a batch's transaction commits, before its messages are acked.
@@ -158,7 +176,8 @@ type Hooks struct {
 	// BeforeCommit runs inside a batch's transaction just before COMMIT; an error it returns
 	// is handled as a DuckDB failure (the transaction is rolled back, ErrCommit).
 	BeforeCommit func(batch int) error
-	// SkipAck, when it returns true, leaves a committed batch unacknowledged (as if the acks
-	// were lost) and goes on: the broker redelivers it after AckWait.
+	// SkipAck, when it returns true for one of a transaction's batches, leaves the committed
+	// transaction unacknowledged (as if the acks were lost) and goes on: the broker redelivers
+	// it after AckWait.
 	SkipAck func(batch int) bool
 }

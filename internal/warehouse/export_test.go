@@ -78,10 +78,11 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 
 // StoreForBench measures the committer alone: it decodes the messages and builds their Arrow
 // records first (the fetcher's and decoder's part), then commits them in batches of size
-// events as ingestion does (load, run_folds, watermark, commit in one transaction, the open
-// runs tracked in memory), without a broker. It returns the process CPU time of the
+// events as ingestion does with a backlog, txnBatches batches a transaction (0: the default)
+// (load, run_folds, watermark, commit in one transaction, the open runs tracked in memory),
+// without a broker. It returns the process CPU time of the
 // committing.
-func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, size int) (time.Duration, error) {
+func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, size, txnBatches int) (time.Duration, error) {
 	var batches []*batch
 	defer func() {
 		for _, b := range batches {
@@ -89,7 +90,7 @@ func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws []
 		}
 	}()
 	for off := 0; off < len(raws); off += size {
-		b := &batch{}
+		b := &batch{fetched: 1}
 		for i := off; i < min(off+size, len(raws)); i++ {
 			b.items = append(b.items, &item{subject: subjects[i], raw: raws[i], streamSeq: uint64(i + 1)})
 		}
@@ -100,12 +101,17 @@ func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws []
 	if err != nil {
 		return 0, err
 	}
-	cfg := IngestConfig{}.withDefaults()
+	cfg := IngestConfig{TxnBatches: txnBatches}.withDefaults()
 	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
 	defer func() { _ = ing.conn.Close() }()
 	cpu0 := cpuNow()
 	var wm uint64
-	for _, b := range batches {
+	for i := 0; i < len(batches); i += cfg.TxnBatches {
+		// A backlog: the committer joins up to TxnBatches batches in one transaction (gather).
+		b := batches[i]
+		for _, o := range batches[i+1 : min(i+cfg.TxnBatches, len(batches))] {
+			b.join(o)
+		}
 		if wm, err = ing.commit(ctx, b, wm); err != nil {
 			return 0, err
 		}

@@ -137,10 +137,11 @@ type ingester struct {
 	tracker       *tracker
 	folded        foldedFilter // the attempts with a run_folds row
 	untilCaughtUp bool
-	batchNo       int
-	committed     int          // batches committed
-	current       *builtRecord // the fetcher's record of the batch being committed
-	maxID         string       // the largest stored event id, once maxIDKnown
+	batchNo       int            // the last fetched batch taken by the committer
+	firstNo       int            // the first fetched batch of the transaction being committed
+	committed     int            // transactions committed
+	current       []*builtRecord // the decoder's records of the batches being committed
+	maxID         string         // the largest stored event id, once maxIDKnown
 	maxIDKnown    bool
 
 	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal
@@ -158,13 +159,25 @@ type ingester struct {
 	behindSince time.Time
 }
 
-// batch is what the fetcher hands the committer.
+// batch is what the fetcher hands the committer: one fetched batch, or several joined by the
+// committer into one transaction (join).
 type batch struct {
-	items []*item
-	bytes int
-	idle  bool // the fetch timed out with nothing delivered
-	built *builtRecord
-	lag   uint64
+	items   []*item
+	bytes   int
+	idle    bool           // the fetch timed out with nothing delivered
+	built   []*builtRecord // the Arrow record of each fetched batch, in order
+	fetched int            // fetched batches joined in this one
+	lag     uint64
+}
+
+// join appends the fetched batch o to b; o's record moves to b.
+func (b *batch) join(o *batch) {
+	b.items = append(b.items, o.items...)
+	b.bytes += o.bytes
+	b.built = append(b.built, o.built...)
+	o.built = nil
+	b.fetched += o.fetched
+	b.lag = o.lag
 }
 
 // session runs one consumer session: ensure the consumer from the committed watermark, then
@@ -248,18 +261,22 @@ func (ing *ingester) session(ctx context.Context) error {
 	defer tick.Stop()
 	ing.delivered.Store(time.Now().UnixNano())
 	ing.behindSince = time.Time{}
+	var held *batch // a batch gather took from the channel and did not join
 	for {
-		var b *batch
-		select {
-		case b = <-batches:
-			if b == nil {
-				return drain(nil)
+		b := held
+		held = nil
+		if b == nil {
+			select {
+			case b = <-batches:
+				if b == nil {
+					return drain(nil)
+				}
+			case <-tick.C:
+				if err := ing.checkStall(ctx, s, wm, time.Now()); err != nil {
+					return drain(err) // errStalled, or a broker error
+				}
+				continue
 			}
-		case <-tick.C:
-			if err := ing.checkStall(ctx, s, wm, time.Now()); err != nil {
-				return drain(err) // errStalled, or a broker error
-			}
-			continue
 		}
 		if b.idle {
 			if ing.untilCaughtUp {
@@ -274,6 +291,8 @@ func (ing *ingester) session(ctx context.Context) error {
 			continue
 		}
 		ing.stalls = 0
+		var closed bool
+		held, closed = ing.gather(b, batches)
 		next, err := ing.commit(ctx, b, wm)
 		lag := b.lag
 		b.release()
@@ -281,6 +300,9 @@ func (ing *ingester) session(ctx context.Context) error {
 			return drain(err)
 		}
 		wm = next
+		if closed {
+			return drain(nil)
+		}
 		if ing.untilCaughtUp && lag == 0 {
 			// The consumer had nothing more when the batch's last message was delivered.
 			last, err := lastSeq(ctx, s)
@@ -292,6 +314,28 @@ func (ing *ingester) session(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// gather joins to b the batches already decoded and waiting in the channel, up to
+// TxnBatches fetched batches in all, so that one transaction stores them: with a backlog the
+// decoder is ahead of the committer and a batch waits; without one, b commits alone at once.
+// It returns an idle batch it took (to be handled next), and whether the channel is closed.
+func (ing *ingester) gather(b *batch, batches <-chan *batch) (held *batch, closed bool) {
+	for b.fetched < ing.cfg.TxnBatches {
+		select {
+		case o := <-batches:
+			switch {
+			case o == nil:
+				return nil, true
+			case o.idle:
+				return o, false
+			}
+			b.join(o)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // checkEvery is the watchdog's period: a quarter of the stall timeout, at most a second, at
@@ -396,6 +440,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 		}
 		bcancel()
 		b.idle = len(b.items) == 0
+		b.fetched = 1
 		tr.mark("fetch")
 		select {
 		case out <- b:
@@ -443,7 +488,7 @@ func decodeBatch(b *batch) {
 		}()
 	}
 	wg.Wait()
-	b.built = buildFor(b.items)
+	b.built = []*builtRecord{buildFor(b.items)}
 	dropMessages(b.items)
 }
 
@@ -469,8 +514,8 @@ func dropMessages(items []*item) {
 }
 
 func (b *batch) release() {
-	if b.built != nil {
-		b.built.release()
-		b.built = nil
+	for _, r := range b.built {
+		r.release()
 	}
+	b.built = nil
 }

@@ -52,6 +52,7 @@ func BenchmarkFold(b *testing.B) {
 // BenchmarkIngest, decoded beforehand, committed in batches as ingestion does (events, run_folds,
 // watermark and commit in one transaction per batch), beside DuckDB's part alone (the events'
 // load, watermark and commit, no fold). DITTO_BENCH_EVENTS sets the events (default 200,000),
+// DITTO_BENCH_TXN_BATCHES the batches a transaction (default warehouse.DefaultTxnBatches),
 // DITTO_BENCH_CPUPROFILE a file for a CPU profile of the committer.
 func BenchmarkStore(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
@@ -75,7 +76,7 @@ func BenchmarkStore(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		w := open()
 		stop := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
-		cpu, err := warehouse.StoreForBench(context.Background(), w, subjects, raws, batch)
+		cpu, err := warehouse.StoreForBench(context.Background(), w, subjects, raws, batch, envInt("DITTO_BENCH_TXN_BATCHES", 0))
 		stop()
 		if err != nil {
 			b.Fatal(err)
