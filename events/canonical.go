@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events/internal/jcs"
 )
@@ -30,6 +31,58 @@ func CanonicalValue(v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
 	}
 	return Canonical(raw)
+}
+
+// canonicalPlan is CanonicalValue(steps), written directly: a plan's steps hold two strings
+// each, and encoding/json's reflection and a second parse by the canonicalizer cost the
+// analyzer's fold more than the rest of the run's plan events together.
+func canonicalPlan(steps []PlanStep) (json.RawMessage, error) {
+	out := make([]byte, 0, 2+32*len(steps))
+	out = append(out, '[')
+	for i, s := range steps {
+		if !utf8.ValidString(s.State) || !utf8.ValidString(s.Tool) {
+			return CanonicalValue(steps) // encoding/json's replacement of invalid bytes
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"state":`...)
+		out = jcs.AppendString(out, s.State)
+		out = append(out, `,"tool":`...)
+		out = jcs.AppendString(out, s.Tool)
+		out = append(out, '}')
+	}
+	if steps == nil {
+		return json.RawMessage("null"), nil
+	}
+	return append(out, ']'), nil
+}
+
+// CanonicalCalls returns MustCanonical(calls) (calls nil: "[]"), written directly: each call's
+// arguments are canonicalized alone and the objects written with their keys in order ("args",
+// "tool"), without encoding/json's reflection and a second parse of the whole list. Arguments
+// that are not valid JSON panic, as MustCanonical does.
+func CanonicalCalls(calls []Call) json.RawMessage {
+	out := make([]byte, 0, 2+64*len(calls))
+	out = append(out, '[')
+	for i, c := range calls {
+		if !utf8.ValidString(c.Tool) || len(c.Args) == 0 {
+			return MustCanonical(calls) // encoding/json's replacement of invalid bytes; its null
+		}
+		args, err := jcs.Canonicalize(c.Args)
+		if err != nil {
+			return MustCanonical(calls) // its error and panic
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"args":`...)
+		out = append(out, args...)
+		out = append(out, `,"tool":`...)
+		out = jcs.AppendString(out, c.Tool)
+		out = append(out, '}')
+	}
+	return append(out, ']')
 }
 
 // MustCanonical is CanonicalValue for values known to be representable; it panics otherwise.

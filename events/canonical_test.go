@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -123,5 +124,39 @@ func TestCanonicalIdempotent(t *testing.T) {
 	twice, err := Canonical(once)
 	if err != nil || string(once) != string(twice) {
 		t.Errorf("Canonical(Canonical(x)) = %s, %v; want %s", twice, err, once)
+	}
+}
+
+// TestCanonicalFastPaths: the plan's and the calls' canonical JSON written directly equal
+// CanonicalValue's of the same values, escapes, non-ASCII text, invalid UTF-8 and empty
+// lists included.
+func TestCanonicalFastPaths(t *testing.T) {
+	texts := []string{"", "plain", `q"uote\back`, "tab\tnl\n\x01", "<&>", "é ☃ 𝄞", "\u2028", "bad\xffutf8"}
+	var plans [][]PlanStep
+	plans = append(plans, nil, []PlanStep{})
+	for i, a := range texts {
+		plans = append(plans, []PlanStep{{State: a, Tool: texts[(i+1)%len(texts)]}, {State: "s", Tool: a}})
+	}
+	for _, p := range plans {
+		want, werr := CanonicalValue(p)
+		got, gerr := canonicalPlan(p)
+		if string(got) != string(want) || (werr == nil) != (gerr == nil) {
+			t.Errorf("canonicalPlan(%q) = %s, %v; CanonicalValue = %s, %v", p, got, gerr, want, werr)
+		}
+	}
+	argsList := []string{`{}`, `{"b":1,"a":[1,2.50,"x"]}`, ` { "z" : "<&>" , "y":null } `, `"s"`, `1e2`, `[true,false]`, `{"k":"é\u00e9"}`}
+	var lists [][]Call
+	lists = append(lists, nil, []Call{})
+	for i, a := range argsList {
+		lists = append(lists, []Call{{Tool: texts[i%len(texts)], Args: json.RawMessage(a)}, {Tool: "t", Args: json.RawMessage(argsList[(i+1)%len(argsList)])}})
+	}
+	for _, c := range lists {
+		want := MustCanonical(c)
+		if c == nil {
+			want = MustCanonical([]Call{})
+		}
+		if got := CanonicalCalls(c); string(got) != string(want) {
+			t.Errorf("CanonicalCalls(%v) = %s, want %s", c, got, want)
+		}
 	}
 }

@@ -147,7 +147,7 @@ func (r *Run) applyPayload(e *Envelope, illegal func(format string, args ...any)
 		if len(r.Tools) > 0 {
 			return illegal("plan accepted after a tool ran")
 		}
-		c, err := CanonicalValue(p.Steps)
+		c, err := canonicalPlan(p.Steps)
 		if err != nil {
 			return illegal("plan: %v", err)
 		}

@@ -121,7 +121,7 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 	for i, c := range r.Calls {
 		calls[i] = metrics.Call{Tool: c.Tool, Args: string(c.Args)}
 	}
-	callsJSON := events.MustCanonical(nonNilCalls(r.Calls))
+	callsJSON := events.CanonicalCalls(r.Calls)
 	output := NoOutput
 	if len(finished.Output) > 0 {
 		output = string(finished.Output)
@@ -172,13 +172,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func nonNilCalls(c []events.Call) []events.Call {
-	if c == nil {
-		return []events.Call{}
-	}
-	return c
 }
 
 func nullString(s string) any {
