@@ -113,9 +113,16 @@ func FuzzCanonical(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := Canonical(data)
 		want, refErr := canonicalReference(data)
+		// IsCanonical, which validation uses, says whether data is its own canonical form.
+		if same, cerr := jcs.IsCanonical(data); (cerr == nil) != (err == nil) || same != (err == nil && bytes.Equal(got, data)) {
+			t.Fatalf("IsCanonical(%q) = %v, %v; Canonical = %q, %v", data, same, cerr, got, err)
+		}
 		if err == nil {
 			if again, err2 := Canonical(got); err2 != nil || !bytes.Equal(again, got) {
 				t.Fatalf("Canonical not a fixed point on %q: %q, %v", data, again, err2)
+			}
+			if same, _ := jcs.IsCanonical(got); !same {
+				t.Fatalf("IsCanonical(%q) = false for Canonical's output", got)
 			}
 		}
 		if refErr != nil || err != nil {
@@ -134,6 +141,18 @@ func FuzzCanonical(f *testing.F) {
 
 func BenchmarkCanonical(b *testing.B) {
 	in := []byte(`{"portfolio":"data/portfolios/portfolio-a","loans":[{"id":"L1","stage":2,"pd":0.035,"lgd":0.45,"ead":125000.5},{"id":"L2","stage":1,"pd":0.01,"lgd":0.4,"ead":80000}],"precision":2,"include_stage3":true}`)
+	b.Run("check", func(b *testing.B) {
+		canon, err := Canonical(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if err := checkCanonical("payload.args", canon, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {

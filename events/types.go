@@ -2,7 +2,10 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+
+	"github.com/dittolab/ditto/events/internal/jcs"
 )
 
 // Type names an event type. Types are past-tense facts.
@@ -601,11 +604,11 @@ func checkCanonical(field string, raw json.RawMessage, optional bool) error {
 		}
 		return missing(field)
 	}
-	c, err := Canonical(raw)
+	same, err := jcs.IsCanonical(raw)
 	if err != nil {
-		return &FieldError{Field: field, Err: ErrNotCanonical, Msg: err.Error()}
+		return &FieldError{Field: field, Err: ErrNotCanonical, Msg: fmt.Errorf("%w: %v", ErrNotCanonical, err).Error()}
 	}
-	if string(c) != string(raw) {
+	if !same {
 		return &FieldError{Field: field, Err: ErrNotCanonical, Msg: "not in RFC 8785 canonical form (use events.Canonical)"}
 	}
 	return nil

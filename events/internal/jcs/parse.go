@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -16,19 +17,49 @@ import (
 // duplicate object keys, numbers outside the range of an IEEE 754 double and trailing data are
 // errors.
 func Canonicalize(raw []byte) ([]byte, error) {
-	if !utf8.Valid(raw) {
-		return nil, errors.New("input is not valid UTF-8")
-	}
 	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// IsCanonical reports whether raw is in canonical form (Canonicalize(raw) returns raw), with
+// Canonicalize's error when raw has none. It writes the canonical form into a buffer reused
+// between calls instead of a new one: validation checks every JSON value an event carries.
+func IsCanonical(raw []byte) (bool, error) {
+	c := checkers.Get().(*canonicalizer)
+	c.in, c.pos, c.out, c.members = raw, 0, c.out[:0], c.members[:0]
+	err := c.run()
+	same := err == nil && string(c.out) == string(raw)
+	c.in = nil
+	clear(c.members[:cap(c.members)]) // their keys may point into raw
+	if cap(c.out) <= maxPooled && cap(c.scratch) <= maxPooled && cap(c.members) <= maxPooled/32 {
+		checkers.Put(c)
+	}
+	return same, err
+}
+
+// checkers holds IsCanonical's canonicalizers; one whose buffers grew beyond maxPooled is
+// dropped rather than kept.
+var checkers = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+const maxPooled = 64 << 10
+
+// run canonicalizes c.in into c.out.
+func (c *canonicalizer) run() error {
+	if !utf8.Valid(c.in) {
+		return errors.New("input is not valid UTF-8")
+	}
 	c.skipSpace()
 	if err := c.value(0); err != nil {
-		return nil, err
+		return err
 	}
 	c.skipSpace()
 	if c.pos != len(c.in) {
-		return nil, fmt.Errorf("trailing data after the JSON value at byte %d", c.pos)
+		return fmt.Errorf("trailing data after the JSON value at byte %d", c.pos)
 	}
-	return c.out, nil
+	return nil
 }
 
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
@@ -42,6 +73,7 @@ type canonicalizer struct {
 	pos     int
 	out     []byte
 	scratch []byte
+	members []member // the members of the objects being read (see object)
 }
 
 func (c *canonicalizer) errorf(format string, args ...any) error {
@@ -109,7 +141,10 @@ func (c *canonicalizer) object(depth int) error {
 	c.pos++ // '{'
 	c.out = append(c.out, '{')
 	base := len(c.out)
-	var members []member
+	// The members go on c.members, a stack shared by the nested objects: each truncates it
+	// back to mbase when it is done, so one backing array serves every object of the input.
+	mbase := len(c.members)
+	defer func() { c.members = c.members[:mbase] }()
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
@@ -137,7 +172,7 @@ func (c *canonicalizer) object(depth int) error {
 		if err := c.value(depth + 1); err != nil {
 			return err
 		}
-		members = append(members, member{key: key, start: start, end: len(c.out)})
+		c.members = append(c.members, member{key: key, start: start, end: len(c.out)})
 		c.skipSpace()
 		if c.pos >= len(c.in) {
 			return c.errorf("unexpected end of object")
@@ -152,6 +187,7 @@ func (c *canonicalizer) object(depth int) error {
 		c.pos++
 		break
 	}
+	members := c.members[mbase:]
 	sorted := slices.IsSortedFunc(members, func(a, b member) int { return compareUTF16(a.key, b.key) })
 	if !sorted {
 		slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.key, b.key) })
