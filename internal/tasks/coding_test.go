@@ -1,19 +1,20 @@
-package tasks
+package tasks_test
 
 import (
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dittolab/ditto/internal/coding/codingtest"
 	"github.com/dittolab/ditto/internal/coding/repos"
 	"github.com/dittolab/ditto/internal/taskfile"
+	"github.com/dittolab/ditto/internal/tasks"
 )
 
 // TestShippedCodingTasksAreTaskFiles: every shipped repository instance has an embedded task
@@ -30,23 +31,23 @@ func TestShippedCodingTasksAreTaskFiles(t *testing.T) {
 	for _, r := range rs {
 		for _, in := range r.Instances {
 			n++
-			name := CodingTaskName(r.Name, in.ID)
-			data, ok := BuiltinFile(name)
+			name := tasks.CodingTaskName(r.Name, in.ID)
+			data, ok := tasks.BuiltinFile(name)
 			if !ok {
 				t.Errorf("no embedded task file for %s", name)
 				continue
 			}
-			f, err := ParseFile(name+".yaml", data)
+			f, err := tasks.ParseFile(name+".yaml", data)
 			if err != nil {
 				t.Fatalf("ParseFile(%s) = %v", name, err)
 			}
-			got, err := FromFile(f, nil)
+			got, err := tasks.FromFile(f, nil)
 			if err != nil {
 				t.Fatalf("FromFile(%s) = %v", name, err)
 			}
 			// What the registry's Go code made of a shipped instance.
-			want := &Task{Name: name, Title: fmt.Sprintf("%s: %s (%s)", r.Name, in.ID, in.Class), Instructions: CodingInstructions,
-				Instances: []Instance{{ID: in.ID, Prompt: in.Prompt}}, Coding: &Coding{Repo: r.Name, Instance: in.ID, Class: in.Class}}
+			want := &tasks.Task{Name: name, Title: fmt.Sprintf("%s: %s (%s)", r.Name, in.ID, in.Class), Instructions: tasks.CodingInstructions,
+				Instances: []tasks.Instance{{ID: in.ID, Prompt: in.Prompt}}, Coding: &tasks.Coding{Repo: r.Name, Instance: in.ID, Class: in.Class}}
 			if got.Name != want.Name || got.Title != want.Title || got.Instructions != want.Instructions ||
 				!reflect.DeepEqual(got.Instances, want.Instances) || got.Coding.Repo != want.Coding.Repo ||
 				got.Coding.Instance != want.Coding.Instance || got.Coding.Class != want.Coding.Class {
@@ -60,59 +61,42 @@ func TestShippedCodingTasksAreTaskFiles(t *testing.T) {
 			if !tg.Protects("x_test.go") || !tg.Protects("a/testdata/b") || tg.Protects("x.go") || strings.Join(tg.VerifyPackages(), " ") != "./..." {
 				t.Errorf("%s: protection or packages are not the defaults", name)
 			}
-			reg, err := Get(name)
+			reg, err := tasks.Get(name)
 			if err != nil || reg.Coding.Target.Digest != tg.Digest || reg.Instances[0].Prompt != in.Prompt {
 				t.Errorf("Get(%s) = %+v, %v; want the task of its file", name, reg, err)
 			}
-			again, err := ParseFile("", f.JSON())
+			again, err := tasks.ParseFile("", f.JSON())
 			if err != nil {
 				t.Fatalf("ParseFile(JSON of %s) = %v", name, err)
 			}
-			if tt, err := FromFile(again, nil); err != nil || tt.Coding.Target.Digest != tg.Digest || tt.Title != got.Title {
+			if tt, err := tasks.FromFile(again, nil); err != nil || tt.Coding.Target.Digest != tg.Digest || tt.Title != got.Title {
 				t.Errorf("%s: the canonical JSON does not read back to the same task: %v", name, err)
 			}
 		}
 	}
-	if n < 8 || len(CodingNames()) != n {
-		t.Errorf("%d shipped instances, CodingNames() has %d; want the same, at least 8", n, len(CodingNames()))
+	if n < 8 || len(tasks.CodingNames()) != n {
+		t.Errorf("%d shipped instances, CodingNames() has %d; want the same, at least 8", n, len(tasks.CodingNames()))
 	}
 }
 
-// userModule writes a small Go module with a failing test (Clamp ignores its upper bound) as
-// a git repository in dir, plus an ignored file that must not be read.
-func userModule(t *testing.T, dir string) {
+// userTree makes, under a temporary root, the user's module in clamp (codingtest's module, a
+// git repository, plus an ignored file that must not be read) and a directory tasks beside it
+// for task files naming the module as ../clamp; it returns both.
+func userTree(t *testing.T) (mod, tasksDir string) {
 	t.Helper()
-	files := map[string]string{
-		"go.mod":   "module example.com/clamp\n\ngo 1.22\n",
-		"clamp.go": "package clamp\n\n// Clamp limits v to [lo, hi].\nfunc Clamp(v, lo, hi int) int {\n\tif v < lo {\n\t\treturn lo\n\t}\n\treturn v\n}\n",
-		"clamp_test.go": "package clamp\n\nimport \"testing\"\n\nfunc TestClamp(t *testing.T) {\n\tfor _, c := range []struct{ v, want int }{{-1, 0}, {5, 5}, {11, 10}} {\n" +
-			"\t\tif got := Clamp(c.v, 0, 10); got != c.want {\n\t\t\tt.Errorf(\"Clamp(%d, 0, 10) = %d, want %d\", c.v, got, c.want)\n\t\t}\n\t}\n}\n",
-		".gitignore": "*.log\n",
-		"build.log":  "ignored\n",
-	}
-	for p, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+	root := t.TempDir()
+	mod, tasksDir = filepath.Join(root, "clamp"), filepath.Join(root, "tasks")
+	for _, d := range []string{mod, tasksDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "clamp"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	codingtest.WriteModule(t, mod, map[string]string{".gitignore": "*.log\n", "build.log": "ignored\n"})
+	return mod, tasksDir
 }
 
-const userTaskFile = `version: 1
-name: clamp-upper
-coding:
-  repository:
-    path: ../clamp
-  instance: upper-bound
-  class: wrong_boundary
-  prompt: |
-    Clamp(11, 0, 10) returns 11: values above the upper bound are not clamped. Fix it;
-    do not change the tests.
-  candidates:
+// userTaskFile is codingtest's task file with a catalogue: the fix and a test weakening.
+const userTaskFile = codingtest.TaskFile + `  candidates:
     - id: add-upper
       kind: fix
       edits:
@@ -132,14 +116,7 @@ coding:
 // tree travels in the file's canonical JSON, which reads back (as a worker reads it) to the
 // same task, whose catalogue's fix is located.
 func TestLoadFileReadsTheUserTree(t *testing.T) {
-	root := t.TempDir()
-	mod, tasksDir := filepath.Join(root, "clamp"), filepath.Join(root, "tasks")
-	for _, d := range []string{mod, tasksDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	userModule(t, mod)
+	mod, tasksDir := userTree(t)
 	// An untracked file git does not ignore is part of the tree, as the user sees it.
 	if err := os.WriteFile(filepath.Join(mod, "doc.go"), []byte("// Package clamp clamps.\npackage clamp\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -148,7 +125,7 @@ func TestLoadFileReadsTheUserTree(t *testing.T) {
 	if err := os.WriteFile(path, []byte(userTaskFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := LoadFile(path)
+	f, err := tasks.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +133,11 @@ func TestLoadFileReadsTheUserTree(t *testing.T) {
 	if got := strings.Join(slices.Sorted(maps.Keys(files)), " "); got != ".gitignore clamp.go clamp_test.go doc.go go.mod" {
 		t.Errorf("tree read = %s, want the tracked and unignored files", got)
 	}
-	again, err := ParseFile("", f.JSON())
+	again, err := tasks.ParseFile("", f.JSON())
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := FromFile(again, nil)
+	task, err := tasks.FromFile(again, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,15 +146,15 @@ func TestLoadFileReadsTheUserTree(t *testing.T) {
 		len(tg.Candidates) != 2 || tg.Locus != (repos.Locus{File: "clamp.go", Line: 8}) {
 		t.Errorf("task %+v, target %s/%s %+v; want the clamp tree with its catalogue, the fix at clamp.go:8", task.Coding, tg.Repo, tg.ID, tg.Locus)
 	}
-	if task.Instructions != CodingInstructions || !strings.HasPrefix(task.Instances[0].Prompt, "Clamp(11, 0, 10) returns 11") {
+	if task.Instructions != tasks.CodingInstructions || !strings.HasPrefix(task.Instances[0].Prompt, "Clamp(11, 0, 10) returns 11") {
 		t.Errorf("instructions %q, prompt %q", task.Instructions, task.Instances[0].Prompt)
 	}
 	// Without its tree (parsed from the text, not loaded), the task cannot be made.
-	bare, err := ParseFile("clamp.yaml", []byte(userTaskFile))
+	bare, err := tasks.ParseFile("clamp.yaml", []byte(userTaskFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FromFile(bare, nil); !errors.Is(err, taskfile.ErrInvalid) || !strings.Contains(err.Error(), "coding.repository.path") {
+	if _, err := tasks.FromFile(bare, nil); !errors.Is(err, taskfile.ErrInvalid) || !strings.Contains(err.Error(), "coding.repository.path") {
 		t.Errorf("FromFile(file not loaded) = %v, want a problem at coding.repository.path", err)
 	}
 }
@@ -186,14 +163,7 @@ func TestLoadFileReadsTheUserTree(t *testing.T) {
 // field at fault and its line, whether the schema, the checks of the section or the tree
 // (read from disk) finds it.
 func TestCodingFileProblems(t *testing.T) {
-	root := t.TempDir()
-	mod, tasksDir := filepath.Join(root, "clamp"), filepath.Join(root, "tasks")
-	for _, d := range []string{mod, tasksDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	userModule(t, mod)
+	_, tasksDir := userTree(t)
 	tests := []struct {
 		name     string
 		old, new string
@@ -227,7 +197,7 @@ func TestCodingFileProblems(t *testing.T) {
 			if err := os.WriteFile(path, []byte(strings.Replace(userTaskFile, tt.old, tt.new, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadFile(path)
+			_, err := tasks.LoadFile(path)
 			if tt.wantPath == "" {
 				if err != nil {
 					t.Fatalf("LoadFile = %v, want no problem", err)

@@ -65,16 +65,7 @@ func WriteStudy(t testing.TB, root string, runs int) (spec, module string) {
 			t.Fatal(err)
 		}
 	}
-	for p, body := range Module {
-		if err := os.WriteFile(filepath.Join(module, p), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "clamp"}} {
-		if out, err := exec.Command("git", append([]string{"-C", module}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	WriteModule(t, module, nil)
 	if err := os.WriteFile(filepath.Join(dir, "clamp.yaml"), []byte(TaskFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +86,24 @@ func WriteStudy(t testing.TB, root string, runs int) (spec, module string) {
 		t.Fatal(err)
 	}
 	return spec, module
+}
+
+// WriteModule writes Module, and the extra files beside it, in dir (which must exist) as a git
+// repository: one commit of everything git does not ignore.
+func WriteModule(t testing.TB, dir string, extra map[string]string) {
+	t.Helper()
+	for _, files := range []map[string]string{Module, extra} {
+		for p, body := range files {
+			if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "clamp"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // Models is a worker.ModelFactory: the scripted model for its endpoint, the simulated models
