@@ -77,11 +77,8 @@ var codingCols = []string{"task", "model", "condition", "seed_index", "success",
 // ComputeCoding computes the coding section of a study through q, or nil when the study has
 // no coding run.
 func ComputeCoding(ctx context.Context, q Querier, study string) (*Coding, error) {
-	var runs []codingRun
-	err := q.Query(ctx, queries.ReportCoding, []any{study}, func(v []any) error {
-		c := row{vals: v, cols: codingCols}
-		r := codingRun{runSetting: runSetting{CellKey: CellKey{Task: c.str(0), Model: c.str(1), Condition: c.str(2)},
-			seed: c.int(3), input: c.int(19), components: c.strings(20), tier: c.str(21), budget: c.int(22)}}
+	runs, err := loadPairedRuns(ctx, q, queries.ReportCoding, study, codingCols, func(c *row, s runSetting) codingRun {
+		r := codingRun{runSetting: s}
 		r.success = c.bool(4)
 		r.tokens, r.latency = c.float(5), c.float(6)
 		r.turns = c.int(7)
@@ -91,8 +88,7 @@ func ComputeCoding(ctx context.Context, q Querier, study string) (*Coding, error
 		r.protected, r.testChanged = c.int(14), c.int(15)
 		r.rawBytes, r.distilledBytes = c.int(16), c.int(17)
 		r.testsPass = c.bool(18)
-		runs = append(runs, r)
-		return c.err
+		return r
 	})
 	if err != nil {
 		return nil, err

@@ -101,16 +101,12 @@ var contextCols = []string{"task", "model", "condition", "seed_index", "success"
 // ComputeContext computes the context section of a study through q from its runs and the
 // cells' metrics, or nil when the study has no context-managed run.
 func ComputeContext(ctx context.Context, q Querier, study string, cells []Cell) (*Context, error) {
-	var runs []contextRun
-	err := q.Query(ctx, queries.ReportContext, []any{study}, func(v []any) error {
-		c := row{vals: v, cols: contextCols}
-		r := contextRun{runSetting: runSetting{CellKey: CellKey{Task: c.str(0), Model: c.str(1), Condition: c.str(2)},
-			seed: c.int(3), tier: c.str(7), budget: c.int(8), input: c.int(15), components: c.strings(16)}}
+	runs, err := loadPairedRuns(ctx, q, queries.ReportContext, study, contextCols, func(c *row, s runSetting) contextRun {
+		r := contextRun{runSetting: s}
 		r.success, r.overflow, r.tokens, r.peak = c.bool(4), c.bool(5), c.float(6), c.float(9)
 		r.elisions, r.recalls, r.summaries = c.int(10), c.int(11), c.int(12)
 		r.turns, r.repatches = c.int(13), c.int(14)
-		runs = append(runs, r)
-		return c.err
+		return r
 	})
 	if err != nil || len(runs) == 0 {
 		return nil, err

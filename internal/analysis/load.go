@@ -94,6 +94,32 @@ func loadCauses(ctx context.Context, q Querier, study string, cells []cellRow) e
 	})
 }
 
+// settingCols are the columns of a run's setting (runSetting) in the report statements whose
+// runs are paired across conditions (report_coding, report_context).
+var settingCols = [...]string{"task", "model", "condition", "input_index", "seed_index", "components", "context_tier", "context_budget"}
+
+// loadPairedRuns runs stmt for study, a statement returning one run per row in columns cols,
+// settingCols among them wherever the statement puts them, and makes a run of each row:
+// decode reads the section's own columns of c and is given the run's setting.
+func loadPairedRuns[R any](ctx context.Context, q Querier, stmt queries.Statement, study string, cols []string,
+	decode func(c *row, s runSetting) R) ([]R, error) {
+	var at [len(settingCols)]int
+	for i, name := range settingCols {
+		if at[i] = slices.Index(cols, name); at[i] < 0 {
+			return nil, fmt.Errorf("analysis: %s: no column %s for pairing runs", stmt.Name, name)
+		}
+	}
+	var runs []R
+	err := q.Query(ctx, stmt, []any{study}, func(v []any) error {
+		c := row{vals: v, cols: cols}
+		s := runSetting{CellKey: CellKey{Task: c.str(at[0]), Model: c.str(at[1]), Condition: c.str(at[2])},
+			input: c.int(at[3]), seed: c.int(at[4]), components: c.strings(at[5]), tier: c.str(at[6]), budget: c.int(at[7])}
+		runs = append(runs, decode(&c, s))
+		return c.err
+	})
+	return runs, err
+}
+
 func compareKeys(a, b CellKey) int {
 	switch {
 	case a.less(b):
