@@ -321,19 +321,9 @@ func allPaired(runs []Run) bool {
 }
 
 func comparePermutation(pool pooled, pix *index, ma, mb CellMetrics, base Comparison, cfg CompareConfig) []Comparison {
-	qs := [numPermQ]string{QuantityRR, QuantityDI, QuantityTSS, QuantityAC}
-	va := [numPermQ]Value{ma.RR.Value, ma.DI.Value, ma.TSS.Value, ma.AC.Value}
-	vb := [numPermQ]Value{mb.RR.Value, mb.DI.Value, mb.TSS.Value, mb.AC.Value}
-	out := make([]Comparison, numPermQ)
-	for q := range out {
-		out[q] = withValues(base, qs[q], va[q], vb[q])
-		out[q].Test = TestPermutation
-	}
+	out := permComparisons(ma, mb, base)
 	if len(pool.a) == 0 || len(pool.b) == 0 {
-		for q := range out {
-			out[q].Reason = reasonEmpty
-		}
-		return out
+		return emptyCell(out)
 	}
 	if pool.len() > cfg.PermRunLevelMax {
 		permuteCounts(pool, pix, ma, mb, out, cfg)
@@ -358,7 +348,7 @@ func comparePermutation(pool pooled, pix *index, ma, mb CellMetrics, base Compar
 	for q := range out {
 		switch {
 		case !sa[q].Valid || !sb[q].Valid:
-			out[q].Reason = undefinedReason(qs[q])
+			out[q].Reason = undefinedReason(out[q].Quantity)
 		default:
 			t.obs[q], t.live[q] = sb[q].V-sa[q].V, true
 			out[q].Statistic = Some(t.obs[q])
@@ -375,6 +365,28 @@ func comparePermutation(pool pooled, pix *index, ma, mb CellMetrics, base Compar
 	t.finish(out, func(valid int) string {
 		return fmt.Sprintf("B = %d permutations (%d with the statistic defined), seed %d", cfg.Permutations, valid, cfg.Seed)
 	})
+	return out
+}
+
+// permComparisons are the comparisons of RR, DI, TSS and AC between cells with metrics ma and
+// mb by a permutation test, in the order of the statistics vector, before the test.
+func permComparisons(ma, mb CellMetrics, base Comparison) []Comparison {
+	qs := [numPermQ]string{QuantityRR, QuantityDI, QuantityTSS, QuantityAC}
+	va := [numPermQ]Value{ma.RR.Value, ma.DI.Value, ma.TSS.Value, ma.AC.Value}
+	vb := [numPermQ]Value{mb.RR.Value, mb.DI.Value, mb.TSS.Value, mb.AC.Value}
+	out := make([]Comparison, numPermQ)
+	for q := range out {
+		out[q] = withValues(base, qs[q], va[q], vb[q])
+		out[q].Test = TestPermutation
+	}
+	return out
+}
+
+// emptyCell gives every comparison of out the reason that a cell has no runs.
+func emptyCell(out []Comparison) []Comparison {
+	for q := range out {
+		out[q].Reason = reasonEmpty
+	}
 	return out
 }
 

@@ -167,20 +167,12 @@ func sums(pairs []inputPair, inB []bool) (sa, sb inputSums) {
 }
 
 func permuteByInput(a, b []Run, ma, mb CellMetrics, base Comparison, cfg CompareConfig) []Comparison {
-	qs := [numPermQ]string{QuantityRR, QuantityDI, QuantityTSS, QuantityAC}
-	va := [numPermQ]Value{ma.RR.Value, ma.DI.Value, ma.TSS.Value, ma.AC.Value}
-	vb := [numPermQ]Value{mb.RR.Value, mb.DI.Value, mb.TSS.Value, mb.AC.Value}
-	out := make([]Comparison, numPermQ)
+	out := permComparisons(ma, mb, base)
 	for q := range out {
-		out[q] = withValues(base, qs[q], va[q], vb[q])
-		out[q].Test = TestPermutation
 		out[q].Method = MethodStratified
 	}
 	if len(a) == 0 || len(b) == 0 {
-		for q := range out {
-			out[q].Reason = reasonEmpty
-		}
-		return out
+		return emptyCell(out)
 	}
 	pool := make([]Run, 0, len(a)+len(b))
 	pool = append(append(pool, a...), b...)
@@ -194,7 +186,7 @@ func permuteByInput(a, b []Run, ma, mb CellMetrics, base Comparison, cfg Compare
 	var t permTally
 	for q := range out {
 		if !oa[q].Valid || !ob[q].Valid {
-			out[q].Reason = fmt.Sprintf("%s is undefined within input groups in a cell (no input with 2 runs, or no aligned calls)", qs[q])
+			out[q].Reason = fmt.Sprintf("%s is undefined within input groups in a cell (no input with 2 runs, or no aligned calls)", out[q].Quantity)
 			continue
 		}
 		t.obs[q], t.live[q] = ob[q].V-oa[q].V, true
