@@ -18,6 +18,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/events/client"
+	"github.com/dittolab/ditto/internal/browsertest"
 	"github.com/dittolab/ditto/internal/cli/clitest"
 )
 
@@ -33,35 +34,6 @@ const (
 	xssImg    = `"><img src=x onerror="window.__xss=2">`
 )
 
-// need returns the path of a program the browser test needs; without it the test skips, or
-// fails under CI (CI=true), where .ci/run installs chromium and node.
-func need(t *testing.T, name string, candidates ...string) string {
-	t.Helper()
-	for _, c := range append(candidates, name) {
-		if p, err := exec.LookPath(c); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not found under CI: .ci/run installs it (apt-get install -y chromium nodejs npm)", name)
-	}
-	t.Skipf("%s not installed; skipping the console's browser test (apt-get install -y chromium nodejs npm)", name)
-	return ""
-}
-
-// artifactsDir is where the browser test saves its screenshots: $DITTO_ARTIFACTS/console when
-// set (CI keeps it), else a directory of the test's own.
-func artifactsDir(t *testing.T) string {
-	if d := os.Getenv("DITTO_ARTIFACTS"); d != "" {
-		dir := filepath.Join(d, "console")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	return t.TempDir()
-}
-
 // TestConsoleInBrowser runs a small demo study with the real binaries, plants hostile
 // production runs through the producer, serves the console with a token and walks it in
 // Debian's Chromium driven by Playwright (playwright-core, e2e/walk.mjs): login, Studies →
@@ -69,19 +41,11 @@ func artifactsDir(t *testing.T) string {
 // CSV download, the reports index, and the hostile runs' Run, Compare and Cell pages. Each
 // page's figures are checked against what this test reads through the API; the walk fails on
 // any console error, any request that leaves 127.0.0.1, and any script the hostile values
-// manage to run. It saves a screenshot of each page (artifactsDir).
+// manage to run. It saves a screenshot of each page (browsertest.ArtifactsDir).
 func TestConsoleInBrowser(t *testing.T) {
-	chromium := need(t, "chromium", "/usr/bin/chromium")
-	node := need(t, "node")
-	npm := need(t, "npm")
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-
-	e2e, err := filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	installPlaywright(t, ctx, npm, e2e)
+	pw := browsertest.Setup(t, ctx)
 	analyzer, producer := analyzerBin.Path(t), producerBin.Path(t)
 	t.Cleanup(analyzerBin.Remove)
 	t.Cleanup(producerBin.Remove)
@@ -112,17 +76,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := os.WriteFile(expectFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shots := artifactsDir(t)
+	shots := browsertest.ArtifactsDir(t, "console")
 	t.Logf("screenshots: %s", shots)
-	cmd := exec.CommandContext(ctx, node, filepath.Join(e2e, "walk.mjs"))
-	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(), "CONSOLE_URL="+base, "CONSOLE_TOKEN="+token, "CONSOLE_EXPECT="+expectFile,
-		"CONSOLE_SHOTS="+shots, "CHROMIUM="+chromium, "CONSOLE_PROFILE="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	t.Logf("walk.mjs:\n%s", out)
-	if err != nil {
-		t.Fatalf("the browser walk failed: %v", err)
-	}
+	pw.Run(t, ctx, filepath.Join("e2e", "walk.mjs"), "CONSOLE_URL="+base, "CONSOLE_TOKEN="+token, "CONSOLE_EXPECT="+expectFile,
+		"CONSOLE_SHOTS="+shots)
 	for _, page := range []string{"login", "studies", "study", "cell", "group", "run", "compare", "sql", "reports", "drift", "xss-run", "xss-compare", "xss-cell"} {
 		if st, err := os.Stat(filepath.Join(shots, page+".png")); err != nil || st.Size() < 5000 {
 			t.Errorf("screenshot %s.png: %v (size %d)", page, err, sizeOf(st))
@@ -135,21 +92,6 @@ func sizeOf(st os.FileInfo) int64 {
 		return 0
 	}
 	return st.Size()
-}
-
-// installPlaywright installs the pinned playwright-core of e2e/package-lock.json (npm ci)
-// unless it is there already. It never downloads a browser: the walk drives /usr/bin/chromium.
-func installPlaywright(t *testing.T, ctx context.Context, npm, dir string) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err == nil {
-		return
-	}
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
 }
 
 func run(t *testing.T, ctx context.Context, env []string, bin string, args ...string) string {

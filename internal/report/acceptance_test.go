@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/internal/browsertest"
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
@@ -209,13 +210,7 @@ func TestReportMatchesParquet(t *testing.T) {
 // a PNG and checks that the picture is large and far from blank. Without chromium the test
 // skips, except under CI (CI set), where it fails: CI installs chromium.
 func TestHTMLRendersInChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("chromium not found under CI (apt-get install -y chromium): %v", err)
-		}
-		t.Skip("chromium not installed (apt-get install -y chromium); skipping the browser rendering test")
-	}
+	bin := browsertest.Chromium(t)
 	fx := studyFixture(t)
 	html := filepath.Join(fx.res.Dir, report.FileHTML)
 	b, err := os.ReadFile(html)

@@ -14,25 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/browsertest"
 	"github.com/dittolab/ditto/internal/coding/codingtest"
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/metrics"
 )
-
-// chromium returns Debian's chromium, or skips the test without it (fails under CI, which
-// installs it), as TestHTMLRendersInChromium does.
-func chromium(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("chromium not found under CI (apt-get install -y chromium): %v", err)
-		}
-		t.Skip("chromium not installed (apt-get install -y chromium); skipping the browser test")
-	}
-	return bin
-}
 
 // runChromium runs headless Chromium on a local file with extra flags and returns its stdout.
 func runChromium(t *testing.T, bin, file string, flags ...string) []byte {
@@ -85,7 +72,7 @@ func domTables(fragment string) [][][]string {
 // B higher), each cell as the report computed it. The page also renders to a screenshot that
 // is far from blank.
 func TestCodingSectionInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	root := t.TempDir()
 	spec, _ := codingtest.WriteStudy(t, root, 6)
 	scale := 0.0

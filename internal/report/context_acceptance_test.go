@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/analysis"
+	"github.com/dittolab/ditto/internal/browsertest"
 	"github.com/dittolab/ditto/internal/demo"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
@@ -698,17 +698,10 @@ func bh(ps []float64) []float64 {
 // drawn and shown below the budget table with its caption; no console error and no request
 // leaving the file. Without chromium or node the test skips, except under CI.
 func TestContextReportInBrowser(t *testing.T) {
-	chromium := need(t, "chromium", "/usr/bin/chromium")
-	node := need(t, "node")
-	npm := need(t, "npm")
+	pw := browsertest.Setup(t, context.Background())
 	fx := contextFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e2e, err := filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	installPlaywright(t, ctx, npm, e2e)
 
 	r := readReportJSON(t, fx.res.Dir)
 	if r.Context == nil {
@@ -745,64 +738,12 @@ func TestContextReportInBrowser(t *testing.T) {
 	if err := os.WriteFile(expectFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shots := artifactsDir(t)
-	cmd := exec.CommandContext(ctx, node, filepath.Join(e2e, "context.mjs"))
-	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(), "REPORT_HTML="+filepath.Join(fx.res.Dir, report.FileHTML), "REPORT_EXPECT="+expectFile,
-		"REPORT_SHOTS="+shots, "CHROMIUM="+chromium, "REPORT_PROFILE="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	t.Logf("context.mjs:\n%s", out)
-	if err != nil {
-		t.Fatalf("the browser check failed: %v", err)
-	}
+	shots := browsertest.ArtifactsDir(t, "report")
+	pw.Run(t, ctx, filepath.Join("e2e", "context.mjs"), "REPORT_HTML="+filepath.Join(fx.res.Dir, report.FileHTML),
+		"REPORT_EXPECT="+expectFile, "REPORT_SHOTS="+shots)
 	if st, err := os.Stat(filepath.Join(shots, "context-section.png")); err != nil || st.Size() < 5000 {
 		t.Errorf("screenshot context-section.png: %v", err)
 	}
-}
-
-// need returns the path of a program the browser test needs; without it the test skips, or
-// fails under CI (CI set), where .ci/run installs chromium and node.
-func need(t *testing.T, name string, candidates ...string) string {
-	t.Helper()
-	for _, c := range append(candidates, name) {
-		if p, err := exec.LookPath(c); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not found under CI: .ci/run installs it (apt-get install -y chromium nodejs npm)", name)
-	}
-	t.Skipf("%s not installed; skipping the report's browser test (apt-get install -y chromium nodejs npm)", name)
-	return ""
-}
-
-// installPlaywright installs the pinned playwright-core of e2e/package-lock.json (npm ci)
-// unless it is there already. It never downloads a browser: the check drives the system's
-// chromium.
-func installPlaywright(t *testing.T, ctx context.Context, npm, dir string) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err == nil {
-		return
-	}
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-}
-
-// artifactsDir is where the browser test saves its screenshot: $DITTO_ARTIFACTS/report when
-// set (CI keeps it), else a directory of the test's own.
-func artifactsDir(t *testing.T) string {
-	if d := os.Getenv("DITTO_ARTIFACTS"); d != "" {
-		dir := filepath.Join(d, "report")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	return t.TempDir()
 }
 
 // TestCodingStudy checks builtin:coding's structure, end to end: every run of the design ran and

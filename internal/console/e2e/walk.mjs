@@ -1,12 +1,13 @@
 // The console's browser walk, run by TestConsoleInBrowser (console/e2e_test.go), which serves
 // a small demo study and passes what each page must show in CONSOLE_EXPECT. Playwright
-// (playwright-core: no browser download) drives the system's Chromium.
+// (playwright-core: no browser download) drives the system's Chromium, launched by
+// internal/browsertest/launch.mjs.
 //
 // Env: CONSOLE_URL, CONSOLE_TOKEN, CONSOLE_EXPECT (JSON file), CONSOLE_SHOTS (screenshot
-// directory), CHROMIUM (executable), CONSOLE_PROFILE (a fresh user data directory).
+// directory); CHROMIUM and BROWSER_PROFILE for launch.mjs.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, failures, launch } from "../../browsertest/launch.mjs";
 
 const base = process.env.CONSOLE_URL;
 const token = process.env.CONSOLE_TOKEN;
@@ -14,20 +15,7 @@ const want = JSON.parse(readFileSync(process.env.CONSOLE_EXPECT, "utf8"));
 const shots = process.env.CONSOLE_SHOTS;
 const origin = new URL(base);
 
-const failures = [];
-function check(ok, what) {
-  if (ok) console.log("ok   " + what);
-  else { console.log("FAIL " + what); failures.push(what); }
-}
-
-const context = await chromium.launchPersistentContext(process.env.CONSOLE_PROFILE, {
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  acceptDownloads: true,
-  viewport: { width: 1400, height: 1000 },
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const context = await launch({ acceptDownloads: true });
 const consoleErrors = [];
 // Errors the walk provokes on purpose (a wrong token answers 401, a refused query 403): while
 // expected is set, a console error naming that status is set aside, and each must appear once.

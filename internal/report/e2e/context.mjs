@@ -1,29 +1,18 @@
 // Reads the HTML report's context section as a user sees it, run by TestContextReportInBrowser
 // (internal/report/context_acceptance_test.go), which writes what the section must show into
-// REPORT_EXPECT. Playwright (playwright-core: no browser download) drives the system's Chromium.
+// REPORT_EXPECT. Playwright (playwright-core: no browser download) drives the system's Chromium,
+// launched by internal/browsertest/launch.mjs.
 //
 // Env: REPORT_HTML (the report's file), REPORT_EXPECT (JSON: the section's tables, header and
-// rows as text, and its plots, alt and caption), REPORT_SHOTS (screenshot directory), CHROMIUM
-// (executable), REPORT_PROFILE (a fresh user data directory).
+// rows as text, and its plots, alt and caption), REPORT_SHOTS (screenshot directory); CHROMIUM
+// and BROWSER_PROFILE for launch.mjs.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { chromium } from "playwright-core";
+import { check, failures, launch } from "../../browsertest/launch.mjs";
 
 const want = JSON.parse(readFileSync(process.env.REPORT_EXPECT, "utf8"));
-const failures = [];
-function check(ok, what) {
-  if (ok) console.log("ok   " + what);
-  else { console.log("FAIL " + what); failures.push(what); }
-}
-
-const context = await chromium.launchPersistentContext(process.env.REPORT_PROFILE, {
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  viewport: { width: 1400, height: 1000 },
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const context = await launch();
 const errors = [];
 const foreign = [];
 context.on("request", req => {
