@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/dittolab/ditto/queries"
 )
 
@@ -133,30 +134,9 @@ func (s *Server) visible(name string) bool {
 func (s *Server) closestPublic(name string) string {
 	best, bestD := "", len(name)/3+1
 	for _, o := range s.cfg.Public {
-		if d := editDistance(strings.ToLower(name), o.Name); d < bestD {
+		if d := levenshtein.ComputeDistance(strings.ToLower(name), o.Name); d < bestD {
 			best, bestD = o.Name, d
 		}
 	}
 	return best
-}
-
-// editDistance is Levenshtein's distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

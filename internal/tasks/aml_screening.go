@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // aml_screening: sanctions screening of a customer against three watchlists, a branching task.
@@ -127,32 +130,12 @@ func normName(name string) string {
 }
 
 func nameScore(a, b string) float64 {
-	x, y := []rune(normName(a)), []rune(normName(b))
-	n := max(len(x), len(y))
+	x, y := normName(a), normName(b)
+	n := max(utf8.RuneCountInString(x), utf8.RuneCountInString(y))
 	if n == 0 {
 		return 0
 	}
-	return round(1-float64(levenshtein(x, y))/float64(n), 4)
-}
-
-func levenshtein(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return round(1-float64(levenshtein.ComputeDistance(x, y))/float64(n), 4)
 }
 
 // matches screens in watchlist order, so the output order is deterministic.
