@@ -22,31 +22,22 @@ type Record struct {
 func Records(req *coltracepb.ExportTraceServiceRequest) ([]Record, []Rejected) {
 	var out []Record
 	var rej []Rejected
-	i := 0
-	for _, rs := range req.GetResourceSpans() {
-		res := attrs(rs.GetResource().GetAttributes())
-		for _, ss := range rs.GetScopeSpans() {
-			for _, ps := range ss.GetSpans() {
-				s, err := SpanFromProto(ps, res)
-				if err != nil {
-					rej = append(rej, Rejected{Index: i, Err: err})
-					i++
-					continue
-				}
-				one := &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
-					Resource: rs.GetResource(), SchemaUrl: rs.GetSchemaUrl(),
-					ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.GetScope(), SchemaUrl: ss.GetSchemaUrl(), Spans: []*tracepb.Span{ps}}},
-				}}}
-				data, err := proto.Marshal(one)
-				if err != nil {
-					rej = append(rej, Rejected{Index: i, TraceID: s.TraceID, SpanID: s.SpanID, Err: fmt.Errorf("%w: %v", ErrMalformed, err)})
-				} else {
-					out = append(out, Record{Span: s, Data: data})
-				}
-				i++
-			}
+	eachSpan(req, func(i int, rs *tracepb.ResourceSpans, ss *tracepb.ScopeSpans, ps *tracepb.Span, s Span, err error) {
+		if err != nil {
+			rej = append(rej, Rejected{Index: i, Err: err})
+			return
 		}
-	}
+		one := &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
+			Resource: rs.GetResource(), SchemaUrl: rs.GetSchemaUrl(),
+			ScopeSpans: []*tracepb.ScopeSpans{{Scope: ss.GetScope(), SchemaUrl: ss.GetSchemaUrl(), Spans: []*tracepb.Span{ps}}},
+		}}}
+		data, err := proto.Marshal(one)
+		if err != nil {
+			rej = append(rej, Rejected{Index: i, TraceID: s.TraceID, SpanID: s.SpanID, Err: fmt.Errorf("%w: %v", ErrMalformed, err)})
+			return
+		}
+		out = append(out, Record{Span: s, Data: data})
+	})
 	return out, rej
 }
 

@@ -119,22 +119,31 @@ func hexID(b []byte, n int) (string, bool) {
 func Spans(req *coltracepb.ExportTraceServiceRequest) ([]Span, []Rejected) {
 	var out []Span
 	var rej []Rejected
+	eachSpan(req, func(i int, _ *tracepb.ResourceSpans, _ *tracepb.ScopeSpans, ps *tracepb.Span, s Span, err error) {
+		if err != nil {
+			rej = append(rej, Rejected{Index: i, TraceID: hex.EncodeToString(ps.GetTraceId()), SpanID: hex.EncodeToString(ps.GetSpanId()), Err: err})
+			return
+		}
+		out = append(out, s)
+	})
+	return out, rej
+}
+
+// eachSpan converts the spans of req in request order (SpanFromProto, with their resource's
+// attributes) and calls fn with each one's index in the request, the resource and scope spans
+// it came from, the span itself, and its conversion or why it failed.
+func eachSpan(req *coltracepb.ExportTraceServiceRequest, fn func(i int, rs *tracepb.ResourceSpans, ss *tracepb.ScopeSpans, ps *tracepb.Span, s Span, err error)) {
 	i := 0
 	for _, rs := range req.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, ps := range ss.GetSpans() {
 				s, err := SpanFromProto(ps, res)
-				if err != nil {
-					rej = append(rej, Rejected{Index: i, TraceID: hex.EncodeToString(ps.GetTraceId()), SpanID: hex.EncodeToString(ps.GetSpanId()), Err: err})
-				} else {
-					out = append(out, s)
-				}
+				fn(i, rs, ss, ps, s, err)
 				i++
 			}
 		}
 	}
-	return out, rej
 }
 
 // SpanFromProto converts one OTLP span with its resource's attributes.
