@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -10,11 +11,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func TestStreamReads(t *testing.T) {
+// twoRuns publishes events 1…n of study1's run-1 and run-2, interleaved (run-1's at the odd
+// stream sequences), to a new server's events stream, and returns the stream.
+func twoRuns(ctx context.Context, t *testing.T, n int64) *bus.Stream {
+	t.Helper()
 	b := bustest.NewServer(t).Connect(t)
-	ctx := ctxT(t)
 	p, _ := b.NewPublisher()
-	const n = 1203 // more than one fetch
 	for i := int64(1); i <= n; i++ {
 		for _, run := range []string{"run-1", "run-2"} {
 			if err := p.PublishEvent(ctx, testEvent(t, run, i)); err != nil {
@@ -29,6 +31,13 @@ func TestStreamReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestStreamReads(t *testing.T) {
+	ctx := ctxT(t)
+	const n = 1203 // more than one fetch
+	s := twoRuns(ctx, t, n)
 	if s.Name() != events.EventsStream || s.CachedInfo().State.Msgs != 2*n {
 		t.Errorf("Stream() = %s holding %d, want %s holding %d", s.Name(), s.CachedInfo().State.Msgs, events.EventsStream, 2*n)
 	}
@@ -104,30 +113,15 @@ func TestStreamReads(t *testing.T) {
 // TestReadThrough: ReadThrough delivers a subject's messages in stream order up to and
 // including a given sequence, more than one fetch's worth, and none after it.
 func TestReadThrough(t *testing.T) {
-	b := bustest.NewServer(t).Connect(t)
 	ctx := ctxT(t)
-	p, _ := b.NewPublisher()
 	const n = 1500 // more than one fetch
-	for i := int64(1); i <= n; i++ {
-		for _, run := range []string{"run-1", "run-2"} {
-			if err := p.PublishEvent(ctx, testEvent(t, run, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.Stream(ctx, events.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := twoRuns(ctx, t, n)
 	filter, _ := events.Subject("study1", "run-2", ">")
 	// run-2's messages are the even stream sequences; read through its 1,200th.
 	const through = 2 * 1200
 	var got int
 	var last uint64
-	err = s.ReadThrough(ctx, filter, through, func(m jetstream.Msg) error {
+	err := s.ReadThrough(ctx, filter, through, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return err
