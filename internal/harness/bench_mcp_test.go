@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,12 +99,7 @@ func BenchmarkStepMCP(b *testing.B) {
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
-			slices.Sort(m.gaps)
-			q := func(p float64) float64 { return float64(m.gaps[int(p*float64(len(m.gaps)-1))].Nanoseconds()) }
-			b.ReportMetric(q(0.50), "p50-ns/step")
-			b.ReportMetric(q(0.99), "p99-ns/step")
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-			b.ReportMetric(float64(len(m.gaps))/float64(b.N), "steps/run")
+			m.report(b, elapsed)
 		})
 	}
 }

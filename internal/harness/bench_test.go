@@ -31,6 +31,17 @@ func (m *gapModel) Chat(_ context.Context, req llm.Request) (llm.Response, error
 	return resp, err
 }
 
+// report reports the steps of b's runs, which took elapsed: the p50 and p99 of the gaps, runs
+// per second and steps per run.
+func (m *gapModel) report(b *testing.B, elapsed time.Duration) {
+	slices.Sort(m.gaps)
+	q := func(p float64) float64 { return float64(m.gaps[int(p*float64(len(m.gaps)-1))].Nanoseconds()) }
+	b.ReportMetric(q(0.50), "p50-ns/step")
+	b.ReportMetric(q(0.99), "p99-ns/step")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(len(m.gaps))/float64(b.N), "steps/run")
+}
+
 // BenchmarkStep reports the harness overhead per step (gates, tool execution over fixtures,
 // validation, event envelopes with validation, JSON encoding and the events fold, i.e. all but
 // the network publish) with a zero-latency model, p50 and p99, and runs per second.
@@ -85,12 +96,7 @@ func BenchmarkStep(b *testing.B) {
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
-			slices.Sort(m.gaps)
-			q := func(p float64) float64 { return float64(m.gaps[int(p*float64(len(m.gaps)-1))].Nanoseconds()) }
-			b.ReportMetric(q(0.50), "p50-ns/step")
-			b.ReportMetric(q(0.99), "p99-ns/step")
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-			b.ReportMetric(float64(len(m.gaps))/float64(b.N), "steps/run")
+			m.report(b, elapsed)
 			b.ReportMetric(float64(encoded)/float64(b.N), "event-bytes/run")
 		})
 	}
