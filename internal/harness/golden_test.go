@@ -170,24 +170,30 @@ func TestHistoriesGolden(t *testing.T) {
 	}
 }
 
+// zeroLatency is p with the times it measured (model and tool latencies, the run's) set to 0:
+// the rest of a payload is what a deterministic run repeats.
+func zeroLatency(p events.Payload) events.Payload {
+	switch p := p.(type) {
+	case events.ModelCalled:
+		p.LatencyMS = 0
+		return p
+	case events.ToolReturned:
+		p.DurationMS = 0
+		return p
+	case events.RunFinished:
+		p.Totals.LatencyMS = 0
+		return p
+	}
+	return p
+}
+
 // historyHash hashes a run's payloads in order, latencies zeroed and the server's address
 // replaced, followed by its Result (latency aside).
 func historyHash(t *testing.T, res harness.Result, rec *harnesstest.Recorder, url string) string {
 	t.Helper()
 	h := sha256.New()
 	for _, e := range rec.Envelopes {
-		switch p := e.Payload.(type) {
-		case events.ModelCalled:
-			p.LatencyMS = 0
-			e.Payload = p
-		case events.ToolReturned:
-			p.DurationMS = 0
-			e.Payload = p
-		case events.RunFinished:
-			p.Totals.LatencyMS = 0
-			e.Payload = p
-		}
-		b, err := json.Marshal(e.Payload)
+		b, err := json.Marshal(zeroLatency(e.Payload))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -513,18 +513,7 @@ func TestSameScriptSameEvents(t *testing.T) {
 			_, rec := run(t, spec(t, name, "harness_sp", 1), harnesstest.IdealModel(task))
 			var got []string
 			for _, e := range rec.Envelopes {
-				switch p := e.Payload.(type) {
-				case events.ModelCalled:
-					p.LatencyMS = 0
-					e.Payload = p
-				case events.ToolReturned:
-					p.DurationMS = 0
-					e.Payload = p
-				case events.RunFinished:
-					p.Totals.LatencyMS = 0
-					e.Payload = p
-				}
-				b, _ := json.Marshal(e.Payload)
+				b, _ := json.Marshal(zeroLatency(e.Payload))
 				got = append(got, string(e.Type)+string(b))
 			}
 			if first == nil {
