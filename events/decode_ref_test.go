@@ -258,12 +258,10 @@ func payloadTakesFastPath(t Type, raw []byte) bool {
 	return ok
 }
 
-// FuzzDecodeFast is a differential fuzz test: Decode (fast path with encoding/json fallback)
-// and decodeReference (encoding/json only) agree on every input, errors included.
-// It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 5000000x ./events
-func FuzzDecodeFast(f *testing.F) {
-	files := goldenFiles(f)
-	for _, name := range files {
+// addCodecSeeds seeds the codec's differential fuzz tests with every golden event and the
+// fast path's edge cases.
+func addCodecSeeds(f *testing.F) {
+	for _, name := range goldenFiles(f) {
 		raw, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -273,5 +271,12 @@ func FuzzDecodeFast(f *testing.F) {
 	for _, s := range fastPathSeeds {
 		f.Add([]byte(s))
 	}
+}
+
+// FuzzDecodeFast is a differential fuzz test: Decode (fast path with encoding/json fallback)
+// and decodeReference (encoding/json only) agree on every input, errors included.
+// It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 5000000x ./events
+func FuzzDecodeFast(f *testing.F) {
+	addCodecSeeds(f)
 	f.Fuzz(checkSameDecode)
 }

@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -88,17 +87,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 // FuzzEncodeFast: for every event Decode accepts, Encode and encodeReference agree.
 // It runs in make fuzz; for a longer search: go test -run '^$' -fuzz FuzzEncodeFast -fuzztime 5000000x ./events
 func FuzzEncodeFast(f *testing.F) {
-	files := goldenFiles(f)
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
-	for _, s := range fastPathSeeds {
-		f.Add([]byte(s))
-	}
+	addCodecSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := Decode(data)
 		if err != nil {
