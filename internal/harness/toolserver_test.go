@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +20,7 @@ import (
 func stagingTask(t *testing.T, timeout time.Duration, retries int,
 	exec func(ctx context.Context, inst *tasks.Instance, args json.RawMessage) (json.RawMessage, error)) *tasks.Task {
 	t.Helper()
-	data, err := os.ReadFile("../simllm/testdata/ifrs9_staging.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := tasks.ParseFile("ifrs9_staging.yaml", data)
+	f, err := tasks.LoadFile("../simllm/testdata/ifrs9_staging.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package simllm
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 // catalogue, so they act from the request alone.
 func untaughtTask(t testing.TB) *tasks.Task {
 	t.Helper()
-	data, err := os.ReadFile("testdata/ifrs9_staging.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := tasks.ParseFile("ifrs9_staging.yaml", data)
+	f, err := tasks.LoadFile("testdata/ifrs9_staging.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
