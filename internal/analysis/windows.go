@@ -95,19 +95,10 @@ func CompareWindows(ctx context.Context, db *sql.DB, cell CellFilter, a, b Windo
 
 // CompareWindowsFrom is CompareWindows over any Querier.
 func CompareWindowsFrom(ctx context.Context, q Querier, cell CellFilter, a, b Window, opts Options) (*WindowComparison, error) {
-	if cell.Study == "" {
-		return nil, fmt.Errorf("%w: CellFilter.Study is required", ErrInvalidOptions)
-	}
-	for _, w := range []Window{a, b} {
-		if !w.From.IsZero() && !w.To.IsZero() && !w.From.Before(w.To) {
-			return nil, fmt.Errorf("%w: window %s is empty", ErrInvalidOptions, w)
-		}
-	}
-	if err := opts.Validate(); err != nil {
+	opts, err := checkWindows(cell, []Window{a, b}, opts)
+	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	var err error
 	for range maxAttempts {
 		var r *WindowComparison
 		r, err = compareWindowsOnce(ctx, q, cell, a, b, opts)
@@ -171,23 +162,33 @@ func loadWindow(ctx context.Context, q Querier, cell CellFilter, w Window) ([]me
 	return runs, nil
 }
 
+// checkWindows checks a request over windows of one cell: the study is named, no window is
+// empty (From before To where both are set), and opts are valid. It returns opts with their
+// defaults filled in.
+func checkWindows(cell CellFilter, windows []Window, opts Options) (Options, error) {
+	if cell.Study == "" {
+		return opts, fmt.Errorf("%w: CellFilter.Study is required", ErrInvalidOptions)
+	}
+	for _, w := range windows {
+		if !w.From.IsZero() && !w.To.IsZero() && !w.From.Before(w.To) {
+			return opts, fmt.Errorf("%w: window %s is empty", ErrInvalidOptions, w)
+		}
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, err
+	}
+	return opts.withDefaults(), nil
+}
+
 // WindowSeriesFrom computes a cell (see CellFilter) in each of consecutive windows of run
 // start times, without comparing them: the cell's metrics over time (the console draws them
 // as a drift chart). Runs count as in Compute. A window without runs has N = 0 and null
 // metrics. Errors wrap ErrNoStudy or ErrInvalidOptions.
 func WindowSeriesFrom(ctx context.Context, q Querier, cell CellFilter, windows []Window, opts Options) ([]WindowCell, error) {
-	if cell.Study == "" {
-		return nil, fmt.Errorf("%w: CellFilter.Study is required", ErrInvalidOptions)
-	}
-	for _, w := range windows {
-		if !w.From.IsZero() && !w.To.IsZero() && !w.From.Before(w.To) {
-			return nil, fmt.Errorf("%w: window %s is empty", ErrInvalidOptions, w)
-		}
-	}
-	if err := opts.Validate(); err != nil {
+	opts, err := checkWindows(cell, windows, opts)
+	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
 	st, err := loadStudy(ctx, q, cell.Study)
 	if err != nil {
 		return nil, err
