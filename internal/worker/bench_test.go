@@ -82,6 +82,21 @@ func benchPlan(b *testing.B, name string, runs int) *study.Plan {
 // matrix's 18 cells, so that even -benchtime 3x gives percentiles over hundreds of steps.
 const sweep = 18
 
+// benchEnv starts an embedded nats-server and the simulated models, answering at once on
+// loopback at url; both stop when b ends.
+func benchEnv(b *testing.B) (srv *bustest.Server, url string) {
+	b.Helper()
+	srv = bustest.NewServer(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cancel(); _ = wait() })
+	return srv, url
+}
+
 // BenchmarkStepOverhead measures the harness's overhead per step with the simulated models
 // answering at once: each iteration is one sweep of the research matrix (18 runs) through the
 // worker's event path (numbering, encoding and validation, fold, publish) to a real embedded
@@ -89,15 +104,10 @@ const sweep = 18
 // p50 and p99 of the per-step overhead, the per-event emit cost, and the time JetStream takes
 // to acknowledge a run's events after its last one.
 func BenchmarkStepOverhead(b *testing.B) {
-	srv := bustest.NewServer(b)
+	srv, url := benchEnv(b)
 	bs := srv.Connect(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cancel(); _ = wait() }()
 	w, err := New(bs, Config{ID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
@@ -164,15 +174,10 @@ func BenchmarkStepOverhead(b *testing.B) {
 func BenchmarkWorkerThroughput(b *testing.B) {
 	for _, conc := range []int{1, 4} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
-			srv := bustest.NewServer(b)
+			srv, url := benchEnv(b)
 			bs := srv.Connect(b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			url, wait, err := simllm.Serve(ctx, "", simllm.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { cancel(); _ = wait() }()
 			name := fmt.Sprintf("tput%d", benchSeq.Add(1))
 			p := benchPlan(b, name, b.N*sweep)
 			if _, err := study.Submit(ctx, bs, p, "bench"); err != nil {
