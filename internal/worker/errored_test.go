@@ -37,25 +37,7 @@ func TestMissingKeyErrsAtOnce(t *testing.T) {
 	p := realEndpointSpec(t, "nokey", "http://127.0.0.1:9/v1", "DITTO_KEY_TEST_NO_SUCH", 3)
 	e.submit(ctx, p)
 	w := e.startWorker(worker.Config{ID: "w", Concurrency: 2, NakDelay: 10 * time.Millisecond})
-	waitFor(t, ctx, "three errored runs", func() bool { return w.Stats().Errored.Load() == 3 })
-	if r := w.Stats().Requeued.Load(); r != 0 {
-		t.Errorf("requeued %d jobs; a missing key must not be retried", r)
-	}
-	hs := histories(t, e.readStudy(ctx, "nokey"))
-	if len(hs) != 3 {
-		t.Fatalf("attempts %v, want one per run", keys(hs))
-	}
-	for k, h := range hs {
-		r, err := events.Fold(h)
-		if err != nil || k.attempt != 1 || !r.Done() {
-			t.Fatalf("%v: %+v, %v", k, r.Finished, err)
-		}
-		c := r.Finished.Cause
-		if r.Finished.Status != events.StatusErrored || c.Kind != events.CauseMissingKey || !c.Permanent || c.Endpoint != "openai" ||
-			!strings.Contains(c.Detail, "DITTO_KEY_TEST_NO_SUCH") {
-			t.Errorf("%v: run.finished = %s %#v, want errored, missing_key naming the variable", k, r.Finished.Status, c)
-		}
-	}
+	assertErroredAtOnce(t, e, w, "nokey", 3, events.CauseMissingKey, "DITTO_KEY_TEST_NO_SUCH")
 	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
 		t.Errorf("%d jobs left", n)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,5 +270,36 @@ func waitClosed(t *testing.T, ctx context.Context, ch <-chan struct{}, what stri
 	case <-ch:
 	case <-ctx.Done():
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// assertErroredAtOnce checks that every run of the study was recorded at its first attempt as
+// errored, with a permanent cause of kind at endpoint openai whose detail holds each of want,
+// and that no job was retried.
+func assertErroredAtOnce(t *testing.T, e *env, w *running, studyName string, runs int, kind string, want ...string) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	waitFor(t, ctx, "the runs recorded as errored", func() bool { return w.Stats().Errored.Load() == int64(runs) })
+	if r := w.Stats().Requeued.Load(); r != 0 {
+		t.Errorf("requeued %d jobs; a permanent cause must not be retried", r)
+	}
+	hs := histories(t, e.readStudy(ctx, studyName))
+	if len(hs) != runs {
+		t.Fatalf("attempts %v, want one per run", keys(hs))
+	}
+	for k, h := range hs {
+		r, err := events.Fold(h)
+		if err != nil || k.attempt != 1 || !r.Done() {
+			t.Fatalf("%v: %+v, %v", k, r.Finished, err)
+		}
+		c := r.Finished.Cause
+		if r.Finished.Status != events.StatusErrored || c.Kind != kind || !c.Permanent || c.Endpoint != "openai" {
+			t.Errorf("%v: run.finished = %s %#v, want errored, %s, permanent", k, r.Finished.Status, c, kind)
+		}
+		for _, s := range want {
+			if !strings.Contains(c.Detail, s) {
+				t.Errorf("%v: cause detail %q does not name %q", k, c.Detail, s)
+			}
+		}
 	}
 }

@@ -24,36 +24,6 @@ func countingEndpoint(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
-// assertRefusedByPolicy checks that every run of the study was recorded at its first attempt
-// as errored, cause config and permanent, with a detail holding each of want.
-func assertRefusedByPolicy(t *testing.T, e *env, w *running, studyName string, runs int, want ...string) {
-	t.Helper()
-	ctx := testCtx(t, 30*time.Second)
-	waitFor(t, ctx, "the runs recorded as errored", func() bool { return w.Stats().Errored.Load() == int64(runs) })
-	if r := w.Stats().Requeued.Load(); r != 0 {
-		t.Errorf("requeued %d jobs; an endpoint outside the policy must not be retried", r)
-	}
-	hs := histories(t, e.readStudy(ctx, studyName))
-	if len(hs) != runs {
-		t.Fatalf("attempts %v, want one per run", keys(hs))
-	}
-	for k, h := range hs {
-		r, err := events.Fold(h)
-		if err != nil || k.attempt != 1 || !r.Done() {
-			t.Fatalf("%v: %+v, %v", k, r.Finished, err)
-		}
-		c := r.Finished.Cause
-		if r.Finished.Status != events.StatusErrored || c.Kind != events.CauseConfig || !c.Permanent || c.Endpoint != "openai" {
-			t.Errorf("%v: run.finished = %s %#v, want errored, config, permanent", k, r.Finished.Status, c)
-		}
-		for _, s := range want {
-			if !strings.Contains(c.Detail, s) {
-				t.Errorf("%v: cause detail %q does not name %q", k, c.Detail, s)
-			}
-		}
-	}
-}
-
 // TestKeyFromUnlistedVariableRefused is the reproduction: a spec whose endpoint reads
 // its key from AWS_SECRET_ACCESS_KEY, sent as a bearer token to a base URL the spec chose. The
 // worker, on its default policy (DITTO_KEY_*, OPENAI_API_KEY), records the run as errored
@@ -67,7 +37,7 @@ func TestKeyFromUnlistedVariableRefused(t *testing.T) {
 	p := realEndpointSpec(t, "awskey", srv.URL+"/v1", "AWS_SECRET_ACCESS_KEY", 2)
 	e.submit(ctx, p)
 	w := e.startWorker(worker.Config{ID: "w", Concurrency: 2, NakDelay: 10 * time.Millisecond})
-	assertRefusedByPolicy(t, e, w, "awskey", 2, "AWS_SECRET_ACCESS_KEY", "--key-envs", "DITTO_KEY_ENVS")
+	assertErroredAtOnce(t, e, w, "awskey", 2, events.CauseConfig, "AWS_SECRET_ACCESS_KEY", "--key-envs", "DITTO_KEY_ENVS")
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the endpoint got %d requests; a key from a variable outside the policy must never be sent", n)
 	}
@@ -113,7 +83,7 @@ func TestBaseURLOutsidePolicyRefused(t *testing.T) {
 	e.submit(ctx, p)
 	w := e.startWorker(worker.Config{ID: "w", Concurrency: 1, NakDelay: 10 * time.Millisecond,
 		Endpoints: study.EndpointPolicy{BaseURLs: "https://api.openai.com/v1"}})
-	assertRefusedByPolicy(t, e, w, "elsewhere", 1, srv.URL+"/v1", "--base-urls", "DITTO_BASE_URLS")
+	assertErroredAtOnce(t, e, w, "elsewhere", 1, events.CauseConfig, srv.URL+"/v1", "--base-urls", "DITTO_BASE_URLS")
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the endpoint got %d requests; keys must only go to the allowed base URLs", n)
 	}
