@@ -102,8 +102,14 @@ func TestMissingKeyIsErrMissingKey(t *testing.T) {
 // chatError makes one call with 2 retries (backoffs not slept) and returns its CallError.
 func chatError(t *testing.T, baseURL string) *CallError {
 	t.Helper()
-	c, err := NewOpenAI(Config{BaseURL: baseURL, Model: "m", MaxRetries: 2, Timeout: 5 * time.Second,
+	return callError(t, Config{BaseURL: baseURL, Model: "m", MaxRetries: 2, Timeout: 5 * time.Second,
 		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
+}
+
+// callError makes one call with a client of cfg and returns its CallError.
+func callError(t *testing.T, cfg Config) *CallError {
+	t.Helper()
+	c, err := NewOpenAI(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,15 +133,7 @@ func TestEchoedKeyTakenOutBeforeClipping(t *testing.T) {
 		fmt.Fprintf(w, `{"error":{"message":"%s%s","type":"invalid_request_error"}}`, strings.Repeat("x", 285), r.Header.Get("Authorization"))
 	}))
 	defer srv.Close()
-	c, err := NewOpenAI(Config{BaseURL: srv.URL, APIKeyEnv: "DITTO_KEY_CLIP", Model: "m", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Chat(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "x"}}})
-	var ce *CallError
-	if !errors.As(err, &ce) {
-		t.Fatalf("Chat error = %v, want *CallError", err)
-	}
+	ce := callError(t, Config{BaseURL: srv.URL, APIKeyEnv: "DITTO_KEY_CLIP", Model: "m", Timeout: 5 * time.Second})
 	if strings.Contains(ce.Detail, key[:6]) || !strings.Contains(ce.Detail, "Bearer [re") {
 		t.Errorf("detail %q holds part of the key, or does not say where it was taken out", ce.Detail)
 	}
