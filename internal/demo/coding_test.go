@@ -8,7 +8,6 @@ import (
 
 	"github.com/dittolab/ditto/internal/coding/codingtest"
 	"github.com/dittolab/ditto/internal/study"
-	"github.com/dittolab/ditto/internal/warehouse"
 )
 
 // TestStudyOfAUserModule runs a study of a coding task file that names a user's own Go module
@@ -36,17 +35,8 @@ func TestStudyOfAUserModule(t *testing.T) {
 			t.Errorf("the user's %s changed (%v): the runs must work in worktrees", p, err)
 		}
 	}
-	w, err := warehouse.Open(context.Background(), warehouse.Config{Path: warehouse.DefaultPath(dataDir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rows, err := w.DB().Query(`SELECT condition, success, repo, instance, protected_attempts, test_files_changed, verifications, tests_pass
+	rows := storedRows(t, dataDir, `SELECT condition, success, repo, instance, protected_attempts, test_files_changed, verifications, tests_pass
 		FROM coding_runs WHERE study = 'clamp-user' AND last_attempt ORDER BY condition, seed_index`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	n := 0
 	for rows.Next() {
 		var cond, repo, inst string

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -207,6 +208,23 @@ type cellJSON struct {
 	}
 }
 
+// storedRows runs query on the warehouse a demo stored in dataDir; the rows and the warehouse
+// are closed when t ends.
+func storedRows(t *testing.T, dataDir, query string) *sql.Rows {
+	t.Helper()
+	w, err := warehouse.Open(context.Background(), warehouse.Config{Path: warehouse.DefaultPath(dataDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	rows, err := w.DB().Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rows.Close() })
+	return rows
+}
+
 func reportCells(t *testing.T, res *Result) []cellJSON {
 	t.Helper()
 	b, err := json.Marshal(res.Report.Metrics)
@@ -256,17 +274,8 @@ func TestStudyOverThirdPartyMCPServer(t *testing.T) {
 	}
 	// Every executed call names the server as it introduced itself: the pinned package's
 	// server says secure-filesystem-server 0.2.0 (its dist/index.js).
-	w, err := warehouse.Open(context.Background(), warehouse.Config{Path: warehouse.DefaultPath(dataDir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rows, err := w.DB().Query(`SELECT coalesce(server_name, 'NULL'), coalesce(server_version, 'NULL'), count(*)
+	rows := storedRows(t, dataDir, `SELECT coalesce(server_name, 'NULL'), coalesce(server_version, 'NULL'), count(*)
 		FROM tool_calls WHERE status = 'executed' GROUP BY ALL ORDER BY ALL`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var servers []string
 	for rows.Next() {
 		var name, version string
@@ -341,17 +350,8 @@ func TestToolServerKilledMidStudy(t *testing.T) {
 			t.Errorf("cell %+v: want 4 runs, none succeeded", c)
 		}
 	}
-	w, err := warehouse.Open(context.Background(), warehouse.Config{Path: warehouse.DefaultPath(dataDir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rows, err := w.DB().Query(`SELECT json_extract_string(payload, '$.status'), coalesce(json_extract_string(payload, '$.cause.kind'), '')
+	rows := storedRows(t, dataDir, `SELECT json_extract_string(payload, '$.status'), coalesce(json_extract_string(payload, '$.cause.kind'), '')
 		FROM events WHERE study = 'fs-killed' AND type = 'run.finished'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	n := 0
 	for rows.Next() {
 		var status, kind string
