@@ -39,14 +39,21 @@ func open(t *testing.T, cfg workspace.Config) *workspace.Manager {
 	return m
 }
 
-func TestResolveRefusesEscapes(t *testing.T) {
+// create makes run-1's workspace of instance(t) with a manager of cfg; it is discarded when
+// t ends.
+func create(t *testing.T, cfg workspace.Config) *workspace.Workspace {
+	t.Helper()
 	ctx := context.Background()
-	m := open(t, workspace.Config{})
-	ws, err := m.Create(ctx, "run-1", instance(t))
+	ws, err := open(t, cfg).Create(ctx, "run-1", instance(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ws.Discard(ctx)
+	t.Cleanup(func() { _ = ws.Discard(ctx) })
+	return ws
+}
+
+func TestResolveRefusesEscapes(t *testing.T) {
+	ws := create(t, workspace.Config{})
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(ws.Dir, "out")); err != nil {
 		t.Fatal(err)
@@ -105,12 +112,7 @@ func TestCheckCommand(t *testing.T) {
 
 func TestExecLimits(t *testing.T) {
 	ctx := context.Background()
-	m := open(t, workspace.Config{Timeout: 2 * time.Second, OutputBytes: 100})
-	ws, err := m.Create(ctx, "run-1", instance(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Discard(ctx)
+	ws := create(t, workspace.Config{Timeout: 2 * time.Second, OutputBytes: 100})
 	res, err := ws.Bash(ctx, "sleep 30")
 	if err != nil || !res.TimedOut || res.ExitCode != -1 {
 		t.Errorf("sleep 30 under a 2 s timeout: %+v, %v; want timed out", res, err)
@@ -173,12 +175,7 @@ func TestExecNoNetwork(t *testing.T) {
 
 func TestChangesAndRevert(t *testing.T) {
 	ctx := context.Background()
-	m := open(t, workspace.Config{})
-	ws, err := m.Create(ctx, "run-1", instance(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Discard(ctx)
+	ws := create(t, workspace.Config{})
 	if _, err := ws.Bash(ctx, "echo '// x' >> stock_test.go; echo new > notes.txt; ln -s /etc leak"); err != nil {
 		t.Fatal(err)
 	}
