@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/simllm"
@@ -66,6 +67,21 @@ func TestStudyValidate(t *testing.T) {
 	}
 }
 
+// startWorker starts a worker on b (the simulated models at simURL, "" for none) and returns
+// it with the function that stops it and waits for it to return.
+func startWorker(ctx context.Context, t *testing.T, b *bus.Bus, simURL string) (w *worker.Worker, stop func()) {
+	t.Helper()
+	w, err := worker.New(b, worker.Config{ID: "w", SimBaseURL: simURL, FetchWait: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	return w, func() { cancel(); <-done }
+}
+
 // TestStudySubmitWait submits the shipped small study to an embedded server with a worker
 // running, and waits for it to complete; a second submit publishes nothing.
 func TestStudySubmitWait(t *testing.T) {
@@ -80,15 +96,8 @@ func TestStudySubmitWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := srv.Connect(t)
-	w, err := worker.New(b, worker.Config{ID: "w", SimBaseURL: url, FetchWait: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done; cancel(); _ = wait() }()
+	w, stopWorker := startWorker(ctx, t, b, url)
+	defer func() { stopWorker(); cancel(); _ = wait() }()
 
 	args := []string{"submit", "--nats-url", srv.ClientURL(), "--wait", "--timeout", "50s", "builtin:small"}
 	if err := runStudy(ctx, args); err != nil {
@@ -183,17 +192,10 @@ func TestStudySubmitWaitMissingKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := srv.Connect(t)
-	w, err := worker.New(b, worker.Config{ID: "w", FetchWait: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
+	w, stopWorker := startWorker(ctx, t, b, "")
+	defer stopWorker()
 
-	err = runStudy(ctx, []string{"submit", "--nats-url", srv.ClientURL(), "--wait", "--timeout", "50s", spec})
+	err := runStudy(ctx, []string{"submit", "--nats-url", srv.ClientURL(), "--wait", "--timeout", "50s", spec})
 	if !errors.Is(err, ErrErrored) || !strings.Contains(err.Error(), "missing_key") || !strings.Contains(err.Error(), "DITTO_KEY_TEST_UNSET") {
 		t.Errorf("submit --wait = %v, want ErrErrored naming missing_key and the variable", err)
 	}
