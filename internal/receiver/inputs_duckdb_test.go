@@ -13,7 +13,6 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/receiver"
-	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/metrics"
 )
 
@@ -96,14 +95,7 @@ func TestNativeEventsInputGroups(t *testing.T) {
 	}
 	waitFinished(t, e.bus, n)
 
-	w, err := warehouse.Open(ctx, warehouse.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.CatchUp(ctx, e.bus, warehouse.IngestConfig{}); err != nil {
-		t.Fatalf("CatchUp() = %v", err)
-	}
+	w := caughtUp(ctx, t, e.bus)
 	rows, err := w.DB().QueryContext(ctx, `SELECT run, coalesce(input_key, '') FROM run_folds WHERE study = 'prod'`)
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/dittolab/ditto/internal/assembler"
 	"github.com/dittolab/ditto/internal/otlpmap"
-	"github.com/dittolab/ditto/internal/warehouse"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -165,14 +164,7 @@ func TestJSExportersIdenticalRows(t *testing.T) {
 	waitFinished(t, e.bus, 2*len(protocols))
 
 	ctx := ctxT(t, 2*time.Minute)
-	w, err := warehouse.Open(ctx, warehouse.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.CatchUp(ctx, e.bus, warehouse.IngestConfig{}); err != nil {
-		t.Fatalf("CatchUp() = %v", err)
-	}
+	w := caughtUp(ctx, t, e.bus)
 	// Rows of each protocol, keyed by the trace id's first byte; times and latencies are left
 	// out (the OpenInference spans carry the instrumentation's own clock).
 	queries := map[string]string{

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/warehouse"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -36,14 +35,7 @@ func TestOpenTelemetrySDKExportInDuckDB(t *testing.T) {
 	}
 	waitFinished(t, e.bus, runs)
 
-	w, err := warehouse.Open(ctx, warehouse.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.CatchUp(ctx, e.bus, warehouse.IngestConfig{}); err != nil {
-		t.Fatalf("CatchUp() = %v", err)
-	}
+	w := caughtUp(ctx, t, e.bus)
 	var n, prompt, completion, tools int64
 	row := w.DB().QueryRowContext(ctx, `SELECT count(*), sum(prompt_tokens), sum(completion_tokens), sum(tool_calls)
 		FROM runs WHERE study = 'prod' AND source_kind = 'production' AND task = 'invoice-triage'
