@@ -128,13 +128,7 @@ func genRuns(n int, s shape, seed uint64) []Run {
 				}
 				run.Calls[k] = Call{Tool: toolNames[t], Args: `{"amount":` + amount + `,"currency":"EUR","id":"` + id + `","step":` + strconv.Itoa(k) + `}`}
 			}
-			run.Plan = "First I will load the data, then compute the figure #" + strconv.Itoa(r.IntN(1<<30))
-			run.Output = `{"ecl":` + strconv.Itoa(r.IntN(100000)) + `}`
-			run.Success = r.IntN(2) == 0
-			run.Tokens = 1500 + int64(r.IntN(2000))
-			run.LatencyMS = 500 + 2000*r.Float64()
-			run.Retries = r.IntN(2)
-			run.RejectedToolCalls = r.IntN(3) / 2
+			drawRest(&run, r, 100000)
 			runs[i] = run
 		}
 	case shapeAdversarial:
@@ -155,17 +149,24 @@ func genRuns(n int, s shape, seed uint64) []Run {
 				args := `{"amount":` + string(amount) + `,"currency":"EUR","id":"C-` + strconv.Itoa(r.IntN(20)) + `"}`
 				run.Calls[k] = Call{Tool: toolNames[t], Args: args}
 			}
-			run.Plan = "First I will load the data, then compute the figure #" + strconv.Itoa(r.IntN(1<<30))
-			run.Output = `{"ecl":` + strconv.Itoa(r.IntN(1000)) + `}`
-			run.Success = r.IntN(2) == 0
-			run.Tokens = 1500 + int64(r.IntN(2000))
-			run.LatencyMS = 500 + 2000*r.Float64()
-			run.Retries = r.IntN(2)
-			run.RejectedToolCalls = r.IntN(3) / 2
+			drawRest(&run, r, 1000)
 			runs[i] = run
 		}
 	}
 	return runs
+}
+
+// drawRest draws what a generated run has besides its calls, in this order (the generator's
+// sequence depends on it): plan, output (an ECL below eclMax), success, tokens, latency,
+// retries and rejected calls.
+func drawRest(run *Run, r *rand.Rand, eclMax int) {
+	run.Plan = "First I will load the data, then compute the figure #" + strconv.Itoa(r.IntN(1<<30))
+	run.Output = `{"ecl":` + strconv.Itoa(r.IntN(eclMax)) + `}`
+	run.Success = r.IntN(2) == 0
+	run.Tokens = 1500 + int64(r.IntN(2000))
+	run.LatencyMS = 500 + 2000*r.Float64()
+	run.Retries = r.IntN(2)
+	run.RejectedToolCalls = r.IntN(3) / 2
 }
 
 func boolInt(b bool) int {
