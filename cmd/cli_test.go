@@ -224,10 +224,11 @@ func TestHelpShowsEnvironment(t *testing.T) {
 
 // TestOnlyCLIReadsTheEnvironment: a DITTO_ variable read anywhere but through internal/cli's
 // flags would be missing from help. DITTO_WAREHOUSE_TRACE is a debugging switch, not a flag;
-// DITTO_TOKEN is in events/client's example of an agent's code.
+// DITTO_TOKEN is in events/client's example of an agent's code; DITTO_ARTIFACTS is where the
+// browser tests' helper (internal/browsertest, imported by tests only) saves screenshots.
 func TestOnlyCLIReadsTheEnvironment(t *testing.T) {
 	read := regexp.MustCompile(`os\.(Getenv|LookupEnv)\("DITTO_\w+"`)
-	allowed := []string{`os.Getenv("DITTO_WAREHOUSE_TRACE"`, `os.Getenv("DITTO_TOKEN"`}
+	allowed := []string{`os.Getenv("DITTO_WAREHOUSE_TRACE"`, `os.Getenv("DITTO_TOKEN"`, `os.Getenv("DITTO_ARTIFACTS"`}
 	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() && path != ".." && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
