@@ -92,7 +92,7 @@ func TestStatusHealthzReportAgree(t *testing.T) {
 	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
 	if err != nil || h.Runs == nil || *h.Runs != want {
-		t.Errorf("/healthz runs = %+v (%v), want %+v", h.Runs, err, want)
+		t.Errorf("/healthz runs = %+v (decode: %v; error: %q), want %+v", h.Runs, err, h.Error, want)
 	}
 
 	var st bytes.Buffer

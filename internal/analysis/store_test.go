@@ -14,7 +14,7 @@ func TestStoreReplacesStudyRows(t *testing.T) {
 	envs, _ := harnessStudy("s1")
 	envs2, _ := harnessStudy("s3")
 	w := ingest(t, append(envs, envs2...))
-	ctx := warehousetest.Context(t, 60*time.Second)
+	ctx := warehousetest.Context(t, 5*time.Minute) // a guard against a hang, not a timing: it once ran out at 60 s under a load of 31
 	db := w.DB()
 	rep := mustCompute(t, db, "s1")
 	rep3 := mustCompute(t, db, "s3")

@@ -135,7 +135,7 @@ type Health struct {
 	Ingest any    `json:"ingest,omitempty"` // Config.Status()
 	// Runs are the projection's run counts, summed over the studies (the studies view, as
 	// `analyzer status` and the reports count them), with GET /healthz?runs=1 only: they scan
-	// the runs, and a liveness check must stay fast.
+	// the runs, and a liveness check must stay fast (the ping has 2 s, the counts 30 s).
 	Runs *RunCounts `json:"runs,omitempty"`
 }
 
@@ -155,7 +155,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, h)
 		return
 	}
-	if st, err := ReadStudies(ctx, s.db); err == nil {
+	// The counts were asked for: they get a budget of their own, longer than the liveness
+	// check's, since they scan every run and a loaded machine can take seconds for that.
+	rctx, rcancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer rcancel()
+	if st, err := ReadStudies(rctx, s.db); err == nil {
 		c := CountRuns(st)
 		h.Runs = &c
 	} else {
