@@ -54,23 +54,14 @@ func TestContextSection(t *testing.T) {
 			t.Errorf("group %s: runs %d, successes %d, overflows %d; the runs view says %d, %d, %d", g.Tier, g.Runs, g.Successes, g.Overflows, runs, successes, overflows)
 		}
 	}
-	var md, html, js bytes.Buffer
-	if err := WriteMarkdown(&md, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(&html, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteJSON(&js, r); err != nil {
-		t.Fatal(err)
-	}
+	md, html, js := renderAll(t, r)
 	for _, want := range []string{"## Context management", "| m | T0 | 1000 | 2 | 8 | 0.50 | 0.50 |", "| m | T2 | 1000 | 2 | 8 | 0.75 | 0.00 |",
 		"success (overflow) at 1000", "| m | T0 | 0.50 (0.50) |", "| m | tier | T0 | T2 | budget 1000 | 8 | 0.50 | 0.75 | 2 | 4 |"} {
-		if !strings.Contains(md.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	if !strings.Contains(html.String(), "<h2>Context management</h2>") || !strings.Contains(js.String(), `"groups"`) {
+	if !strings.Contains(html, "<h2>Context management</h2>") || !strings.Contains(js, `"groups"`) {
 		t.Error("report.html or report.json lacks the context section")
 	}
 	// Determinism per tier: each metric with the cells it rests on. Both cells of each group
@@ -81,12 +72,12 @@ func TestContextSection(t *testing.T) {
 				g.Tier, g.RRCells, g.DICells, g.TSSCells, g.ACCells, g.AC)
 		}
 		row := fmt.Sprintf("| m | %s | 1000 | 2 | 8 | %.3f (2) | %.3f (2) | %.3f (2) | — (0) |", g.Tier, g.RR.V, g.DI.V, g.TSS.V)
-		if !strings.Contains(md.String(), row) {
+		if !strings.Contains(md, row) {
 			t.Errorf("report.md lacks the determinism row %q", row)
 		}
 	}
 	// The budget curve: one plot for the model, inside the section, after the budget table.
-	sec := html.String()[strings.Index(html.String(), `<section id="context">`):]
+	sec := html[strings.Index(html, `<section id="context">`):]
 	budgets, plot := strings.Index(sec, `<table id="context-budgets">`), strings.Index(sec, `<img alt="Budget curves per tier: m" src="data:image/png;base64,`)
 	if budgets < 0 || plot < budgets {
 		t.Errorf("the context section has the budget table at %d and the budget-curve plot at %d; want the plot after the table", budgets, plot)
@@ -159,32 +150,39 @@ func TestContextSkippedComparisonShown(t *testing.T) {
 	if len(r.Context.Skipped) != 2 {
 		t.Fatalf("skipped %+v, want T2 against T0 and planning in T2", r.Context.Skipped)
 	}
-	var md, html, js bytes.Buffer
-	if err := WriteMarkdown(&md, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(&html, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteJSON(&js, r); err != nil {
-		t.Fatal(err)
-	}
+	md, html, js := renderAll(t, r)
 	for _, want := range []string{
 		`m: tier T2 against T0, budget 1000 not compared: conditions "c_T2_planfalse" and "c_T2_recent5_planfalse" switch the same components`,
 		`m: planning on against off, tier T2 not compared: conditions "c_T2_planfalse" and "c_T2_recent5_planfalse"`,
 		"context limits such as the recent window",
 	} {
-		if !strings.Contains(md.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
-		if !strings.Contains(html.String(), template.HTMLEscapeString(want)) {
+		if !strings.Contains(html, template.HTMLEscapeString(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if sec := html.String()[strings.Index(html.String(), `<section id="context">`):]; !strings.Contains(sec, `<ul class="skipped"><li>m: tier T2 against T0`) {
+	if sec := html[strings.Index(html, `<section id="context">`):]; !strings.Contains(sec, `<ul class="skipped"><li>m: tier T2 against T0`) {
 		t.Error("report.html does not list the skipped comparisons in the context section")
 	}
-	if !strings.Contains(js.String(), `"skipped"`) {
+	if !strings.Contains(js, `"skipped"`) {
 		t.Error("report.json lacks the skipped comparisons")
 	}
+}
+
+// renderAll writes r in the three formats a user reads: Markdown, HTML and JSON.
+func renderAll(t *testing.T, r *Report) (md, html, js string) {
+	t.Helper()
+	var m, h, j bytes.Buffer
+	if err := WriteMarkdown(&m, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	return m.String(), h.String(), j.String()
 }
