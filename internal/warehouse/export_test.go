@@ -21,6 +21,41 @@ func DecodeForBench(subjects []string, raws [][]byte) int {
 	return len(br.items)
 }
 
+// DecodeOnlyForBench decodes raw messages as the fetcher's decoders do, without building the
+// Arrow record, and returns how many were good.
+func DecodeOnlyForBench(subjects []string, raws [][]byte) int {
+	good := 0
+	for i := range raws {
+		it := &item{subject: subjects[i], raw: raws[i]}
+		decodeItem(it)
+		if it.rej == nil {
+			good++
+		}
+	}
+	return good
+}
+
+// DecodedForBench is a batch decoded beforehand, for BuildForBench.
+type DecodedForBench struct{ items []*item }
+
+// DecodeItemsForBench decodes raw messages as the fetcher does and keeps them.
+func DecodeItemsForBench(subjects []string, raws [][]byte) DecodedForBench {
+	items := make([]*item, len(raws))
+	for i := range raws {
+		items[i] = &item{subject: subjects[i], raw: raws[i], streamSeq: uint64(i + 1)}
+		decodeItem(items[i])
+	}
+	return DecodedForBench{items}
+}
+
+// BuildForBench builds and releases the batch's Arrow record as the fetcher does; it returns
+// the record's rows.
+func BuildForBench(d DecodedForBench) int {
+	br := buildFor(d.items)
+	defer br.release()
+	return int(br.rec.NumRows())
+}
+
 // FoldForBench folds a history, sorted by seq, as the committer does from memory: event by
 // event as it arrives, then the row.
 func FoldForBench(h []events.Envelope) int {

@@ -31,6 +31,45 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/1000/float64(b.N*len(msgs)), "cpu-µs/event")
 }
 
+// BenchmarkDecodeItem is the decoders' part of BenchmarkDecode: decode and validate one
+// event, without the Arrow record. One op is one event.
+func BenchmarkDecodeItem(b *testing.B) {
+	subjects, raws := benchRaws(b, 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(raws) {
+		n := min(len(raws), b.N-i)
+		if got := warehouse.DecodeOnlyForBench(subjects[:n], raws[:n]); got != n {
+			b.Fatalf("decoded %d of %d", got, n)
+		}
+	}
+}
+
+// BenchmarkBuildRecord is the Arrow record's part of BenchmarkDecode: one batch of 10,000
+// events, decoded beforehand, built into a record and released. One op is one event.
+func BenchmarkBuildRecord(b *testing.B) {
+	subjects, raws := benchRaws(b, 10000)
+	d := warehouse.DecodeItemsForBench(subjects, raws)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(raws) {
+		if n := warehouse.BuildForBench(d); n != len(raws) {
+			b.Fatalf("built %d rows of %d", n, len(raws))
+		}
+	}
+}
+
+// benchRaws returns the subjects and bodies of n of the benchmark's messages.
+func benchRaws(b *testing.B, n int) ([]string, [][]byte) {
+	msgs := benchMsgs(b, n)[:n]
+	subjects := make([]string, n)
+	raws := make([][]byte, n)
+	for i, m := range msgs {
+		subjects[i], raws[i] = m.Subject, m.Data
+	}
+	return subjects, raws
+}
+
 // BenchmarkFold is the committer's CPU per finished run folded from memory.
 func BenchmarkFold(b *testing.B) {
 	s := newSynth(b, "fold")
