@@ -26,6 +26,7 @@ func runLoad(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	fs.Uint64Var(&lc.Seed, "seed", 1, "seed of the generated content")
 	fs.IntVar(&lc.OpenRuns, "open-runs", loadgen.DefaultOpenRuns, "runs in progress at once")
 	fs.IntVar(&lc.MaxInFlight, "max-in-flight", loadgen.DefaultMaxInFlight, "publishes awaiting acknowledgement")
+	fs.IntVar(&lc.Batch, "batch", bus.DefaultBatchSize, "events per JetStream fast batch (acknowledged every few hundred); 0: each event acknowledged on its own")
 	fs.StringVar(&lc.Consumer, "consumer", events.AnalyzerConsumer, "the analyzer's durable consumer (empty: measure publishing only)")
 	fs.DurationVar(&lc.Sample, "sample", loadgen.DefaultSample, "interval of lag and memory samples")
 	fs.DurationVar(&lc.DrainTimeout, "drain-timeout", loadgen.DefaultDrainTimeout, "how long to wait for the analyzer after publishing")

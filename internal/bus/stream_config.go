@@ -10,6 +10,8 @@ import (
 // EventsStreamConfig is DITTO_EVENTS: the append-only source of truth. Limits retention with
 // no limits (nothing expires), file storage, a duplicate window on Nats-Msg-Id, and neither
 // delete nor purge allowed, so that the analyzer can always rebuild from the first message.
+// Fast batch publishing is allowed (BatchPublisher): it changes how publishes are acknowledged,
+// not what is stored or how (each message de-duplicated and stored as any other).
 func EventsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        events.EventsStream,
@@ -24,8 +26,10 @@ func EventsStreamConfig(replicas int, dupWindow time.Duration) jetstream.StreamC
 		DenyPurge:   true,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      0,
-		MaxBytes:    -1,
-		MaxMsgs:     -1,
+
+		AllowBatchPublish: true,
+		MaxBytes:          -1,
+		MaxMsgs:           -1,
 	}
 }
 

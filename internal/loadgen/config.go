@@ -17,6 +17,10 @@ type Config struct {
 	// concurrent workers do).
 	OpenRuns    int
 	MaxInFlight int // publishes awaiting acknowledgement
+	// Batch is how many events go in one JetStream fast batch (bus.BatchPublisher: the server
+	// acknowledges every few hundred events instead of each); 0 publishes each event with its
+	// own acknowledgement (bus.Publisher), as the other ditto publishers do.
+	Batch int
 	// Stream and Consumer name the analyzer's durable consumer whose acknowledgement floor
 	// says how far DuckDB has committed (events.AnalyzerConsumer by default; "" Consumer:
 	// measure publishing only).
@@ -67,8 +71,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: rate %v events/s, want (0, 1e7]", ErrConfig, c.Rate)
 	case c.Duration <= 0 || c.Duration > 24*time.Hour:
 		return fmt.Errorf("%w: duration %v, want (0, 24h]", ErrConfig, c.Duration)
-	case c.OpenRuns < 0 || c.MaxInFlight < 0:
-		return fmt.Errorf("%w: open runs and max in flight must not be negative", ErrConfig)
+	case c.OpenRuns < 0 || c.MaxInFlight < 0 || c.Batch < 0:
+		return fmt.Errorf("%w: open runs, max in flight and batch must not be negative", ErrConfig)
 	case c.Sample < 0 || c.DrainTimeout < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
 	}

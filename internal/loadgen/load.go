@@ -42,10 +42,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	m.cpu[0] = m.readCPU()
 	start := time.Now()
 	m.start = start
-	// Asynchronous publishing, as `nats bench js pub async` does, bounded by MaxInFlight: the
-	// generator must not be what limits the rate. Failures (including acknowledgement
-	// timeouts) are reported by Wait.
-	pub, err := b.NewPublisher(bus.WithMaxInFlight(cfg.MaxInFlight), bus.WithAckTimeout(30*time.Second))
+	pub, err := newPublisher(ctx, b, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
@@ -79,6 +76,12 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 		}
 		perr = errors.Join(perr, fmt.Errorf("loadgen: %w", err))
 	}
+	if bp, ok := pub.(*bus.BatchPublisher); ok {
+		rep.Batched = int(bp.Batched())
+		if err := bp.Stopped(); err != nil {
+			rep.BatchStopped = err.Error()
+		}
+	}
 	if perr != nil || cfg.Consumer == "" {
 		return rep, perr
 	}
@@ -107,12 +110,29 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	}
 }
 
+// publisher is bus.Publisher or bus.BatchPublisher.
+type publisher interface {
+	Publish(ctx context.Context, subject, msgID string, data []byte) error
+	Wait(ctx context.Context) error
+}
+
+// newPublisher returns the publisher cfg asks for. Asynchronous publishing, as `nats bench js
+// pub async` does, bounded by MaxInFlight: the generator must not be what limits the rate.
+// Failures (including acknowledgement timeouts) are reported by Wait.
+func newPublisher(ctx context.Context, b *bus.Bus, cfg Config) (publisher, error) {
+	opts := []bus.PublisherOption{bus.WithMaxInFlight(cfg.MaxInFlight), bus.WithAckTimeout(30 * time.Second)}
+	if cfg.Batch == 0 {
+		return b.NewPublisher(opts...)
+	}
+	return b.NewBatchPublisher(ctx, cfg.Stream, cfg.Batch, opts...)
+}
+
 // templateRuns is how many distinct runs the generator makes before it reuses their payloads.
 const templateRuns = 256
 
 // publish paces the events: by time t since start, rate·t events have been handed over.
 // Several runs are open at once and their events interleave.
-func publish(ctx context.Context, pub *bus.Publisher, gen *wireRuns, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
+func publish(ctx context.Context, pub publisher, gen *wireRuns, cfg Config, start time.Time, published, bytes *atomic.Int64) error {
 	var err error
 	pick := rand.New(rand.NewPCG(cfg.Seed, 0x91c))
 	open := make([][]wireEvent, cfg.OpenRuns)

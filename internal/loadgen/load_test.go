@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -41,7 +42,15 @@ func committer(ctx context.Context, t *testing.T, b *bus.Bus) {
 	}()
 }
 
+// TestRunEndToEnd publishes with per-message acknowledgements and in fast batches (1,000
+// events each: several batches and a partial one that the end of publishing commits).
 func TestRunEndToEnd(t *testing.T) {
+	for _, batch := range []int{0, 1000} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) { runEndToEnd(t, batch) })
+	}
+}
+
+func runEndToEnd(t *testing.T, batch int) {
 	srv := bustest.NewServer(t)
 	b := srv.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,10 +58,13 @@ func TestRunEndToEnd(t *testing.T) {
 	committer(ctx, t, b)
 
 	const rate, dur = 1500.0, 2 * time.Second
-	rep, err := Run(ctx, b, Config{Rate: rate, Duration: dur, Consumer: events.AnalyzerConsumer,
+	rep, err := Run(ctx, b, Config{Rate: rate, Duration: dur, Consumer: events.AnalyzerConsumer, Batch: batch,
 		Sample: 200 * time.Millisecond, Watch: map[string]int{"test": os.Getpid()}})
 	if err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+	if want := min(batch, 1) * rep.Published; rep.Batched != want || rep.BatchStopped != "" {
+		t.Errorf("%d of %d acknowledged in batches (stopped: %q), want %d", rep.Batched, rep.Published, rep.BatchStopped, want)
 	}
 	var out strings.Builder
 	rep.Print(&out)

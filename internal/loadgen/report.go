@@ -81,8 +81,12 @@ type Report struct {
 	Rate      float64       `json:"rate"` // target, events/s
 	Duration  time.Duration `json:"duration"`
 	Published int           `json:"published"`
-	Failed    int           `json:"failed"`    // publishes JetStream did not acknowledge
-	MeanSize  int           `json:"mean_size"` // bytes per encoded event
+	Failed    int           `json:"failed"` // publishes JetStream did not acknowledge
+	// Batched is how many were acknowledged by fast batches (Config.Batch); BatchStopped says
+	// why the rest were not (published one by one instead).
+	Batched      int    `json:"batched,omitempty"`
+	BatchStopped string `json:"batch_stopped,omitempty"`
+	MeanSize     int    `json:"mean_size"` // bytes per encoded event
 	// PublishRate is Published over the publishing time.
 	PublishRate float64 `json:"publish_rate"`
 	Stored      int     `json:"stored"`
@@ -148,6 +152,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "study %s: target %.0f events/s for %s\n", r.Study, r.Rate, r.Duration)
 	fmt.Fprintf(w, "published %d (%.0f events/s, %d bytes each on average), failed %d, stored %d, committed %d\n",
 		r.Published, r.PublishRate, r.MeanSize, r.Failed, r.Stored, r.Committed)
+	if r.Batched > 0 || r.BatchStopped != "" {
+		fmt.Fprintf(w, "acknowledged in fast batches: %d", r.Batched)
+		if r.BatchStopped != "" {
+			fmt.Fprintf(w, " (the rest one by one: %s)", r.BatchStopped)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Consumer == "" {
 		fmt.Fprintln(w, "no analyzer consumer measured")
 	} else {

@@ -54,6 +54,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no duration", Config{Rate: 1}, true},
 		{"bad study", Config{Rate: 1, Duration: time.Second, Study: "a.b"}, true},
 		{"bad pid", Config{Rate: 1, Duration: time.Second, Watch: map[string]int{"x": 0}}, true},
+		{"batches", Config{Rate: 1, Duration: time.Second, Batch: 500}, false},
+		{"negative batch", Config{Rate: 1, Duration: time.Second, Batch: -1}, true},
 	}
 	for _, tt := range tests {
 		if err := tt.give.Validate(); (err != nil) != tt.wantErr {
