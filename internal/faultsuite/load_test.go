@@ -96,7 +96,8 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	flags, memLimit := analyzerMemory()
-	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; analyzer: %s, GOMEMLIMIT=%s)\n", dur, strings.Join(flags, " "), memLimit)
+	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; analyzer: %s, GOMEMLIMIT=%s; producer load: %q)\n", dur, strings.Join(flags, " "), memLimit,
+		os.Getenv("DITTO_LOAD_FLAGS"))
 	fmt.Printf("held = lag bounded (Sustained); mem = memory bounded, analyzer and NATS: per process, the RSS slope over the second half of publishing\n")
 	fmt.Printf("      <= %.0f MiB/min or <= %.2f x the first half's (see internal/loadgen/memtrend.go); memory columns = peak RSS (VmHWM)\n",
 		loadgen.FlatSlope, loadgen.BoundedRatio)
@@ -271,9 +272,11 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 	}
 	study := fmt.Sprintf("load-%s-%.0f", mode, rate)
 	report := filepath.Join(dir, "load.json")
-	load := start(t, dir, "load", b.producer, append(profileEnv("producer", mode, rate), env...), "load", "--nats-url", url, "--study", study,
-		"--rate", fmt.Sprint(rate), "--duration", dur.String(), "--json", report,
-		"--drain-timeout", max(time.Minute, dur).String(), "--watch", strings.Join(ws, ","))
+	// DITTO_LOAD_FLAGS (make load LOAD_FLAGS=...) adds flags of producer load's own.
+	loadArgs := append([]string{"load", "--nats-url", url, "--study", study, "--rate", fmt.Sprint(rate), "--duration", dur.String(),
+		"--json", report, "--drain-timeout", max(time.Minute, dur).String(), "--watch", strings.Join(ws, ",")},
+		strings.Fields(os.Getenv("DITTO_LOAD_FLAGS"))...)
+	load := start(t, dir, "load", b.producer, append(profileEnv("producer", mode, rate), env...), loadArgs...)
 	lerr := load.wait(dur + max(time.Minute, dur) + time.Minute)
 	if out, err := os.ReadFile(load.log); err == nil {
 		fmt.Print(string(out)) // the report prints at most ~30 sample lines
