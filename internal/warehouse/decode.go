@@ -77,12 +77,29 @@ func decodeItem(it *item) {
 		it.rej = &rejection{class: errorClass(err), reason: err.Error()}
 		return
 	}
-	if want, err := events.SubjectOf(&e); err != nil || want != it.subject {
+	if !onSubject(it.subject, &e) {
+		want, _ := events.SubjectOf(&e)
 		it.rej = &rejection{class: classSubjectMismatch,
 			reason: fmt.Sprintf("warehouse: event %s of %s/%s is on subject %q, want %q", e.Type, e.Study, e.Run, it.subject, want)}
 		return
 	}
 	it.env, it.payload = e, payload
+}
+
+// onSubject reports whether subject is events.SubjectOf(e) without building that string (an
+// allocation per event): e is valid, so its study, run and type are valid subject tokens, and
+// the subject is theirs joined by dots after the events prefix.
+func onSubject(subject string, e *events.Envelope) bool {
+	rest, ok := strings.CutPrefix(subject, events.EventsPrefix+".")
+	for _, tok := range [...]string{e.Study, e.Run} {
+		if !ok {
+			return false
+		}
+		if rest, ok = strings.CutPrefix(rest, tok); ok {
+			rest, ok = strings.CutPrefix(rest, ".")
+		}
+	}
+	return ok && rest == string(e.Type)
 }
 
 func errorClass(err error) string {
