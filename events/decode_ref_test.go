@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dittolab/ditto/events/internal/jsonscan"
@@ -279,4 +280,24 @@ func addCodecSeeds(f *testing.F) {
 func FuzzDecodeFast(f *testing.F) {
 	addCodecSeeds(f)
 	f.Fuzz(checkSameDecode)
+}
+
+// The fast path checks only the payload of an envelope it reads itself (jsonscan.CheckNested at
+// depth 1): around the nesting limit, with faults in the payload or the envelope, its results
+// and errors are the reference's.
+func TestDecodeChecksPayloadAsNested(t *testing.T) {
+	const head = `{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":`
+	for depth := 505; depth <= 515; depth++ {
+		payload := `{"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		checkSameDecode(t, []byte(head+payload+`}`))
+	}
+	for _, payload := range []string{
+		`{"mood":"\ud800"}`, "{\"mood\":\"\xff\"}", `{"mood":"a","mood":"b"}`, `{"m":{"a":1,"a":2}}`,
+		`{"mood":"calm"}`, `{"mood":"\u00e9"}`,
+	} {
+		checkSameDecode(t, []byte(head+payload+`}`))
+		// The same with an escape in the envelope, which the fast path leaves to encoding/json.
+		checkSameDecode(t, []byte(strings.Replace(head, `"run":"r"`, `"run":"\u0072"`, 1)+payload+`}`))
+		checkSameDecode(t, []byte(strings.Replace(head, `"run":"r"`, `"run":"\ud800"`, 1)+payload+`}`))
+	}
 }

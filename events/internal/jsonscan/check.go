@@ -57,10 +57,15 @@ func (e *CheckError) Error() string {
 // leaving the error to the decoder, which refuses the text anyway. A nil result means that
 // every string of b reads the same in Go, in DuckDB and in any other strict JSON reader, and
 // that no member is shadowed by another.
-func Check(b []byte) *CheckError {
+func Check(b []byte) *CheckError { return CheckNested(b, 0) }
+
+// CheckNested is Check for a value that is nested depth levels deep in the text it belongs to
+// (1 for a member of the top-level object): what Check of the whole text finds in it, but for
+// the path and offset its error names, which are relative to b.
+func CheckNested(b []byte, depth int) *CheckError {
 	c := checkers.Get().(*checker)
 	c.b, c.i, c.err, c.stop = b, 0, nil, false
-	c.value(0)
+	c.value(depth)
 	err := c.err
 	// Keep the stacks' room for the next text, not its bytes.
 	c.b, c.err = nil, nil
@@ -170,6 +175,9 @@ func (c *checker) object(depth int) {
 	mark := len(c.keys)
 	defer func() { c.keys = c.keys[:mark] }()
 	var set map[string]struct{}
+	// seen has a bit set for each key of this object, by keyBit: a key whose bit is not set
+	// repeats none, and is compared with no earlier key.
+	var seen uint64
 	for n := 0; ; n++ {
 		c.space()
 		if c.i >= len(c.b) {
@@ -216,10 +224,14 @@ func (c *checker) object(depth int) {
 			_, dup = set[string(key)]
 			set[string(key)] = struct{}{}
 		default:
-			for _, k := range keys {
-				if bytes.Equal(k, key) {
-					dup = true
-					break
+			if bit := keyBit(key); seen&bit == 0 {
+				seen |= bit
+			} else {
+				for _, k := range keys {
+					if bytes.Equal(k, key) {
+						dup = true
+						break
+					}
 				}
 			}
 			c.keys = append(c.keys, key)
@@ -241,6 +253,16 @@ func (c *checker) object(depth int) {
 		}
 		c.path = c.path[:len(c.path)-1]
 	}
+}
+
+// keyBit returns one of 64 bits for a key, from its length and its first and last bytes: equal
+// keys have the same bit, and most of an object's distinct keys have different ones.
+func keyBit(key []byte) uint64 {
+	h := uint(len(key))
+	if len(key) > 0 {
+		h += 3*uint(key[0]) + 5*uint(key[len(key)-1])
+	}
+	return 1 << (h & 63)
 }
 
 func (c *checker) array(depth int) {

@@ -160,6 +160,13 @@ func (s *Scanner) StrLit() (lit []byte, clean bool) {
 	clean = true
 	ascii := true
 	for j := start + 1; j < len(s.b); {
+		// Most bytes of a string are plain ASCII (see plain): skip them in a tight loop.
+		for j < len(s.b) && plain[s.b[j]] {
+			j++
+		}
+		if j >= len(s.b) {
+			break
+		}
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
@@ -225,6 +232,18 @@ func (s *Scanner) Str() string {
 		s.Fail()
 	}
 	return v
+}
+
+// PlainStr is Str for a string without escapes, of valid UTF-8: it fails on any other, which
+// Str would unescape. A text read only with PlainStr, NextKey and Once holds no string or key
+// that Check refuses.
+func (s *Scanner) PlainStr() string {
+	lit, clean := s.StrLit()
+	if !clean {
+		s.Fail()
+		return ""
+	}
+	return string(lit[1 : len(lit)-1])
 }
 
 // Strs reads an array of strings. An empty array is an empty, non-nil slice, as encoding/json

@@ -4,6 +4,12 @@ import "github.com/dittolab/ditto/events/internal/jsonscan"
 
 // Scan reads an encoded envelope, or returns ok false for anything it does not read exactly
 // as a json.Decoder would (the caller then decodes b with one). Its payload aliases b.
+//
+// It also returns ok false for an envelope string with escapes or bytes that are not UTF-8
+// (json.Decoder reads those; they are rare): with ok true, nothing outside the payload is
+// what jsonscan.Check refuses (its keys are known, distinct and plain, its strings plain), so
+// that a caller checking the text need only check the payload (jsonscan.CheckNested at
+// depth 1).
 func Scan(b []byte) (w Envelope, ok bool) {
 	s := jsonscan.New(b)
 	var seen uint64
@@ -18,10 +24,10 @@ func Scan(b []byte) (w Envelope, ok bool) {
 			w.Schema = s.Int()
 		case "id":
 			s.Once(&seen, 1)
-			w.ID = s.Str()
+			w.ID = s.PlainStr()
 		case "type":
 			s.Once(&seen, 2)
-			w.Type = s.Str()
+			w.Type = s.PlainStr()
 		case "time":
 			s.Once(&seen, 3)
 			// encoding/json hands the literal to time.Time.UnmarshalJSON; so does this.
@@ -30,10 +36,10 @@ func Scan(b []byte) (w Envelope, ok bool) {
 			}
 		case "study":
 			s.Once(&seen, 4)
-			w.Study = s.Str()
+			w.Study = s.PlainStr()
 		case "run":
 			s.Once(&seen, 5)
-			w.Run = s.Str()
+			w.Run = s.PlainStr()
 		case "attempt":
 			s.Once(&seen, 6)
 			w.Attempt = s.Int()
@@ -45,10 +51,10 @@ func Scan(b []byte) (w Envelope, ok bool) {
 			w.Source = scanSource(&s)
 		case "trace_id":
 			s.Once(&seen, 9)
-			w.TraceID = s.Str()
+			w.TraceID = s.PlainStr()
 		case "span_id":
 			s.Once(&seen, 10)
-			w.SpanID = s.Str()
+			w.SpanID = s.PlainStr()
 		case "ignorable":
 			s.Once(&seen, 11)
 			w.Ignorable = s.Bool()
@@ -74,10 +80,10 @@ func scanSource(s *jsonscan.Scanner) (src Source) {
 		switch string(key) {
 		case "kind":
 			s.Once(&seen, 0)
-			src.Kind = s.Str()
+			src.Kind = s.PlainStr()
 		case "id":
 			s.Once(&seen, 1)
-			src.ID = s.Str()
+			src.ID = s.PlainStr()
 		default:
 			s.Fail()
 		}
