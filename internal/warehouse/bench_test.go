@@ -28,7 +28,7 @@ import (
 func benchMsgs(tb testing.TB, n int) []msg {
 	var out []msg
 	for st := 0; len(out) < n; st++ {
-		s := newSynth(tb, fmt.Sprintf("bench%d", st))
+		s := newSynth(tb, fmt.Sprintf("bench%03d", st)) // ids sort in publishing order, as time-sortable ids do
 		s.define([]events.Cell{{Task: "credit_ecl", Model: "sim-a", Condition: "harness", Runs: 1000}})
 		for r := 0; r < 1000 && len(s.out)+len(out) < n; r++ {
 			s.run(fmt.Sprintf("run-%d", r), 1, runOpts{condition: "harness", variant: r % 3, retry: r%5 == 0})
