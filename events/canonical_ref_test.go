@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"unicode/utf16"
 
@@ -107,6 +110,11 @@ func FuzzCanonical(f *testing.F) {
 		`{"b":1,"a":[1.50,-0,1E30,"\u20ac\n"]}`, `[]`, `{}`, `"\ud83d\ude00"`, `123456789012345678`,
 		`{"\u00f6":1,"\r":2,"1":3}`, `0.000001`, `1e-7`, `{"a":{"c":1,"b":2},"a2":[{"y":1,"x":2}]}`,
 		`[1,2,3] `, ` {"x" : "y" } `, `"<&>"`, `{"a":1,"a":1}`, `-`, `01`, `1.`, `"\x"`,
+		// At the edges of what IsCanonical's fast path accepts.
+		`0.05`, `-0.5`, `123.45`, `1.50`, `-0`, `0.000001`, `0.0000001`, `12345678901234.5`,
+		`123456789012345.6`, `1e5`, `100000000000000000000`, `[0.1,-7,{"a":"\u001f\n\"\\"}]`,
+		`"\u000a"`, `"\u001F"`, `"\u0020"`, `"\/"`, `{"a":1,"b":2}`, `{"b":1,"a":2}`,
+		`{"\u0061":1}`, `{"é":1,"z":2}`, `{"z":1,"é":2}`, `{"😀":1,"ﬁ":2}`, `[1,]`, `{"a":1,}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -169,4 +177,32 @@ func BenchmarkCanonical(b *testing.B) {
 			}
 		}
 	})
+}
+
+// IsCanonical's fast path never calls a number canonical that Canonical rewrites: random
+// doubles and decimals written with 1 to 20 digits, as integers, decimals and exponents.
+func TestIsCanonicalNumbers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200_000; i++ {
+		var lit string
+		switch i % 4 {
+		case 0:
+			lit = strconv.FormatFloat(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(30)-12)), 'f', rng.IntN(20), 64)
+		case 1:
+			lit = strconv.FormatFloat(rng.Float64()*math.Pow(10, float64(rng.IntN(25)-8)), 'g', 1+rng.IntN(19), 64)
+		case 2:
+			lit = strconv.FormatFloat(float64(rng.Int64N(1<<53))/math.Pow(10, float64(rng.IntN(18))), 'f', -1, 64)
+		default:
+			lit = strconv.FormatInt(rng.Int64N(math.MaxInt64)>>rng.IntN(63), 10) + "." + strconv.FormatInt(rng.Int64N(1e6), 10)
+		}
+		raw := []byte(lit)
+		same, err := jcs.IsCanonical(raw)
+		c, cerr := jcs.Canonicalize(raw)
+		if same && (cerr != nil || !bytes.Equal(c, raw)) {
+			t.Fatalf("IsCanonical(%s) = true, but its canonical form is %s (%v)", lit, c, cerr)
+		}
+		if !same && cerr == nil && bytes.Equal(c, raw) {
+			t.Fatalf("IsCanonical(%s) = false (%v), but it is its canonical form", lit, err)
+		}
+	}
 }

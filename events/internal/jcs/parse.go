@@ -28,6 +28,9 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // Canonicalize's error when raw has none. It writes the canonical form into a buffer reused
 // between calls instead of a new one: validation checks every JSON value an event carries.
 func IsCanonical(raw []byte) (bool, error) {
+	if isCanonicalFast(raw) {
+		return true, nil
+	}
 	c := checkers.Get().(*canonicalizer)
 	c.in, c.pos, c.out, c.members = raw, 0, c.out[:0], c.members[:0]
 	err := c.run()
