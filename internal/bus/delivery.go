@@ -78,6 +78,20 @@ func parseUint(s string) (uint64, error) {
 	return v, nil
 }
 
+// Ack acknowledges the consumer's message whose reply subject is reply, as jetstream.Msg.Ack
+// does: it publishes the acknowledgement protocol's "+ACK" to reply (with an ack-all consumer,
+// every message delivered before it too). Like Terminate, it lets a reader keep a delivered
+// message's reply subject instead of the message.
+func (b *Bus) Ack(reply string) error {
+	if _, err := parseDelivery(reply); err != nil {
+		return err
+	}
+	if err := b.Conn().Publish(reply, []byte("+ACK")); err != nil {
+		return fmt.Errorf("bus: ack %s: %w", reply, err)
+	}
+	return nil
+}
+
 // Terminate tells the server to stop delivering the consumer's message whose reply subject is
 // reply, with reason, as jetstream.Msg.TermWithReason does: it publishes the acknowledgement
 // protocol's "+TERM <reason>" to reply. It is for readers that keep a delivered message's reply

@@ -142,3 +142,55 @@ func TestTerminateByReply(t *testing.T) {
 		t.Errorf(`Terminate("_INBOX.abc") = %v, want ErrNotDelivery`, err)
 	}
 }
+
+// Ack by reply subject must acknowledge the message as jetstream.Msg.Ack does; on the ingest
+// consumer (ack all) it acknowledges every message delivered before it too: the consumer's ack
+// floor moves to that message's stream sequence.
+func TestAckByReply(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	p, _ := b.NewPublisher()
+	for i := int64(1); i <= 4; i++ {
+		if err := p.PublishEvent(ctx, testEvent(t, "run-1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: "ackreply", AckWait: time.Minute, MaxAckPending: 100}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies []string
+	for m := range batch.Messages() {
+		replies = append(replies, m.Reply())
+	}
+	if len(replies) != 4 {
+		t.Fatalf("fetched %d messages, want 4", len(replies))
+	}
+	if err := b.Ack(replies[2]); err != nil {
+		t.Fatalf("Ack(%q) = %v", replies[2], err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.AckFloor.Stream == 3 && info.NumAckPending == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ack floor at stream sequence %d with %d pending, want 3 with 1", info.AckFloor.Stream, info.NumAckPending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := b.Ack("_INBOX.abc"); !errors.Is(err, bus.ErrNotDelivery) {
+		t.Errorf(`Ack("_INBOX.abc") = %v, want ErrNotDelivery`, err)
+	}
+}

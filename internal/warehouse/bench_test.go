@@ -1,6 +1,7 @@
 package warehouse_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -60,8 +61,12 @@ func envInt(name string, def int) int {
 // analyzer's CPU.
 type peakMemory struct {
 	peak atomic.Uint64
+	live atomic.Uint64 // the largest heap marked live by a collection
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// profile, when DITTO_BENCH_HEAPPROFILE names a file, is the heap profile taken when a
+	// collection found the most live heap: what the pipeline held at its fullest.
+	profile bytes.Buffer
 }
 
 // heapInUse is the Go heap's spans in use (runtime.MemStats.HeapInuse): live and not yet swept
@@ -72,7 +77,8 @@ func heapInUse(s []metrics.Sample) uint64 {
 }
 
 func heapSamples() []metrics.Sample {
-	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/gc/heap/live:bytes"}}
 }
 
 func watchMemory() *peakMemory {
@@ -83,9 +89,17 @@ func watchMemory() *peakMemory {
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		s := heapSamples()
+		profile := os.Getenv("DITTO_BENCH_HEAPPROFILE") != ""
 		for {
 			if h := heapInUse(s); h > p.peak.Load() {
 				p.peak.Store(h)
+			}
+			if live := s[2].Value.Uint64(); live > p.live.Load() {
+				p.live.Store(live)
+				if profile {
+					p.profile.Reset()
+					_ = pprof.Lookup("heap").WriteTo(&p.profile, 0)
+				}
 			}
 			select {
 			case <-p.stop:
@@ -160,6 +174,8 @@ type ingestFigures struct {
 	took      time.Duration
 	peakHeap  uint64 // peak heap in use during ingestion
 	baseHeap  uint64 // heap in use before, after a GC (the broker's state included)
+	peakLive  uint64 // the largest heap a collection marked live during ingestion
+	baseLive  uint64 // the heap marked live by the GC before ingestion
 	fileBytes int64
 }
 
@@ -173,7 +189,9 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 		tb.Fatal(err)
 	}
 	runtime.GC()
-	base := heapInUse(heapSamples())
+	samples := heapSamples()
+	base := heapInUse(samples)
+	baseLive := samples[2].Value.Uint64()
 	mem := watchMemory()
 	cfg.Durable = durable
 	start := time.Now()
@@ -182,6 +200,11 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	}
 	took := time.Since(start)
 	peak := mem.done()
+	if p := os.Getenv("DITTO_BENCH_HEAPPROFILE"); p != "" {
+		if err := os.WriteFile(p, mem.profile.Bytes(), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	if got := w.Stats().Events; got != uint64(n) {
 		tb.Fatalf("stored %d events, want %d", got, n)
 	}
@@ -195,14 +218,19 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 			size += fi.Size()
 		}
 	}
-	return ingestFigures{took: took, peakHeap: peak, baseHeap: base, fileBytes: size}
+	return ingestFigures{took: took, peakHeap: peak, baseHeap: base, peakLive: mem.live.Load(), baseLive: baseLive, fileBytes: size}
 }
 
 // BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
 // on a pre-filled stream, against a reference consumer that only fetches and acks the same
 // messages from the same stream in the same run. DITTO_BENCH_EVENTS sets the number of events
-// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads, DITTO_BENCH_CPUPROFILE a file for a CPU profile of
-// the analyzer's part. Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
+// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads,
+// DITTO_BENCH_CPUPROFILE a file for a CPU profile of the analyzer's part,
+// DITTO_BENCH_HEAPPROFILE a file for the heap profile taken when a collection found the most
+// live heap (run with -test.memprofilerate=4096 for a finer one). Besides the peak heap in use
+// (live objects, garbage not yet collected and free space in spans: what GOGC's pacing lets
+// grow to about twice the live heap) it reports the peak live heap, what the pipeline held.
+// Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse
 func BenchmarkIngest(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
@@ -234,6 +262,7 @@ func BenchmarkIngest(b *testing.B) {
 		refBroker, whBroker = refBroker+b1-b0, whBroker+b2-b1
 		wh += f.took
 		fig.peakHeap = max(fig.peakHeap, f.peakHeap-min(f.baseHeap, f.peakHeap))
+		fig.peakLive = max(fig.peakLive, f.peakLive-min(f.baseLive, f.peakLive))
 		fig.fileBytes = f.fileBytes
 	}
 	b.StopTimer()
@@ -244,6 +273,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(whRate/refRate, "ratio")
 	b.ReportMetric(float64(fig.fileBytes)/float64(n), "duckdb-bytes/event")
 	b.ReportMetric(float64(fig.peakHeap)/(1<<20), "peak-heap-growth-MiB")
+	b.ReportMetric(float64(fig.peakLive)/(1<<20), "peak-live-growth-MiB")
 	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
 	b.ReportMetric(perEvent(whCPU), "cpu-µs/event")
 	b.ReportMetric(perEvent(whBroker), "broker-cpu-µs/event")

@@ -260,20 +260,17 @@ func (ing *ingester) gapPersists(wm uint64) bool {
 }
 
 // ack terminates the rejected messages (with their reason) and acknowledges, cumulatively,
-// everything up to the new watermark. A lost ack is harmless: the redelivery is at or below the
-// watermark.
+// everything up to the new watermark, each by its reply subject (items keep it, not the
+// client's message). A lost ack is harmless: the redelivery is at or below the watermark.
 func (ing *ingester) ack(sorted, rejected []*item, wm uint64) {
 	for _, it := range rejected {
-		switch reason := truncate(it.rej.reason, 200); {
-		case it.ack != nil:
-			_ = it.ack.TermWithReason(reason)
-		case it.reply != "":
-			_ = ing.bus.Terminate(it.reply, reason) // its message was let go (dropMessages)
+		if it.reply != "" {
+			_ = ing.bus.Terminate(it.reply, truncate(it.rej.reason, 200))
 		}
 	}
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if it := sorted[i]; it.streamSeq <= wm && it.ack != nil {
-			_ = it.ack.Ack()
+		if it := sorted[i]; it.streamSeq <= wm && it.reply != "" {
+			_ = ing.bus.Ack(it.reply)
 			return
 		}
 	}

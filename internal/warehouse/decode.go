@@ -14,22 +14,15 @@ type item struct {
 	streamSeq uint64
 	subject   string
 	msgID     string
-	reply     string // the delivery's reply subject ("" in replays without a broker)
-	raw       []byte
-	// ack is the delivered message, to acknowledge or terminate it: nil in replays without a
-	// broker, and nil once decoded for a message the committer will not need (dropMessages).
-	ack acker
+	// reply is the delivery's reply subject, by which the committer acknowledges or
+	// terminates the message ("" in replays without a broker).
+	reply string
+	raw   []byte
 
 	env     events.Envelope // valid when rej == nil
 	payload []byte          // the payload as JSON
 	rej     *rejection
 	dup     bool // a good event whose id an earlier message of the same batch has (set by commit)
-}
-
-// acker is the part of jetstream.Msg the committer uses.
-type acker interface {
-	Ack() error
-	TermWithReason(reason string) error
 }
 
 // rejection says why a message is kept in rejected_events instead of events.
