@@ -43,8 +43,8 @@ type IngestConfig struct {
 	// Durable names the JetStream durable consumer (default events.AnalyzerConsumer). One
 	// database file, one durable name: two analyzers with different files must not share a name.
 	Durable string
-	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher,
-	// the decoder and the committer hand over, three at most in flight.
+	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher
+	// decodes and hands the committer, two at most in flight.
 	BatchSize int
 	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4): with a
 	// backlog, the committer joins the batches already decoded and waiting to the one it takes,

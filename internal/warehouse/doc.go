@@ -4,12 +4,15 @@
 // # Ingestion
 //
 // A durable pull consumer (AckAll policy) delivers messages; a fetching goroutine gathers them
-// into batches bounded by count, bytes and time; a decoding goroutine decodes each message
-// (events.DecodeWithPayload, spread over every core) and builds an Arrow record batch of the good ones; the
-// committing goroutine stores the batch in one DuckDB transaction and only then acknowledges it.
-// Memory is bounded whatever the backlog: the client buffers at most one pull of BatchSize
-// messages, at most five batches exist at once (one per stage and one per hand-over), and the
-// broker delivers at most MaxAckPending unacknowledged messages.
+// into batches bounded by count, bytes and time, keeping of each message its body, subject,
+// reply subject and id (not the client's message), decodes them in chunks as they arrive
+// (events.DecodeWithPayload, beside the gathering, on every core) and builds an Arrow record
+// batch of the good ones; the committing goroutine stores the batch in one DuckDB transaction
+// and only then acknowledges it, by reply subject. Memory is bounded whatever the backlog: the
+// client buffers at most a pull of 2,000 messages, at most two batches exist at once (the one
+// being gathered, and the one being committed with any waiting batch it joins into one
+// transaction), and the broker
+// delivers at most MaxAckPending unacknowledged messages.
 //
 // # Build tag
 //
