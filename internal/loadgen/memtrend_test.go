@@ -43,6 +43,10 @@ func TestMemoryTrend(t *testing.T) {
 		}, MemBounded, nil},
 		{"shrinking", dur, func(t time.Duration) float64 { return 400 - 10*mins(t) }, MemBounded, []float64{-10, -10}},
 		{"too short for a trend", 6 * time.Second, func(t time.Duration) float64 { return 100 }, MemUnknown, nil},
+		{"leak of 5 MiB/min under cycles of 230 MiB", dur, func(t time.Duration) float64 { return 300 + 5*mins(t) + cycles(t, 30, 0) }, MemGrowing, []float64{5, 5}},
+		{"cycles whose peak grows 20 MiB/min", dur, func(t time.Duration) float64 {
+			return 300 + (1+20*mins(t)/230)*cycles(t, 30, 0)
+		}, MemGrowing, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +58,32 @@ func TestMemoryTrend(t *testing.T) {
 				t.Errorf("slopes %+.2f, %+.2f MiB/min, want %+.2f, %+.2f", got.FirstSlope, got.SecondSlope, tt.wantSlopes[0], tt.wantSlopes[1])
 			}
 		})
+	}
+}
+
+// cycles is a sawtooth of 230 MiB with a period of period seconds, shifted by phase seconds: the
+// analyzer's DuckDB buffer filling between checkpoints and emptied by each.
+func cycles(t time.Duration, period, phase float64) float64 {
+	return 230 * math.Mod(t.Seconds()+phase, period) / period
+}
+
+// Memory that fills and empties in cycles of tens of seconds is bounded whatever the phase of
+// the cycles against the halves of the run. The least-squares slopes of the samples called one
+// phase in five of these "growing".
+func TestMemoryTrendCycles(t *testing.T) {
+	const dur = 5 * time.Minute
+	for _, fill := range []float64{0, 100, 300} {
+		for _, period := range []float64{15, 20, 25, 30, 40, 55} {
+			for phase := 0.0; phase < period; phase += 2.5 {
+				rss := func(at time.Duration) float64 {
+					return 150 + fill*(1-math.Exp(-at.Minutes()/0.5)) + cycles(at, period, phase)
+				}
+				if got := memoryTrend(Memory{Name: "p"}, series(dur, rss), dur); got.Verdict != MemBounded {
+					t.Errorf("fill %v MiB, cycles of %v s at phase %v s: %s (peaks %+.1f, %+.1f MiB/min, floors %+.1f, %+.1f)",
+						fill, period, phase, got.Verdict, got.FirstSlope, got.SecondSlope, got.FirstFloorSlope, got.SecondFloorSlope)
+				}
+			}
+		}
 	}
 }
 
@@ -70,7 +100,8 @@ func TestMemoryTrendPoints(t *testing.T) {
 		EndKiB:     180 * 1024,         // 4 min, not 4 min 5 s
 		Verdict:    MemGrowing}
 	got.FirstSlope, got.SecondSlope = math.Round(got.FirstSlope*100)/100, math.Round(got.SecondSlope*100)/100
-	want.FirstSlope, want.SecondSlope = 20, 20
+	got.FirstFloorSlope, got.SecondFloorSlope = math.Round(got.FirstFloorSlope*100)/100, math.Round(got.SecondFloorSlope*100)/100
+	want.FirstSlope, want.SecondSlope, want.FirstFloorSlope, want.SecondFloorSlope = 20, 20, 20, 20
 	if got != want {
 		t.Errorf("memoryTrend =\n %+v, want\n %+v", got, want)
 	}

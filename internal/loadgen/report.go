@@ -29,12 +29,16 @@ type Memory struct {
 	QuarterKiB int64 `json:"quarter_kib"`
 	HalfKiB    int64 `json:"half_kib"`
 	EndKiB     int64 `json:"end_kib"`
-	// FirstSlope and SecondSlope are least-squares slopes of the RSS over the first and the
-	// second half of the publishing time, in MiB/min.
-	FirstSlope  float64 `json:"first_slope_mib_per_min"`
-	SecondSlope float64 `json:"second_slope_mib_per_min"`
-	Verdict     string  `json:"verdict"` // MemBounded, MemGrowing or MemUnknown
-	Err         string  `json:"error,omitempty"`
+	// FirstSlope and SecondSlope are least-squares slopes of the RSS's peaks (the largest
+	// sample of each of TrendWindows windows) over the first and the second half of the
+	// publishing time, in MiB/min; FirstFloorSlope and SecondFloorSlope those of its floors
+	// (the smallest sample of each window). See memtrend.go.
+	FirstSlope       float64 `json:"first_slope_mib_per_min"`
+	SecondSlope      float64 `json:"second_slope_mib_per_min"`
+	FirstFloorSlope  float64 `json:"first_floor_slope_mib_per_min"`
+	SecondFloorSlope float64 `json:"second_floor_slope_mib_per_min"`
+	Verdict          string  `json:"verdict"` // MemBounded, MemGrowing or MemUnknown
+	Err              string  `json:"error,omitempty"`
 }
 
 // CPU is the CPU time (user + system) one watched process used during the run; the entry
@@ -170,8 +174,8 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
 			continue
 		}
-		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope %+.2f MiB/min in the first half, %+.2f in the second: %s\n",
-			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.Verdict)
+		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope of its peaks %+.2f MiB/min in the first half, %+.2f in the second, of its floors %+.2f and %+.2f: %s\n",
+			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.FirstFloorSlope, m.SecondFloorSlope, m.Verdict)
 	}
 	for _, c := range r.CPU {
 		if c.Err != "" {
