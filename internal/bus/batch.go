@@ -49,6 +49,10 @@ type BatchPublisher struct {
 
 	stopped error // why batches are no longer used (nil while they are)
 
+	// msg is reused for every message: the connection encodes it (headers included) into its
+	// buffer as it is published, and neither it nor the batch keeps it.
+	msg nats.Msg
+
 	fp      jetstreamext.FastPublisher // the open batch, nil between batches
 	batch   []*pending                 // its messages, in order
 	acked   uint64                     // how many of them the server acknowledged
@@ -113,8 +117,12 @@ func (p *BatchPublisher) Publish(ctx context.Context, subject, msgID string, dat
 		p.fp, p.batch, p.acked, p.failure = fp, p.batch[:0], 0, failure
 	}
 	p.batch = append(p.batch, it)
-	m := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
-	ack, err := p.fp.AddMsg(m)
+	if p.msg.Header == nil {
+		p.msg.Header = nats.Header{jetstream.MsgIDHeader: make([]string, 1)}
+	}
+	p.msg.Subject, p.msg.Data, p.msg.Reply = subject, data, ""
+	p.msg.Header[jetstream.MsgIDHeader][0] = msgID
+	ack, err := p.fp.AddMsg(&p.msg)
 	if ack != nil {
 		p.acked = max(p.acked, ack.AckSequence)
 	}

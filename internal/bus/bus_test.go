@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func testEvent(t *testing.T, run string, seq int64) *events.Envelope {
+func testEvent(t testing.TB, run string, seq int64) *events.Envelope {
 	t.Helper()
 	e := events.New("study1", run, time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), events.ToolCalled{
 		CallID: fmt.Sprintf("c%d", seq), Tool: "load", Args: events.MustCanonical(map[string]any{"path": "data/a", "n": seq}),
