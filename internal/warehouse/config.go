@@ -58,8 +58,9 @@ type IngestConfig struct {
 	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
 	MaxBatchBytes int
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
-	// flow control (default (TxnBatches + 2) × BatchSize: one batch filling, one decoding,
-	// TxnBatches committing).
+	// flow control (default (TxnBatches + 2) × BatchSize: TxnBatches committing, one being
+	// gathered, and room for the client's pull of 2,000 messages ahead). It does not size what
+	// the analyzer holds: the client pulls at most 2,000 messages ahead of the fetcher.
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.
