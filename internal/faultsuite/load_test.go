@@ -43,7 +43,7 @@ type loadRow struct {
 // DITTO_LOAD_GOMEMLIMIT ("off" for none) say otherwise. DuckDB's buffer pool is capped so that
 // it can fill up within a 5-minute run (DuckDB's own default is 80% of the machine's RAM, which a
 // 5-minute run would still be filling). The checkpoint threshold is 256 MB of WAL instead of
-// DuckDB's 16 MB: at the load's ~660-byte events a checkpoint came every ~25,000 events, each
+// the analyzer's default 64 MB (DuckDB's 16 MB when this was measured): at the load's ~660-byte events a checkpoint came every ~25,000 events, each
 // rewriting the table's last row group's long payload strings, and COMMIT was half the
 // analyzer's CPU; with 256 MB the analyzer's CPU per event, its close included, was ~20% lower
 // in paired runs (deploy/README.md). GOMEMLIMIT makes the analyzer's Go runtime collect before

@@ -20,10 +20,23 @@ type Config struct {
 	Threads int
 	// MemoryLimit caps DuckDB's buffer pool, e.g. "1GB" ("" : DuckDB's default, 80% of RAM).
 	MemoryLimit string
-	// CheckpointThreshold is the WAL size that makes DuckDB checkpoint, e.g. "64MB" (""
-	// : DuckDB's default, 16MB). Larger means fewer, larger checkpoints and more memory.
+	// CheckpointThreshold is the WAL size that makes DuckDB checkpoint, e.g. "256MB" (""
+	// : DefaultCheckpointThreshold). Larger means fewer, larger checkpoints, and a longer WAL
+	// replay when the database opens after a crash.
 	CheckpointThreshold string
 }
+
+// DefaultCheckpointThreshold is the WAL size that makes DuckDB checkpoint when
+// Config.CheckpointThreshold is empty: 64MB, where DuckDB's own default is 16MB. Each checkpoint
+// writes the rows appended since the last one as new row groups of their tables, and DuckDB
+// then merges adjacent small row groups, rewriting them, in doubling steps up to its row group
+// size (122,880 rows): the fewer the checkpoints, the larger the row groups they append and the
+// fewer times a row is rewritten. The run_folds rows of the runs ingested between two
+// checkpoints make a small row group of a wide table, each of its rows rewritten about five
+// times at 16MB in BenchmarkStore, three at 64MB (docs/benchmarks.md, "Checkpoints"). The cost
+// is the replay of up to this much WAL when the database opens after a crash (about 1 s of CPU
+// per 30MB of WAL here).
+const DefaultCheckpointThreshold = "64MB"
 
 // Validate reports the first invalid setting.
 func (c Config) Validate() error {

@@ -137,6 +137,24 @@ func TestDuckDBSettingsApplied(t *testing.T) {
 	}
 }
 
+// A database opened for writing without a checkpoint threshold takes DefaultCheckpointThreshold
+// (64MB), not DuckDB's 16MB.
+func TestDefaultCheckpointThreshold(t *testing.T) {
+	ctx := warehousetest.Context(t, 2*time.Minute)
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var got string
+	if err := w.DB().QueryRowContext(ctx, "SELECT current_setting('checkpoint_threshold')::VARCHAR").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "61.0 MiB"; warehouse.DefaultCheckpointThreshold != "64MB" || got != want {
+		t.Errorf("checkpoint_threshold = %q with DefaultCheckpointThreshold %q, want %q (64MB)", got, warehouse.DefaultCheckpointThreshold, want)
+	}
+}
+
 // Memory reports the Go heap, DuckDB's buffer manager and the RSS of a database with data.
 func TestMemoryFigures(t *testing.T) {
 	ctx := warehousetest.Context(t, 2*time.Minute)

@@ -29,7 +29,7 @@ func (c *Config) RegisterFlagsThreads(fs *flag.FlagSet, threads int) {
 	fs.StringVar(&c.Path, "db", "", "DuckDB database file (default <data-dir>/"+DefaultFile+")")
 	fs.IntVar(&c.Threads, "duckdb-threads", threads, "DuckDB worker threads (0: one per core)")
 	fs.StringVar(&c.MemoryLimit, "duckdb-memory", "", "DuckDB memory limit, e.g. 2GB (default: DuckDB's)")
-	fs.StringVar(&c.CheckpointThreshold, "duckdb-checkpoint", "", "WAL size that makes DuckDB checkpoint, e.g. 64MB (default: DuckDB's, 16MB)")
+	fs.StringVar(&c.CheckpointThreshold, "duckdb-checkpoint", DefaultCheckpointThreshold, "WAL size that makes DuckDB checkpoint, e.g. 256MB (larger: fewer checkpoints, a longer WAL replay after a crash)")
 }
 
 // ResolvePath fills an empty Path with DefaultPath(dataDir).

@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -47,8 +48,8 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	// Nothing depends on the physical order of rows (every query that wants an order says
 	// so), and keeping it costs an INSERT from the Arrow view a quarter of its CPU.
 	q.Set("preserve_insertion_order", "false")
-	if cfg.CheckpointThreshold != "" {
-		q.Set("checkpoint_threshold", cfg.CheckpointThreshold)
+	if !cfg.ReadOnly {
+		q.Set("checkpoint_threshold", cmp.Or(cfg.CheckpointThreshold, DefaultCheckpointThreshold))
 	}
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
