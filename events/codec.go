@@ -118,7 +118,7 @@ func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	// refuses (see wire.Scan), so checking the payload alone finds what checking b would: the
 	// envelope's bytes are not walked twice. On a fault, b is checked whole for the error (its
 	// path and offset are b's).
-	w, ok := wire.Scan(b)
+	w, ok := wire.Scan(b, wireNames)
 	if !ok || jsonscan.CheckNested(w.Payload, 1) != nil {
 		if err := checkText(b); err != nil {
 			return Envelope{}, nil, err
@@ -145,6 +145,16 @@ func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	}
 	return e, w.Payload, nil
 }
+
+// wireNames holds the event types and source kinds, for wire.Scan to share instead of
+// allocating them for each event it reads.
+var wireNames = func() map[string]string {
+	m := map[string]string{string(SourceHarness): string(SourceHarness), string(SourceProduction): string(SourceProduction)}
+	for _, t := range Types() {
+		m[string(t)] = string(t)
+	}
+	return m
+}()
 
 // decodeWire reads an envelope with encoding/json (apart, so that only this path allocates
 // the Envelope it fills).
@@ -175,7 +185,7 @@ func DecodeCanonicalizing(b []byte) (e Envelope, canonicalized bool, err error) 
 	if err := checkText(b); err != nil {
 		return Envelope{}, false, err
 	}
-	w, ok := wire.Scan(b)
+	w, ok := wire.Scan(b, wireNames)
 	if !ok {
 		if w, err = decodeWire(b); err != nil {
 			return Envelope{}, false, err

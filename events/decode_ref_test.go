@@ -179,7 +179,7 @@ func TestDecodeMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSameDecode(t, raw)
-		w, ok := wire.Scan(bytes.TrimSpace(raw))
+		w, ok := wire.Scan(bytes.TrimSpace(raw), wireNames)
 		if !ok {
 			t.Errorf("golden %s does not take the fast path", name)
 			continue

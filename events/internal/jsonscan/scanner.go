@@ -246,6 +246,20 @@ func (s *Scanner) PlainStr() string {
 	return string(lit[1 : len(lit)-1])
 }
 
+// PlainStrOf is PlainStr that returns the value held in known for a string known holds as a
+// key, without allocating a copy: for strings drawn from a small set (an event's type).
+func (s *Scanner) PlainStrOf(known map[string]string) string {
+	lit, clean := s.StrLit()
+	if !clean {
+		s.Fail()
+		return ""
+	}
+	if v, ok := known[string(lit[1:len(lit)-1])]; ok {
+		return v
+	}
+	return string(lit[1 : len(lit)-1])
+}
+
 // Strs reads an array of strings. An empty array is an empty, non-nil slice, as encoding/json
 // makes it.
 func (s *Scanner) Strs() []string {

@@ -10,7 +10,10 @@ import "github.com/dittolab/ditto/events/internal/jsonscan"
 // what jsonscan.Check refuses (its keys are known, distinct and plain, its strings plain), so
 // that a caller checking the text need only check the payload (jsonscan.CheckNested at
 // depth 1).
-func Scan(b []byte) (w Envelope, ok bool) {
+//
+// The type and the source's kind are taken from known when it holds them (a key and its
+// value, equal), so that the usual ones are not allocated anew for every event.
+func Scan(b []byte, known map[string]string) (w Envelope, ok bool) {
 	s := jsonscan.New(b)
 	var seen uint64
 	s.BeginObject()
@@ -27,7 +30,7 @@ func Scan(b []byte) (w Envelope, ok bool) {
 			w.ID = s.PlainStr()
 		case "type":
 			s.Once(&seen, 2)
-			w.Type = s.PlainStr()
+			w.Type = s.PlainStrOf(known)
 		case "time":
 			s.Once(&seen, 3)
 			// encoding/json hands the literal to time.Time.UnmarshalJSON; so does this.
@@ -48,7 +51,7 @@ func Scan(b []byte) (w Envelope, ok bool) {
 			w.Seq = s.Int64()
 		case "source":
 			s.Once(&seen, 8)
-			w.Source = scanSource(&s)
+			w.Source = scanSource(&s, known)
 		case "trace_id":
 			s.Once(&seen, 9)
 			w.TraceID = s.PlainStr()
@@ -70,7 +73,7 @@ func Scan(b []byte) (w Envelope, ok bool) {
 	return w, !s.Failed()
 }
 
-func scanSource(s *jsonscan.Scanner) (src Source) {
+func scanSource(s *jsonscan.Scanner, known map[string]string) (src Source) {
 	var seen uint64
 	s.BeginObject()
 	for n, key := 0, []byte(nil); ; {
@@ -80,7 +83,7 @@ func scanSource(s *jsonscan.Scanner) (src Source) {
 		switch string(key) {
 		case "kind":
 			s.Once(&seen, 0)
-			src.Kind = s.PlainStr()
+			src.Kind = s.PlainStrOf(known)
 		case "id":
 			s.Once(&seen, 1)
 			src.ID = s.PlainStr()
