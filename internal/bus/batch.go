@@ -98,7 +98,10 @@ func (p *BatchPublisher) Stopped() error { return p.stopped }
 
 // Publish sends data on subject with the given Nats-Msg-Id in the open batch (opening one if
 // none is), and ends the batch when it is full. data must not change until Wait returns. It
-// returns an error only when ctx ends while the fallback Publisher waits for room.
+// returns an error only when ctx ends while the fallback Publisher waits for room. It blocks
+// while the batch has as many messages unacknowledged as the server allows (flow control), for
+// at most a fifth of the ack timeout and not watching ctx: then the batch is abandoned. The
+// first message of a batch and the end of a batch each wait for the server's answer.
 func (p *BatchPublisher) Publish(ctx context.Context, subject, msgID string, data []byte) error {
 	it := &pending{subject: subject, msgID: msgID, data: data}
 	if p.direct {
