@@ -139,7 +139,10 @@ func (s *Server) grpcInstrument(ctx context.Context, req any, info *grpc.UnarySe
 		}
 		select {
 		case s.conc <- struct{}{}:
+			inProgress := s.m.inProgress.WithLabelValues(endpoint)
+			inProgress.Inc()
 			resp, err = handler(ctx, req)
+			inProgress.Dec()
 			<-s.conc
 		default:
 			s.throttled(endpoint, http.StatusTooManyRequests)

@@ -199,21 +199,20 @@ func TestSlowBodiesOfOneTokenLeaveRoomForOthers(t *testing.T) {
 		pw, st := stallBody(t, e, tokAll)
 		writers, statuses = append(writers, pw), append(statuses, st)
 	}
-	// Once both stalled requests hold their slots, the token's third is refused.
-	third := ndjson(t, runEvents(t, "prod", "third", 1))
+	// Once both stalled requests hold their slots (the server says so: their bodies' first
+	// bytes having left the client does not mean the server has admitted them, and a third
+	// request sent meanwhile could take a slot first and leave a stalled one refused), the
+	// token's third is refused.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", third)
-		if resp.StatusCode == http.StatusTooManyRequests {
-			if !strings.Contains(string(body), "token all") || resp.Header.Get("Retry-After") == "" {
-				t.Errorf("429 for the busy token: %s (Retry-After %q); want it to name the token", body, resp.Header.Get("Retry-After"))
-			}
-			break
+	for gaugeOf(t, e.srv.Registry(), "ditto_ingest_requests_in_progress", "events") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two stalled requests were not both admitted in 30s (%v in progress)", gaugeOf(t, e.srv.Registry(), "ditto_ingest_requests_in_progress", "events"))
 		}
-		if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
-			t.Fatalf("the token's third request got %d %s while two of its bodies stall; want 429", resp.StatusCode, body)
-		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, body := e.post(t, "/v1/events", tokAll, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "third", 1)))
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "token all") || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("the token's third request while two of its bodies stall: %d %s (Retry-After %q); want 429 naming the token", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
 	// Another token is served meanwhile.
 	if resp, body := e.post(t, "/v1/events", tokProd, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "other-token", 1))); resp.StatusCode != http.StatusOK {

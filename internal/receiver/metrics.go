@@ -20,6 +20,7 @@ type metrics struct {
 	logsRejected  *prometheus.CounterVec   // reason
 	logsStored    prometheus.Counter       //
 	duration      *prometheus.HistogramVec // endpoint
+	inProgress    *prometheus.GaugeVec     // endpoint
 	pending       prometheus.GaugeFunc
 }
 
@@ -47,6 +48,8 @@ func newMetrics(pending func() float64) *metrics {
 		Help: "GenAI log records stored on DITTO_SPANS before their export was answered."})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ditto_ingest_request_seconds",
 		Help: "Request duration, including the wait for JetStream acknowledgements.", Buckets: prometheus.DefBuckets}, []string{"endpoint"})
+	m.inProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ditto_ingest_requests_in_progress",
+		Help: "Requests admitted (within the per-token and overall limits) and not yet answered, by endpoint."}, []string{"endpoint"})
 	m.pending = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ditto_ingest_pending_events",
 		Help: "Events published and not yet acknowledged by JetStream."}, pending)
 	// The standard Go runtime and process collectors, as on every ditto /metrics: memory,
@@ -54,6 +57,6 @@ func newMetrics(pending func() float64) *metrics {
 	// first when ingestion slows down.
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.requests, m.accepted, m.rejected, m.throttled, m.spansReceived, m.spansRejected,
-		m.spansStored, m.logsReceived, m.logsRejected, m.logsStored, m.duration, m.pending)
+		m.spansStored, m.logsReceived, m.logsRejected, m.logsStored, m.duration, m.inProgress, m.pending)
 	return m
 }

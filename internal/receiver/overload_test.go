@@ -29,6 +29,26 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
+// gaugeOf is the value of the gauge name's series whose one label is label (0 when it has none).
+func gaugeOf(t testing.TB, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if lp := m.GetLabel(); len(lp) == 1 && lp[0].GetValue() == label {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	mfs, _ := reg.Gather()
 	sum := 0.0

@@ -195,6 +195,9 @@ func (s *Server) instrument(endpoint string, h func(http.ResponseWriter, *http.R
 		select {
 		case s.conc <- struct{}{}:
 			defer func() { <-s.conc }()
+			inProgress := s.m.inProgress.WithLabelValues(endpoint)
+			inProgress.Inc()
+			defer inProgress.Dec()
 		default:
 			// Too many requests at once: refuse before reading the body, so that memory stays
 			// bounded by MaxConcurrent bodies.
