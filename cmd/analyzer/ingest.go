@@ -76,7 +76,10 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					m := w.Memory(sctx)
 					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
 						"rejected", s.Rejected, "duplicates", s.Duplicates, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
-						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB), "rss_mib", mib(m.RSS))
+						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
+						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_resident_mib", mib(m.DuckDBResident),
+						"malloc_held_mib", mib(m.MallocHeld), "malloc_inuse_mib", mib(m.MallocInUse),
+						"records_mib", mib(m.Records), "record_pool_mib", mib(m.RecordPool), "rss_mib", mib(m.RSS))
 				}
 			}
 		}()

@@ -390,28 +390,41 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 }
 
 // memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_mapped_mib|duckdb_mib|rss_mib)=(\S+)`)
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
-// heap, DuckDB's buffer manager, RSS), one line in six (every 30 s at --stats-every 5s).
+// heap, DuckDB's buffer manager and allocator, glibc's heap, RSS): of every six lines (30 s at
+// --stats-every 5s), the one with the largest RSS, so that the trail shows what the peaks the
+// memory verdict reads are made of.
 func printMemoryTrail(logPath string) {
 	raw, err := os.ReadFile(logPath)
 	if err != nil {
 		return
 	}
-	fmt.Println("analyzer memory (its own log: events stored, Go heap objects, memory the Go runtime holds, duckdb_memory(), RSS; MiB):")
-	k := 0
+	fmt.Println("analyzer memory (its own log, the largest RSS of each six lines: events stored, Go heap objects, memory the Go runtime holds, duckdb_memory(),")
+	fmt.Println("  DuckDB's allocator (jemalloc) allocated and resident, glibc's heap held and in use, of which the events' Arrow records and their pool, RSS; MiB):")
+	var lines []string
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.Contains(line, "msg=ingest ") {
-			continue
+		if strings.Contains(line, "msg=ingest ") {
+			lines = append(lines, line)
 		}
-		if k%6 == 0 {
+	}
+	for i := 0; i < len(lines); i += 6 {
+		var top []string
+		topRSS := -1.0
+		for _, line := range lines[i:min(i+6, len(lines))] {
 			var parts []string
+			rss := 0.0
 			for _, m := range memoryField.FindAllStringSubmatch(line, -1) {
 				parts = append(parts, m[1]+"="+m[2])
+				if m[1] == "rss_mib" {
+					rss, _ = strconv.ParseFloat(m[2], 64)
+				}
 			}
-			fmt.Println("  " + strings.Join(parts, " "))
+			if rss > topRSS {
+				top, topRSS = parts, rss
+			}
 		}
-		k++
+		fmt.Println("  " + strings.Join(top, " "))
 	}
 }

@@ -83,6 +83,13 @@ func (p *bufferPool) Free(b []byte) {
 	p.base.Free(b)
 }
 
+// heldBytes returns the bytes of the released buffers the pool keeps.
+func (p *bufferPool) heldBytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
 // drain frees every buffer the pool keeps.
 func (p *bufferPool) drain() {
 	p.mu.Lock()

@@ -177,3 +177,6 @@ func ReadHistoryForTest(ctx context.Context, w *Warehouse, study, run string, at
 
 // ProcStatus reads a kB field of /proc/self/status in bytes.
 var ProcStatus = procStatus
+
+// ReadMalloc reads glibc's account of the C heap: held from the OS, in use, free.
+var ReadMalloc = readMalloc

@@ -15,7 +15,21 @@ type Memory struct {
 	// objects, free heap spans not yet scavenged, stacks, runtime metadata.
 	GoMapped uint64
 	DuckDB   uint64 // DuckDB's buffer manager: sum of duckdb_memory().memory_usage_bytes
-	RSS      uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
+	// The C heap as glibc accounts for it (0 where the C library is not glibc 2.33 or later):
+	// the events' Arrow records and C code other than DuckDB's allocator (below), DuckDB's
+	// C++ objects among it. MallocHeld is the memory its arenas and mappings span, MallocInUse
+	// what is allocated, MallocFree what is free in the arenas; free pages returned to the OS
+	// inside an arena (malloc_trim) still count as held, so held is not what is resident.
+	MallocHeld, MallocInUse, MallocFree uint64
+	// DuckDB's allocator, jemalloc, in DuckDB's Linux builds (0 elsewhere): bytes allocated
+	// (the buffer manager's and the rest), resident (what of it counts in the RSS: allocated,
+	// jemalloc's metadata, and freed pages not yet returned to the OS).
+	DuckDBAllocated, DuckDBResident uint64
+	// The events' Arrow records' C memory (part of glibc's heap): all of it (records being
+	// built and committed, and the pool's), and the pool's, released buffers kept for the next
+	// records.
+	Records, RecordPool uint64
+	RSS                 uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
 }
 
 // Memory reads the process's memory figures. A figure it cannot read is 0.
@@ -35,6 +49,9 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 		m.GoMapped = total - released
 	}
 	_ = w.db.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::UBIGINT FROM duckdb_memory()").Scan(&m.DuckDB)
+	m.MallocHeld, m.MallocInUse, m.MallocFree, _ = readMalloc()
+	m.DuckDBAllocated, _, m.DuckDBResident, _, _ = readJemalloc()
+	m.Records, m.RecordPool = uint64(max(recordMalloc.AllocatedBytes(), 0)), uint64(recordPool.heldBytes())
 	m.RSS = selfRSS()
 	return m
 }

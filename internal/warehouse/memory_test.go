@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +32,69 @@ type memSample struct {
 	duckdb     uint64 // sum of duckdb_memory().memory_usage_bytes (DuckDB's buffer manager)
 	openRuns   int
 	openEvents int
+	cHeld      uint64 // glibc's C heap held from the OS (DuckDB, Arrow records), after the chunk
+	cInUse     uint64 // of which allocated
+	top        rssPeak
 }
 
+// rssPeak is the sample with the largest RSS between two chunks' ends (sampled every 100ms)
+// and where that memory was then.
+type rssPeak struct {
+	rss, goMapped, duckdb, cHeld, cInUse, jeAllocated, jeResident uint64
+}
+
+func (p rssPeak) String() string {
+	return fmt.Sprintf("RSS %6.1f MiB = Go mapped %6.1f + glibc held %6.1f (in use %6.1f) + DuckDB's jemalloc resident %6.1f (allocated %6.1f, its buffer manager %6.1f) + %6.1f other",
+		mib(p.rss), mib(p.goMapped), mib(p.cHeld), mib(p.cInUse), mib(p.jeResident), mib(p.jeAllocated), mib(p.duckdb), mib(p.rss)-mib(p.goMapped)-mib(p.cHeld)-mib(p.jeResident))
+}
+
+// rssWatch samples the process's memory every 100ms and keeps the sample with the largest RSS
+// since the last take.
+type rssWatch struct {
+	mu   sync.Mutex
+	top  rssPeak
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func watchRSS(w *warehouse.Warehouse) *rssWatch {
+	r := &rssWatch{stop: make(chan struct{})}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			m := w.Memory(context.Background())
+			r.mu.Lock()
+			if m.RSS > r.top.rss {
+				r.top = rssPeak{rss: m.RSS, goMapped: m.GoMapped, duckdb: m.DuckDB, cHeld: m.MallocHeld, cInUse: m.MallocInUse,
+					jeAllocated: m.DuckDBAllocated, jeResident: m.DuckDBResident}
+			}
+			r.mu.Unlock()
+			select {
+			case <-r.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return r
+}
+
+func (r *rssWatch) take() rssPeak {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.top
+	r.top = rssPeak{}
+	return p
+}
+
+func (r *rssWatch) done() { close(r.stop); r.wg.Wait() }
+
 func (s memSample) String() string {
-	return fmt.Sprintf("%7d events: Go heap %6.1f MiB, Go mapped %6.1f MiB, RSS %6.1f MiB, duckdb_memory %6.1f MiB, open runs %d (%d events); peaks so far: RSS %6.1f MiB, heap in use %6.1f MiB",
-		s.events, mib(s.heap), mib(s.goMapped), mib(s.rss), mib(s.duckdb), s.openRuns, s.openEvents, mib(s.peakRSS), mib(s.peakHeap))
+	return fmt.Sprintf("%7d events: Go heap %6.1f MiB, Go mapped %6.1f MiB, RSS %6.1f MiB, duckdb_memory %6.1f MiB, C heap held %6.1f MiB (in use %6.1f), open runs %d (%d events); peaks so far: RSS %6.1f MiB, heap in use %6.1f MiB; the chunk's largest RSS: %v",
+		s.events, mib(s.heap), mib(s.goMapped), mib(s.rss), mib(s.duckdb), mib(s.cHeld), mib(s.cInUse), s.openRuns, s.openEvents, mib(s.peakRSS), mib(s.peakHeap), s.top)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -83,6 +142,8 @@ func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chun
 	}()
 	mem := watchMemory()
 	defer mem.done()
+	rss := watchRSS(w)
+	defer rss.done()
 	var out []memSample
 	published := 0
 	for c := 0; c < chunks; c++ {
@@ -105,7 +166,8 @@ func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chun
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		st := w.Stats()
-		s := memSample{events: published, heap: ms.HeapAlloc, goMapped: after.Sys - after.HeapReleased, rss: vmRSS(), peakRSS: vmHWM(), peakHeap: mem.peak.Load(), openRuns: st.OpenRuns, openEvents: st.OpenEvents}
+		cHeld, cInUse, _, _ := warehouse.ReadMalloc()
+		s := memSample{cHeld: cHeld, cInUse: cInUse, top: rss.take(), events: published, heap: ms.HeapAlloc, goMapped: after.Sys - after.HeapReleased, rss: vmRSS(), peakRSS: vmHWM(), peakHeap: mem.peak.Load(), openRuns: st.OpenRuns, openEvents: st.OpenEvents}
 		if err := w.DB().QueryRowContext(ctx, "SELECT sum(memory_usage_bytes)::UBIGINT FROM duckdb_memory()").Scan(&s.duckdb); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +191,8 @@ func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chun
 // and checks that the Go heap after GC plateaus: the heap after 3N events is at most the heap
 // after N plus a small margin. (The broker runs in a child process, so its memory is not
 // measured.) DITTO_MEM_CHUNKS and DITTO_MEM_CHUNK (events) scale it up, DITTO_MEM_LIMIT sets
-// DuckDB's memory limit (default 256MB), DITTO_MEM_EMBEDDED=1 runs the broker in this process
+// DuckDB's memory limit (default 256MB), DITTO_MEM_CHECKPOINT its checkpoint threshold (default
+// warehouse.DefaultCheckpointThreshold), DITTO_MEM_EMBEDDED=1 runs the broker in this process
 // (its memory is then measured too), DITTO_MEM_PROFILE=file writes a heap profile at the end.
 func TestMemorySteadyIngest(t *testing.T) {
 	chunks, size := 6, 20_000
@@ -158,7 +221,7 @@ func TestMemorySteadyIngest(t *testing.T) {
 		b = externalServer(t)
 	}
 	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second),
-		warehouse.Config{Path: filepath.Join(t.TempDir(), "mem.duckdb"), MemoryLimit: limit})
+		warehouse.Config{Path: filepath.Join(t.TempDir(), "mem.duckdb"), MemoryLimit: limit, CheckpointThreshold: os.Getenv("DITTO_MEM_CHECKPOINT")})
 	if err != nil {
 		t.Fatal(err)
 	}

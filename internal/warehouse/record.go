@@ -12,7 +12,14 @@ import (
 // heap need not hold and collect about a batch's bytes again per batch, and DuckDB scans C
 // memory through the C data interface (what the mallocator is for). The pool keeps released
 // records' buffers for the next ones, up to recordPoolBytes.
-var recordAllocator memory.Allocator = newBufferPool(mallocator.NewMallocator(), recordPoolBytes)
+var recordAllocator memory.Allocator = recordPool
+
+// recordPool is recordAllocator's pool, and recordMalloc its C allocator, which counts the
+// bytes it has allocated and not freed (Warehouse.Memory reads both).
+var (
+	recordMalloc = mallocator.NewMallocator()
+	recordPool   = newBufferPool(recordMalloc, recordPoolBytes)
+)
 
 // recordPoolBytes bounds the released buffers kept for the next records: about the buffers
 // of a transaction of DefaultTxnBatches batches of 10,000 events of a few hundred bytes (the
