@@ -179,8 +179,9 @@ func (ing *ingester) storeRange(ctx context.Context, items []*item, wm uint64) (
 // (class unstorable) and terminated like any other rejected message: one message DuckDB
 // cannot store must not stop ingestion for good, which it did (a subject or a Nats-Msg-Id
 // that is not UTF-8 made DuckDB refuse every retry of the batch and the analyzer exit). Only
-// when even the rejected_events row of a single message is refused is the failure the
-// database's, and ErrCommit stops ingestion as before. Each piece commits with the watermark
+// when even the rejected_events row of a single message is refused, or DuckDB refuses the
+// single message for want of memory, is the failure the database's, and ErrCommit stops
+// ingestion as before. Each piece commits with the watermark
 // at its last message, so a crash midway loses nothing and stores nothing twice.
 func (ing *ingester) isolate(ctx context.Context, items []*item, cause error) (storeResult, error) {
 	if len(items) == 1 {
@@ -217,6 +218,14 @@ func (ing *ingester) storeAlone(ctx context.Context, it *item, cause error) (sto
 		// Already a rejected_events row, and DuckDB refused even that: the database fails.
 		return res, err
 	}
+	if outOfMemory(err) {
+		// DuckDB ran out of memory (its memory limit, or the machine's): the database's
+		// failure, not the message's. The message stays unstored and unacknowledged and
+		// ingestion retries from the watermark after a pause (ErrCommit), when a checkpoint or
+		// the other transactions have let their memory go; a good event must never become an
+		// unstorable reject because the database was short of memory at that moment.
+		return res, err
+	}
 	ing.cfg.Logger.Warn("warehouse: DuckDB refuses one message; keeping it in rejected_events",
 		"stream_seq", seq, "subject", printable(it.subject), "err", err)
 	it.rej = &rejection{class: classUnstorable, reason: printable(fmt.Sprintf(
@@ -226,6 +235,12 @@ func (ing *ingester) storeAlone(ctx context.Context, it *item, cause error) (sto
 		ing.forget()
 	}
 	return res, err
+}
+
+// outOfMemory reports whether err is DuckDB's out-of-memory error.
+func outOfMemory(err error) bool {
+	var de *duckdb.Error
+	return errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory
 }
 
 // forget drops what the ingester remembers of stored state after a failed transaction: the

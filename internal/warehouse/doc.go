@@ -54,7 +54,8 @@
 // ingestion. Nor does a message DuckDB refuses: when a batch's transaction fails, the batch is
 // stored again in halves, down to single messages, and a message refused even alone (and once
 // more) is kept in rejected_events as unstorable, with DuckDB's reason. Only a failure that
-// refuses even that row is the database's own (ErrCommit). Subjects and Nats-Msg-Ids, which
+// refuses even that row, or DuckDB running out of memory, is the database's own (ErrCommit:
+// retried from the watermark after a pause). Subjects and Nats-Msg-Ids, which
 // may be any bytes, are stored with the bytes that are not UTF-8 written as \xNN.
 //
 // # Runs

@@ -2,6 +2,7 @@ package warehouse_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // small makes batches small so that tests cross many batch boundaries.
@@ -49,6 +51,58 @@ func checkExact(t testing.TB, w *warehouse.Warehouse, msgs []msg) {
 	}
 	if n := warehousetest.Count(t, db, "SELECT count(*) FROM (SELECT study, run, attempt FROM run_folds GROUP BY ALL HAVING count(*) > 1)"); n != 0 {
 		t.Errorf("%d run attempts have more than one run_folds row", n)
+	}
+}
+
+// duckdbOutOfMemory returns DuckDB's own out-of-memory error, from an in-memory database with
+// a 1MB memory limit and nowhere to spill.
+func duckdbOutOfMemory(t *testing.T) error {
+	t.Helper()
+	db, err := sql.Open("duckdb", "?memory_limit=1MB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("SET temp_directory = ''"); err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	err = db.QueryRow("SELECT string_agg(range::VARCHAR, ',' ORDER BY range DESC) FROM range(2000000)").Scan(&s)
+	var de *duckdb.Error
+	if !errors.As(err, &de) || de.Type != duckdb.ErrorTypeOutOfMemory {
+		t.Fatalf("a query beyond a 1MB memory limit = %v, want DuckDB's out-of-memory error", err)
+	}
+	return err
+}
+
+// TestOutOfMemoryNotUnstorable: DuckDB running out of memory in a transaction that holds a
+// single message is the database's failure, not the message's. With batches of one message,
+// batch 2's transaction fails, and so does its retry alone; the halving path then kept the
+// message in rejected_events as unstorable (its reject row committed), a good event lost to a
+// moment without memory. It must instead retry from the watermark and store the event.
+func TestOutOfMemoryNotUnstorable(t *testing.T) {
+	oom := duckdbOutOfMemory(t)
+	b := bustest.NewServer(t).Connect(t)
+	msgs := testMsgs(t)[:20]
+	warehousetest.PublishFast(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	cfg := small()
+	cfg.BatchSize, cfg.TxnBatches = 1, 1
+	failures := 0
+	cfg.Hooks = &warehouse.Hooks{BeforeCommit: func(n int) error {
+		if n == 2 && failures < 2 { // the batch's transaction, then the message alone
+			failures++
+			return oom
+		}
+		return nil
+	}}
+	catchUp(t, w, b, cfg)
+	if failures != 2 {
+		t.Fatalf("%d out-of-memory failures, want 2", failures)
+	}
+	checkExact(t, w, msgs)
+	if n := warehousetest.Count(t, w.DB(), "SELECT count(*) FROM rejected_events"); n != 0 {
+		t.Errorf("rejected_events holds %d rows after out-of-memory failures, want 0", n)
 	}
 }
 
