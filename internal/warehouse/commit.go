@@ -389,6 +389,8 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 		return res, err
 	}
 	tr.mark("commit")
+	ing.releaseAfterCheckpoint()
+	tr.mark("release")
 	for _, it := range good {
 		ing.maxID = max(ing.maxID, it.env.ID)
 	}

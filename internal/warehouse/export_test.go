@@ -180,3 +180,12 @@ var ProcStatus = procStatus
 
 // ReadMalloc reads glibc's account of the C heap: held from the OS, in use, free.
 var ReadMalloc = readMalloc
+
+// ReadJemalloc reads DuckDB's allocator's account: allocated, active, resident, retained.
+var ReadJemalloc = readJemalloc
+
+// ReleaseFreeMemory returns both allocators' free pages to the OS.
+var ReleaseFreeMemory = releaseFreeMemory
+
+// Releases counts the checkpoints after which ingestion released free memory.
+func Releases() int64 { return releases.Load() }

@@ -140,6 +140,7 @@ type ingester struct {
 	committed     int            // transactions committed
 	current       []*builtRecord // the decoder's records of the batches being committed
 	maxID         string         // the largest stored event id, once maxIDKnown
+	walSize       int64          // the WAL's size after the last commit (releaseAfterCheckpoint)
 	maxIDKnown    bool
 
 	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal

@@ -51,6 +51,17 @@ static int ditto_jemalloc(size_t out[4]) {
 	return 1;
 }
 
+// ditto_release returns the free memory both allocators hold to the OS: jemalloc purges the
+// dirty pages of every arena (MALLCTL_ARENAS_ALL is 4096), glibc trims every arena.
+static void ditto_release(void) {
+	if (duckdb_je_mallctl) {
+		duckdb_je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+	}
+#if defined(__GLIBC__)
+	malloc_trim(0);
+#endif
+}
+
 */
 import "C"
 
@@ -73,3 +84,7 @@ func readJemalloc() (allocated, active, resident, retained uint64, ok bool) {
 	}
 	return uint64(out[0]), uint64(out[1]), uint64(out[2]), uint64(out[3]), true
 }
+
+// releaseFreeMemory returns to the OS the pages that DuckDB's allocator (jemalloc) and glibc's
+// heap hold free (see releaseAfterCheckpoint).
+func releaseFreeMemory() { C.ditto_release() }

@@ -2,6 +2,7 @@ package warehouse_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,4 +271,56 @@ func logDuckDBMemory(t *testing.T, w *warehouse.Warehouse) {
 		parts = append(parts, fmt.Sprintf("%s %.1f MiB (temp %.1f)", tag, mib(used), mib(tmp)))
 	}
 	t.Logf("duckdb_memory: %s", strings.Join(parts, ", "))
+}
+
+// TestReleaseFreeMemory: after DuckDB frees the memory of a large query, its allocator keeps
+// the pages (its decay time is seconds); releasing returns them, so that what stays resident
+// is what is allocated and jemalloc's own metadata.
+func TestReleaseFreeMemory(t *testing.T) {
+	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
+		t.Skip("DuckDB's allocator is not jemalloc in this build")
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int64
+	if err := db.QueryRow("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(1000000) ORDER BY s DESC)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	allocated, _, resident, _, _ := warehouse.ReadJemalloc()
+	freed := int64(resident) - int64(allocated)
+	warehouse.ReleaseFreeMemory()
+	allocated2, _, resident2, _, _ := warehouse.ReadJemalloc()
+	left := int64(resident2) - int64(allocated2)
+	t.Logf("resident beyond allocated: %.1f MiB after the query, %.1f MiB after the release", mib(uint64(max(freed, 0))), mib(uint64(max(left, 0))))
+	if freed < 32<<20 {
+		t.Skipf("the query left only %.1f MiB of free pages: too few to tell a release", mib(uint64(max(freed, 0))))
+	}
+	if left > 16<<20 {
+		t.Errorf("after the release jemalloc keeps %.1f MiB resident beyond what is allocated (%.1f before), want at most 16 MiB (its metadata)",
+			mib(uint64(left)), mib(uint64(freed)))
+	}
+}
+
+// TestReleaseAfterCheckpoint: ingestion notices the checkpoints its commits make (the WAL
+// shrinks) and releases the allocators' free memory after each.
+func TestReleaseAfterCheckpoint(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := chunkMsgs(t, 0, 20_000)
+	warehousetest.PublishFast(t, b, msgs)
+	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second),
+		warehouse.Config{Path: filepath.Join(t.TempDir(), "release.duckdb"), CheckpointThreshold: "1MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := warehouse.Releases()
+	if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if got := warehouse.Releases() - before; got < 2 {
+		t.Errorf("%d releases after ingesting %d events at a 1MB checkpoint threshold, want one per checkpoint (several)", got, len(msgs))
+	}
 }
