@@ -189,3 +189,10 @@ var ReleaseFreeMemory = releaseFreeMemory
 
 // Releases counts the checkpoints after which ingestion released free memory.
 func Releases() int64 { return releases.Load() }
+
+// KeepFreed turns the release after checkpoints off (true) or on; it returns the previous setting.
+func KeepFreed(keep bool) bool {
+	old := keepFreed
+	keepFreed = keep
+	return old
+}

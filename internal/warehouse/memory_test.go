@@ -193,7 +193,8 @@ func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chun
 // after N plus a small margin. (The broker runs in a child process, so its memory is not
 // measured.) DITTO_MEM_CHUNKS and DITTO_MEM_CHUNK (events) scale it up, DITTO_MEM_LIMIT sets
 // DuckDB's memory limit (default 256MB), DITTO_MEM_CHECKPOINT its checkpoint threshold (default
-// warehouse.DefaultCheckpointThreshold), DITTO_MEM_EMBEDDED=1 runs the broker in this process
+// warehouse.DefaultCheckpointThreshold), DITTO_MEM_KEEP_FREED=1 turns off the release of the
+// allocators' free memory after checkpoints, DITTO_MEM_EMBEDDED=1 runs the broker in this process
 // (its memory is then measured too), DITTO_MEM_PROFILE=file writes a heap profile at the end.
 func TestMemorySteadyIngest(t *testing.T) {
 	chunks, size := 6, 20_000
@@ -205,6 +206,9 @@ func TestMemorySteadyIngest(t *testing.T) {
 	limit := "256MB"
 	if l := os.Getenv("DITTO_MEM_LIMIT"); l != "" {
 		limit = l
+	}
+	if os.Getenv("DITTO_MEM_KEEP_FREED") != "" {
+		defer warehouse.KeepFreed(warehouse.KeepFreed(true))
 	}
 	if os.Getenv("DITTO_MEM_PROFILE") != "" {
 		defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
@@ -317,6 +321,7 @@ func TestReleaseAfterCheckpoint(t *testing.T) {
 	}
 	defer w.Close()
 	before := warehouse.Releases()
+	defer warehouse.KeepFreed(warehouse.KeepFreed(false))
 	if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 2000}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,10 @@ import (
 	"sync/atomic"
 )
 
-// keepFreed, set by DITTO_WAREHOUSE_KEEP_FREED (for measurements), leaves the allocators' free
-// memory with them after checkpoints, as before releaseAfterCheckpoint.
-var keepFreed = os.Getenv("DITTO_WAREHOUSE_KEEP_FREED") != ""
+// keepFreed leaves the allocators' free memory with them after checkpoints, as before
+// releaseAfterCheckpoint: set by tests only (TestMemorySteadyIngest's DITTO_MEM_KEEP_FREED), to
+// measure without the release.
+var keepFreed bool
 
 // releases counts the checkpoints after which releaseAfterCheckpoint released free memory.
 var releases atomic.Int64
