@@ -27,7 +27,7 @@ func runRebuild(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	cfg.bus.RegisterFlags(fs)
 	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)
 	fs.IntVar(&cfg.ingest.BatchSize, "batch-size", warehouse.DefaultBatchSize, "events per fetched batch (at most)")
-	fs.IntVar(&cfg.ingest.TxnBatches, "txn-batches", warehouse.DefaultTxnBatches, "fetched batches per DuckDB transaction when they wait (at most)")
+	fs.IntVar(&cfg.ingest.TxnBatches, "txn-batches", warehouse.DefaultTxnBatches, "fetched batches one DuckDB transaction holds open with a backlog (at most)")
 	fs.StringVar(&cfg.out, "out", "", "write the new database here instead (it must not exist); the --db file is left alone")
 	fs.BoolVar(&cfg.replace, "replace", true, "without --out: replace --db, keeping the old file as <db>.bak")
 	if err := cli.Parse(fs, args); err != nil {

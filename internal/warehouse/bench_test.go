@@ -224,7 +224,8 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 // BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
 // on a pre-filled stream, against a reference consumer that only fetches and acks the same
 // messages from the same stream in the same run. DITTO_BENCH_EVENTS sets the number of events
-// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_THREADS DuckDB's threads,
+// (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_TXN_BATCHES the batches a
+// transaction holds at most (IngestConfig.TxnBatches), DITTO_BENCH_THREADS DuckDB's threads,
 // DITTO_BENCH_CPUPROFILE a file for a CPU profile of the analyzer's part,
 // DITTO_BENCH_HEAPPROFILE a file for the heap profile taken when a collection found the most
 // live heap (run with -test.memprofilerate=4096 for a finer one). Besides the peak heap in use
@@ -255,7 +256,7 @@ func BenchmarkIngest(b *testing.B) {
 		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
 		c1, b1 := cpuTime(), procCPU(brokerPID)
 		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
-		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch})
+		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch, TxnBatches: envInt("DITTO_BENCH_TXN_BATCHES", 0)})
 		stopProfile()
 		c2, b2 := cpuTime(), procCPU(brokerPID)
 		refCPU, whCPU = refCPU+c1-c0, whCPU+c2-c1

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"time"
@@ -40,39 +41,111 @@ func (r *builtRecord) release() {
 	}
 }
 
-// commit stores one batch in one transaction and acknowledges it. It returns the new
-// watermark; errRestart when the batch had a gap (the caller restarts the consumer); an error
-// wrapping ErrCommit when DuckDB failed (nothing is acked and the memory of open runs is reset).
+// txn is the DuckDB transaction the committer holds open across fetched batches. With a
+// backlog (a batch that filled, and messages pending beyond it) the committer stores the next
+// batch in the same transaction, up to TxnBatches of them, instead of committing each batch
+// alone: a transaction costs DuckDB a large fixed part whatever its size (the COMMIT, the
+// run_folds rows' appender and their 49 columns, the watermark). Each batch's messages and
+// Arrow record go once it is stored (its run_folds rows wait in ing.pending): the open
+// transaction keeps what its COMMIT and acknowledgement need, the watermark, the counters, the
+// rejected messages to terminate and the reply subject whose ack acknowledges the rest (AckAll).
+// So when it fails, the messages of its batches are delivered again rather than stored again
+// from memory (failed).
+type txn struct {
+	open     bool // BEGIN ran, and neither COMMIT nor ROLLBACK since
+	batches  int  // fetched batches stored in it
+	start    time.Time
+	wm, next uint64 // the committed watermark when it began; the one it sets
+	maxSeq   uint64 // the largest stream sequence delivered in it, stored or not
+	// last holds the accepted messages of the batch being stored while commit runs, when the
+	// transaction ends with that batch (held): a failure of a transaction of that one batch
+	// stores them again in pieces (isolate).
+	last     []*item
+	held     bool
+	rejected []*item // terminated once committed
+	ack      string  // the reply subject of the message whose ack acknowledges the rest
+	res      storeResult
+	messages int
+	redeliv  uint64
+	lag      uint64
+	gap      bool // the last batch had a hole: commit up to it and restart the consumer
+}
+
+// commit stores batch b in the open transaction, beginning one if none is open, and commits
+// and acknowledges the transaction unless it stays open for the next batch (keepOpen). It
+// returns the committed watermark (wm while the transaction stays open); errRestart when the
+// batch had a gap (the caller restarts the consumer), or when a transaction of several batches
+// failed (their messages, let go, are delivered again and stored one batch a transaction);
+// an error wrapping ErrCommit when DuckDB failed (nothing is acked and the memory of open runs
+// is reset).
 func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, error) {
-	start := time.Now()
-	ing.firstNo = ing.batchNo + 1
-	ing.batchNo += max(b.fetched, 1)
-	hooks := ing.cfg.Hooks
-	if hooks != nil && hooks.AfterFetch != nil {
-		for n := ing.firstNo; n <= ing.batchNo; n++ {
-			if err := hooks.AfterFetch(n); err != nil {
-				return wm, fmt.Errorf("%w: after fetch: %v", ErrHook, err)
-			}
+	t := &ing.txn
+	if t.batches == 0 {
+		*t = txn{start: time.Now(), wm: wm, next: wm}
+		ing.firstNo = ing.batchNo + 1
+	}
+	ing.batchNo++
+	if hooks := ing.cfg.Hooks; hooks != nil && hooks.AfterFetch != nil {
+		if err := hooks.AfterFetch(ing.batchNo); err != nil {
+			return wm, fmt.Errorf("%w: after fetch: %v", ErrHook, err)
 		}
 	}
+	accepted := ing.partition(ctx, b)
+	t.batches++
+	t.last, t.held = accepted, true
+	ing.current = b.built
+	err := ing.storeBatch(ctx, accepted)
+	ing.current = nil
+	b.release() // the record is in DuckDB's transaction now
+	if err == nil {
+		if !t.gap && ing.keepOpen(b) {
+			t.last, t.held = nil, false // the batch's messages go
+			return wm, nil
+		}
+		err = ing.end(ctx)
+	}
+	if err != nil {
+		if err = ing.failed(ctx, err); err != nil {
+			return wm, err
+		}
+	}
+	return ing.done()
+}
 
-	// Partition by stream sequence: at or below the watermark is a redelivery; the run from
-	// wm+1 without a hole is stored; anything past a hole waits for the consumer's restart.
+// endOpen commits and acknowledges the open transaction, its last batch already stored: no
+// next batch came within BatchWait, the next was idle, or the fetcher stopped.
+func (ing *ingester) endOpen(ctx context.Context) (uint64, error) {
+	wm := ing.txn.wm
+	if err := ing.end(ctx); err != nil {
+		if err = ing.failed(ctx, err); err != nil {
+			return wm, err
+		}
+	}
+	return ing.done()
+}
+
+// partition takes b's messages into the transaction by stream sequence: at or below the
+// transaction's watermark is a redelivery; the run from it without a hole is accepted (and
+// advances it); anything past a hole waits for the consumer's restart (t.gap). Of the accepted
+// messages, an event whose id repeats within the batch is a duplicate (it.dup); one repeated
+// from an earlier batch of the transaction is found by the duplicate-id probe, which sees the
+// transaction's own rows.
+func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
+	t := &ing.txn
 	sorted := slices.Clone(b.items)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].streamSeq < sorted[j].streamSeq })
-	next := wm
+	next := t.next
 	var accepted []*item
-	var redelivered uint64
-	gap := false
 	for _, it := range sorted {
+		t.maxSeq = max(t.maxSeq, it.streamSeq)
 		switch {
 		case it.streamSeq <= next:
-			redelivered++
+			t.redeliv++
 		case it.streamSeq == next+1:
 			accepted = append(accepted, it)
 			next++
 		default:
-			if !gap && len(accepted) == 0 && ing.gapPersists(next) && ing.goneFromStream(ctx, next+1) {
+			if !t.gap && len(accepted) == 0 && ing.gapPersists(next) && ing.goneFromStream(ctx, next+1) {
 				// The same hole after several consumer restarts: the message is gone from the
 				// stream (deleted by an operator). Step over it.
 				next = it.streamSeq - 1
@@ -80,12 +153,20 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 				next++
 				continue
 			}
-			gap = true
+			t.gap = true
 		}
 	}
+	// The ack: cumulative, by the last message at or below the new watermark.
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if it := sorted[i]; it.streamSeq <= next && it.reply != "" {
+			t.ack = it.reply
+			break
+		}
+	}
+	t.next = next
+	t.messages += len(b.items)
+	t.lag = b.lag
 
-	// Each message's part: a good event (the first of its id within the batch), a duplicate
-	// of one, or rejected.
 	seen := make(map[string]struct{}, len(accepted))
 	for _, it := range accepted {
 		it.dup = false
@@ -98,48 +179,155 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 		}
 		seen[it.env.ID] = struct{}{}
 	}
+	return accepted
+}
 
-	ing.current = b.built
-	res, err := ing.storeRange(ctx, accepted, next)
-	ing.current = nil
-	if err != nil && ctx.Err() == nil && len(accepted) > 0 {
+// keepOpen reports whether the transaction waits for the next batch after b: while it holds
+// fewer than TxnBatches batches and there is a backlog, b having filled (by count or bytes) with
+// messages pending beyond it, and while the broker may deliver a next batch beside the messages
+// the transaction holds unacknowledged (MaxAckPending). Without a backlog each batch commits as
+// soon as it is stored, so latency at low rates is what it was; and after a failed transaction
+// of several batches its messages are stored one batch a transaction until the watermark passes
+// them (aloneUntil).
+func (ing *ingester) keepOpen(b *batch) bool {
+	t := &ing.txn
+	full := len(b.items) >= ing.cfg.BatchSize || b.bytes >= ing.cfg.MaxBatchBytes
+	return t.batches < ing.cfg.TxnBatches && full && b.lag > 0 && t.wm >= ing.aloneUntil &&
+		t.messages+ing.cfg.BatchSize <= ing.cfg.MaxAckPending
+}
+
+// storeBatch stores the accepted messages of one batch in the open transaction (it begins one
+// if none is open). Their part of the fold (the tracker) is taken; the run_folds rows are
+// written when the transaction ends.
+func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
+	t := &ing.txn
+	if !t.open {
+		if _, err := ing.conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+			return err
+		}
+		t.open = true
+		ing.pending.reset()
+	}
+	var good, rejected []*item
+	var dups uint64
+	for _, it := range accepted {
+		switch {
+		case it.rej != nil:
+			rejected = append(rejected, it)
+		case it.dup:
+			dups++
+		default:
+			good = append(good, it)
+		}
+	}
+	t.rejected = append(t.rejected, rejected...)
+	res, err := ing.load(ctx, good, rejected, dups)
+	if err == nil {
+		err = ing.fold(ctx, &res)
+	}
+	t.res.add(res)
+	return err
+}
+
+// end ends the open transaction: the run_folds rows of the attempts finished in it, the
+// watermark, COMMIT.
+func (ing *ingester) end(ctx context.Context) error {
+	t := &ing.txn
+	if err := ing.finish(ctx, t.next, &t.res, len(t.rejected)); err != nil {
+		return err // the caller rolls back
+	}
+	t.open = false
+	return nil
+}
+
+// failed handles a transaction that failed with err: it rolls back and forgets what memory
+// holds of it. A transaction of one batch whose messages are held is stored again in pieces
+// (isolate), which returns nil when every message is stored or rejected; any other, whose
+// batches' messages are let go, ends the consumer session (errRestart) so that the broker
+// delivers them again, to be stored one batch a transaction until the watermark passes them.
+func (ing *ingester) failed(ctx context.Context, err error) error {
+	t := &ing.txn
+	ing.rollback(ctx)
+	ing.forget()
+	if (t.batches > 1 || !t.held) && ctx.Err() == nil {
+		ing.aloneUntil = t.maxSeq
+		n := t.batches
+		*t = txn{}
+		return fmt.Errorf("%w: a transaction of batches %d..%d failed, storing them again one batch a transaction: %v",
+			errRestart, ing.batchNo-n+1, ing.batchNo, err)
+	}
+	accepted := t.last
+	if ctx.Err() == nil && len(accepted) > 0 {
 		// DuckDB refused the batch. Whatever the reason, it must not refuse it forever: store
 		// it in halves, and a message it refuses even alone goes to rejected_events (see
 		// isolate). A failure of the database itself fails every piece and comes back here.
+		var res storeResult
+		if res, err = ing.isolate(ctx, accepted, err); err == nil {
+			t.res = res
+			t.rejected = t.rejected[:0]
+			for _, it := range accepted {
+				if it.rej != nil {
+					t.rejected = append(t.rejected, it)
+				}
+			}
+			return nil
+		}
 		ing.forget()
-		res, err = ing.isolate(ctx, accepted, err)
 	}
-	if err != nil {
-		ing.forget()
-		return wm, fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
+	wm, next := t.wm, t.next
+	*t = txn{}
+	return fmt.Errorf("%w: batch %d (stream %d..%d): %v", ErrCommit, ing.batchNo, wm+1, next, err)
+}
+
+// rollback rolls back the open transaction, if any.
+func (ing *ingester) rollback(ctx context.Context) {
+	if ing.txn.open {
+		_, _ = ing.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		ing.txn.open = false
 	}
+}
+
+// abandon rolls back the open transaction, if any, and forgets what memory holds of it (the
+// session ends: its messages are delivered again to the next).
+func (ing *ingester) abandon(ctx context.Context) {
+	if ing.txn.batches == 0 {
+		return
+	}
+	ing.rollback(ctx)
+	ing.forget()
+	ing.txn = txn{}
+}
+
+// done follows a committed transaction: the AfterCommit hooks, the acks and terminations, the
+// statistics. It returns the new watermark, and errRestart after a gap.
+func (ing *ingester) done() (uint64, error) {
+	t := &ing.txn
+	tx := *t
+	*t = txn{}
 	ing.committed++
-	if hooks != nil && hooks.AfterCommit != nil {
+	if traceOn {
+		fmt.Fprintf(os.Stderr, "warehouse: transaction of %d batches, %d messages, %v\n", tx.batches, tx.messages, time.Since(tx.start).Round(time.Millisecond))
+	}
+	if hooks := ing.cfg.Hooks; hooks != nil && hooks.AfterCommit != nil {
 		for n := ing.firstNo; n <= ing.batchNo; n++ {
 			if err := hooks.AfterCommit(n); err != nil {
-				return next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
+				return tx.next, fmt.Errorf("%w: after commit: %v", ErrHook, err)
 			}
 		}
 	}
-	var rejected []*item
-	for _, it := range accepted {
-		if it.rej != nil {
-			rejected = append(rejected, it)
-		}
-	}
 	if !ing.skipAck() {
-		ing.ack(sorted, rejected, next)
+		ing.ack(tx.ack, tx.rejected)
 	}
 	ing.w.stats.batchDone(batchStats{
-		at: time.Now(), took: time.Since(start), watermark: next, lag: b.lag, messages: len(b.items),
-		events: res.stored, rejected: uint64(len(rejected)), duplicates: res.duplicates,
-		redelivered: redelivered, foldErrors: res.foldErrors, folded: res.folded,
+		at: time.Now(), took: time.Since(tx.start), watermark: tx.next, lag: tx.lag, messages: tx.messages,
+		events: tx.res.stored, rejected: uint64(len(tx.rejected)), duplicates: tx.res.duplicates,
+		redelivered: tx.redeliv, foldErrors: tx.res.foldErrors, folded: tx.res.folded,
 		openRuns: len(ing.tracker.open), openEvents: ing.tracker.events,
 	})
-	if gap {
-		return next, errRestart
+	if tx.gap {
+		return tx.next, errRestart
 	}
-	return next, nil
+	return tx.next, nil
 }
 
 // skipAck asks the SkipAck hook about each batch of the transaction.
@@ -248,6 +436,7 @@ func outOfMemory(err error) bool {
 // replaced too: the failed one may be left inside its transaction.
 func (ing *ingester) forget() {
 	ing.tracker.reset()
+	ing.pending.reset()
 	ing.maxIDKnown = false
 	if conn, err := ing.w.db.Conn(context.Background()); err == nil {
 		_ = ing.conn.Close()
@@ -275,19 +464,17 @@ func (ing *ingester) gapPersists(wm uint64) bool {
 }
 
 // ack terminates the rejected messages (with their reason) and acknowledges, cumulatively,
-// everything up to the new watermark, each by its reply subject (items keep it, not the
-// client's message). A lost ack is harmless: the redelivery is at or below the watermark.
-func (ing *ingester) ack(sorted, rejected []*item, wm uint64) {
+// everything up to the new watermark by the reply subject of the last message at or below it
+// (items keep it, not the client's message). A lost ack is harmless: the redelivery is at or
+// below the watermark.
+func (ing *ingester) ack(reply string, rejected []*item) {
 	for _, it := range rejected {
 		if it.reply != "" {
 			_ = ing.bus.Terminate(it.reply, truncate(it.rej.reason, 200))
 		}
 	}
-	for i := len(sorted) - 1; i >= 0; i-- {
-		if it := sorted[i]; it.streamSeq <= wm && it.reply != "" {
-			_ = ing.bus.Ack(it.reply)
-			return
-		}
+	if reply != "" {
+		_ = ing.bus.Ack(reply)
 	}
 }
 
@@ -309,10 +496,10 @@ func (r *storeResult) add(o storeResult) {
 	r.foldErrors += o.foldErrors
 }
 
-// store runs the batch's transaction.
-// inBatchDups counts the events dropped because their id repeats within the batch.
+// store stores good events and rejected messages in one transaction of their own that sets
+// the watermark to wm (isolate's pieces). inBatchDups counts the events dropped because their
+// id repeats within the batch.
 func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64, inBatchDups uint64) (res storeResult, err error) {
-	res.duplicates = inBatchDups
 	conn := ing.conn
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 		return res, err
@@ -322,7 +509,22 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
+	ing.pending.reset()
+	if res, err = ing.load(ctx, good, rejected, inBatchDups); err != nil {
+		return res, err
+	}
+	if err = ing.fold(ctx, &res); err != nil {
+		return res, err
+	}
+	err = ing.finish(ctx, wm, &res, len(rejected))
+	return res, err
+}
 
+// load stores good events (those not stored already) and rejected messages in the open
+// transaction and takes the events into the open runs' folds.
+func (ing *ingester) load(ctx context.Context, good, rejected []*item, inBatchDups uint64) (res storeResult, err error) {
+	res.duplicates = inBatchDups
+	conn := ing.conn
 	tr := newTrace()
 	defer tr.print(len(good))
 	if len(good) > 0 {
@@ -364,41 +566,67 @@ func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint6
 			return res, fmt.Errorf("rejected: %w", err)
 		}
 	}
+	tr.mark("rejected")
 	for _, it := range good {
 		ing.tracker.add(it)
+		// The transaction's own rows: the duplicate-id probe of its next batch sees them. A
+		// failed transaction forgets the largest id (forget).
+		ing.maxID = max(ing.maxID, it.env.ID)
 	}
-	tr.mark("rejected")
-	folded, foldErrors, err := ing.foldFinished(ctx)
-	tr.mark("fold")
-	if err != nil {
-		return res, fmt.Errorf("fold: %w", err)
+	res.stored = uint64(len(good))
+	return res, nil
+}
+
+// finish ends the open transaction: the run_folds rows of the attempts finished in it, the
+// watermark wm and the counters (res, rejected), the BeforeCommit hooks, COMMIT. The caller rolls
+// back when it fails.
+func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, rejected int) error {
+	tr := newTrace()
+	defer tr.print(int(res.stored))
+	if rows := ing.pending.take(); len(rows) > 0 {
+		if err := ing.appendFolds(rows); err != nil {
+			return fmt.Errorf("fold: %w", err)
+		}
 	}
-	res.stored, res.folded, res.foldErrors = uint64(len(good)), uint64(len(folded)), foldErrors
-	if err := setWatermark(ctx, conn, ing.cfg.Stream, wm, len(good), len(rejected), res.duplicates); err != nil {
-		return res, fmt.Errorf("watermark: %w", err)
+	tr.mark("append")
+	if err := setWatermark(ctx, ing.conn, ing.cfg.Stream, wm, int(res.stored), rejected, res.duplicates); err != nil {
+		return fmt.Errorf("watermark: %w", err)
 	}
 	tr.mark("watermark")
 	if h := ing.cfg.Hooks; h != nil && h.BeforeCommit != nil {
 		for n := ing.firstNo; n <= ing.batchNo; n++ {
 			if err := h.BeforeCommit(n); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return res, err
+	if _, err := ing.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return err
 	}
 	tr.mark("commit")
 	ing.releaseAfterCheckpoint()
 	tr.mark("release")
-	for _, it := range good {
-		ing.maxID = max(ing.maxID, it.env.ID)
+	return nil
+}
+
+// fold folds, in the open transaction, the attempts that finished in the batch just loaded and
+// the finished attempts that received a late event (foldFinished), and adds their count to res.
+// Their run_folds rows wait in ing.pending for the transaction's end; the tracker lets their
+// state go now, so that a transaction of several batches holds no more fold state than one.
+func (ing *ingester) fold(ctx context.Context, res *storeResult) error {
+	folded, foldErrors, err := ing.foldFinished(ctx)
+	if err != nil {
+		return fmt.Errorf("fold: %w", err)
 	}
+	res.folded += uint64(len(folded))
+	res.foldErrors += foldErrors
 	ing.tracker.endBatch(folded)
 	for _, k := range folded {
+		// Before COMMIT: if the transaction fails, the filter holds attempts without a row, which
+		// costs a query (a false positive) and nothing else.
 		ing.folded.add(k)
 	}
-	return res, nil
+	return nil
 }
 
 // setWatermark advances stream's watermark to wm and adds to its counters, inside the open
@@ -501,16 +729,23 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]
 	return found, rows.Err()
 }
 
-// foldFinished writes the run_folds rows of the attempts that finished in this batch and of
-// finished attempts that received a late event. It returns the keys folded.
+// foldFinished folds the attempts that finished in this batch and the finished attempts that
+// received a late event into run_folds rows, kept in ing.pending until the transaction ends. It
+// returns the keys folded. A late event of an attempt folded earlier in the same transaction
+// (its row pending, not in run_folds yet) refolds it from the events stored, as one of an
+// attempt folded by an earlier transaction does.
 func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, error) {
 	t := ing.tracker
 	if err := ing.folded.ensure(ctx, ing.conn); err != nil {
 		return nil, 0, fmt.Errorf("folded attempts: %w", err)
 	}
-	var newKeys []attemptKey
+	var newKeys, pendingKeys []attemptKey
 	for _, a := range t.batch {
-		if a.isNew && ing.folded.mayHave(a.key) {
+		switch {
+		case !a.isNew:
+		case ing.pending.has(a.key):
+			pendingKeys = append(pendingKeys, a.key)
+		case ing.folded.mayHave(a.key):
 			newKeys = append(newKeys, a.key)
 		}
 	}
@@ -519,6 +754,12 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 	late, err := ing.foldedKeys(ctx, newKeys)
 	if err != nil {
 		return nil, 0, err
+	}
+	if len(pendingKeys) > 0 && late == nil {
+		late = map[attemptKey]struct{}{}
+	}
+	for _, k := range pendingKeys {
+		late[k] = struct{}{}
 	}
 	tr.mark("foldedkeys")
 	var fromMemory []*openAttempt
@@ -534,16 +775,14 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 			fromDB = append(fromDB, a.key)
 		}
 	}
-	var rows []foldRow
 	var keys []attemptKey
 	var foldErrors uint64
 	for _, a := range fromMemory {
 		keys = append(keys, a.key)
-		if row, ferr := a.fold.row(a.key); row != nil {
-			rows = append(rows, row)
-			if ferr {
-				foldErrors++
-			}
+		row, ferr := a.fold.row(a.key)
+		ing.pending.put(a.key, row)
+		if row != nil && ferr {
+			foldErrors++
 		}
 	}
 	tr.mark("memfold")
@@ -557,22 +796,53 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 		}
 		for _, k := range fromDB {
 			keys = append(keys, k)
-			if row, ferr := foldHistory(k, hist[k]); row != nil {
-				rows = append(rows, row)
-				if ferr {
-					foldErrors++
-				}
+			row, ferr := foldHistory(k, hist[k])
+			ing.pending.put(k, row)
+			if row != nil && ferr {
+				foldErrors++
 			}
 		}
 	}
 	tr.mark("dbfold")
-	if len(rows) > 0 {
-		if err := ing.appendFolds(rows); err != nil {
-			return nil, 0, err
-		}
-	}
-	tr.mark("append")
 	return keys, foldErrors, nil
+}
+
+// pendingFolds are the run_folds rows of the open transaction, appended when it ends with one
+// appender: DuckDB's append of a wide row costs per column and per flush as well as per row.
+type pendingFolds struct {
+	rows []foldRow          // nil where a later fold of the attempt gave no row
+	at   map[attemptKey]int // the index of each attempt's row in rows
+}
+
+// put sets the attempt's row (nil: none), replacing one it folded earlier in the transaction.
+func (p *pendingFolds) put(k attemptKey, row foldRow) {
+	if i, ok := p.at[k]; ok {
+		p.rows[i] = row
+		return
+	}
+	if p.at == nil {
+		p.at = map[attemptKey]int{}
+	}
+	p.at[k] = len(p.rows)
+	p.rows = append(p.rows, row)
+}
+
+func (p *pendingFolds) has(k attemptKey) bool {
+	_, ok := p.at[k]
+	return ok
+}
+
+// take returns the rows, in the order the attempts were first folded, and empties p.
+func (p *pendingFolds) take() []foldRow {
+	rows := slices.DeleteFunc(p.rows, func(r foldRow) bool { return r == nil })
+	p.rows = nil
+	clear(p.at)
+	return rows
+}
+
+func (p *pendingFolds) reset() {
+	p.rows = nil
+	clear(p.at)
 }
 
 func keyLists(keys []attemptKey) (studies, runs []string, attempts []int32) {

@@ -59,21 +59,25 @@ type IngestConfig struct {
 	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher
 	// decodes and hands the committer, two at most in flight.
 	BatchSize int
-	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4): with a
-	// backlog, the committer joins the batches already decoded and waiting to the one it takes,
-	// up to this many; without one, each batch commits alone, as soon as it is decoded. A
-	// transaction costs DuckDB a fixed part whatever its size (its run_folds rows above all:
-	// each transaction appends a few hundred rows of 49 columns), which larger transactions
-	// share.
+	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4). With a
+	// backlog (a batch that filled, messages pending beyond it) the committer keeps the
+	// transaction open after storing a batch and stores the next one in it, up to this many,
+	// then commits and acknowledges them all; each batch's messages and record are let go once
+	// stored, so a transaction of several batches holds no more Go memory than one. Without a
+	// backlog each batch commits alone as soon as it is stored, and an open transaction commits
+	// when no next batch comes within BatchWait. A transaction costs DuckDB a fixed part whatever
+	// its size (the COMMIT, and its run_folds rows above all: a few hundred rows of 49 columns),
+	// which larger transactions share. 1 commits every batch alone.
 	TxnBatches int
 	// BatchWait bounds how long a batch fills before it is committed anyway (default 500ms).
 	BatchWait time.Duration
 	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
 	MaxBatchBytes int
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
-	// flow control (default (TxnBatches + 2) × BatchSize: TxnBatches committing, one being
-	// gathered, and room for the client's pull of 2,000 messages ahead). It does not size what
-	// the analyzer holds: the client pulls at most 2,000 messages ahead of the fetcher.
+	// flow control (default (TxnBatches + 2) × BatchSize: the TxnBatches batches an open
+	// transaction holds unacknowledged, the one being gathered, and room for the client's pull
+	// of 2,000 messages ahead). It does not size what the analyzer holds: the messages of a
+	// transaction's stored batches are let go, and the client pulls at most 2,000 ahead.
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.

@@ -7,12 +7,14 @@
 // into batches bounded by count, bytes and time, keeping of each message its body, subject,
 // reply subject and id (not the client's message), decodes them in chunks as they arrive
 // (events.DecodeWithPayload, beside the gathering, on every core) and builds an Arrow record
-// batch of the good ones; the committing goroutine stores the batch in one DuckDB transaction
-// and only then acknowledges it, by reply subject. Memory is bounded whatever the backlog: the
-// client buffers at most a pull of 2,000 messages, at most two batches exist at once (the one
-// being gathered, and the one being committed with any waiting batch it joins into one
-// transaction), and the broker
-// delivers at most MaxAckPending unacknowledged messages.
+// batch of the good ones; the committing goroutine stores the batch in a DuckDB transaction
+// and only then acknowledges it, by reply subject. With a backlog (a batch that filled, messages
+// pending beyond it) the transaction stays open for the next batches, up to
+// IngestConfig.TxnBatches, and commits them together: DuckDB's cost per transaction is shared,
+// and each batch's messages and record are let go as soon as it is stored. Memory is bounded
+// whatever the backlog: the client buffers at most a pull of 2,000 messages, at most two batches
+// exist at once (the one being gathered, and the one being stored), and the broker delivers at
+// most MaxAckPending unacknowledged messages.
 //
 // # Build tag
 //
@@ -23,10 +25,15 @@
 //
 // # Exactly once
 //
-// The transaction that stores a batch also advances a watermark, the stream sequence at and
-// below which every message is stored (table ingest_state). A message at or below it is a
-// redelivery and is acknowledged without being stored; a batch whose sequences skip one (a lost
-// delivery) is stored only up to the gap and the consumer is restarted from the watermark. At
+// The transaction that stores a batch (or several) also advances a watermark, the stream
+// sequence at and below which every message is stored (table ingest_state). A message at or
+// below it is a redelivery and is acknowledged without being stored; a batch whose sequences
+// skip one (a lost delivery) is stored only up to the gap, its transaction committed, and the
+// consumer is restarted from the watermark. Nothing is acknowledged before the COMMIT; acking
+// the transaction's last stored message acknowledges the rest (AckAll). A transaction of several
+// batches that fails is rolled back and its messages, let go, are delivered again by a restarted
+// consumer, stored one batch a transaction until the watermark passes them (so that a message
+// DuckDB refuses is found in its batch, below). At
 // start the consumer is (re)created from the watermark whenever its state disagrees with the
 // database, so the database, not the broker, says where ingestion stands: an analyzer killed
 // between commit and ack, or between fetch and commit, resumes exactly. Events re-sent after the

@@ -112,11 +112,10 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 }
 
 // StoreForBench measures the committer alone: it decodes the messages and builds their Arrow
-// records first (the fetcher's and decoder's part), then commits them in batches of size
-// events as ingestion does with a backlog, txnBatches batches a transaction (0: the default)
-// (load, run_folds, watermark, commit in one transaction, the open runs tracked in memory),
-// without a broker. It returns the process CPU time of the
-// committing.
+// records first (the fetcher's part), then commits them in batches of size events as ingestion
+// does with a backlog, the transaction held open across up to txnBatches batches (0: the
+// default) (load, run_folds, watermark, commit, the open runs tracked in memory), without a
+// broker. It returns the process CPU time of the committing.
 func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, size, txnBatches int) (time.Duration, error) {
 	var batches []*batch
 	defer func() {
@@ -125,9 +124,12 @@ func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws []
 		}
 	}()
 	for off := 0; off < len(raws); off += size {
-		b := &batch{fetched: 1}
-		for i := off; i < min(off+size, len(raws)); i++ {
+		end := min(off+size, len(raws))
+		// A backlog: messages pending beyond every batch but the last.
+		b := &batch{lag: uint64(len(raws) - end)}
+		for i := off; i < end; i++ {
 			b.items = append(b.items, &item{subject: subjects[i], raw: raws[i], streamSeq: uint64(i + 1)})
+			b.bytes += len(raws[i])
 		}
 		decodeBatch(b)
 		batches = append(batches, b)
@@ -136,21 +138,20 @@ func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws []
 	if err != nil {
 		return 0, err
 	}
-	cfg := IngestConfig{TxnBatches: txnBatches}.withDefaults()
+	cfg := IngestConfig{BatchSize: size, TxnBatches: txnBatches}.withDefaults()
 	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
 	defer func() { _ = ing.conn.Close() }()
 	cpu0 := cpuNow()
 	var wm uint64
-	for i := 0; i < len(batches); i += cfg.TxnBatches {
-		// A backlog: the committer joins up to TxnBatches batches in one transaction (gather).
-		b := batches[i]
-		for _, o := range batches[i+1 : min(i+cfg.TxnBatches, len(batches))] {
-			b.join(o)
-		}
+	for _, b := range batches {
 		if wm, err = ing.commit(ctx, b, wm); err != nil {
 			return 0, err
 		}
-		b.release()
+	}
+	if ing.txn.batches > 0 {
+		if _, err := ing.endOpen(ctx); err != nil {
+			return 0, err
+		}
 	}
 	return cpuNow() - cpu0, nil
 }

@@ -43,7 +43,7 @@ func (c *Config) ResolvePath(dataDir string) {
 func (c *IngestConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Durable, "durable", events.AnalyzerConsumer, "JetStream durable consumer name (one per database file)")
 	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "events per fetched batch (at most)")
-	fs.IntVar(&c.TxnBatches, "txn-batches", DefaultTxnBatches, "fetched batches per DuckDB transaction when they wait (at most)")
+	fs.IntVar(&c.TxnBatches, "txn-batches", DefaultTxnBatches, "fetched batches one DuckDB transaction holds open with a backlog (at most)")
 	fs.DurationVar(&c.BatchWait, "batch-wait", DefaultBatchWait, "longest a batch fills before it is committed")
 	fs.IntVar(&c.MaxAckPending, "max-ack-pending", 0, "messages delivered and not acknowledged (default (txn-batches + 2) x batch size)")
 	fs.DurationVar(&c.AckWait, "ack-wait", DefaultAckWait, "broker redelivery timeout for unacknowledged messages")

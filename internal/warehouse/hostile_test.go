@@ -77,8 +77,27 @@ func TestHostileMessagesDoNotStopIngestion(t *testing.T) {
 // to store, is kept in rejected_events (class unstorable, DuckDB's reason) and ingestion goes
 // on with the events before and after it in the same batch stored. DuckDB refuses it for real:
 // the database is created beforehand with a CHECK constraint on the events table that one
-// event breaks.
+// event breaks. In a transaction of several batches (a backlog of small batches) the failed
+// transaction's messages, let go, are delivered again and stored one batch a transaction, so
+// that the refused one is found in its batch: every other message is stored.
 func TestEventDuckDBRefusesIsRejected(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  warehouse.IngestConfig
+	}{
+		{"one batch", warehouse.IngestConfig{BatchSize: 64, BatchWait: 50 * time.Millisecond, AckWait: time.Second}},
+		{"transaction of several batches", warehouse.IngestConfig{BatchSize: 8, TxnBatches: 8, BatchWait: time.Second, AckWait: 5 * time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := testEventDuckDBRefuses(t, tt.cfg)
+			if several := tt.cfg.TxnBatches > 1; several && w.Stats().Restarts == 0 {
+				t.Error("no consumer restart: the refused message's transaction did not hold several batches")
+			}
+		})
+	}
+}
+
+func testEventDuckDBRefuses(t *testing.T, cfg warehouse.IngestConfig) *warehouse.Warehouse {
 	b := bustest.NewServer(t).Connect(t)
 	good := warehousetest.SampleMsgs(t)[:60]
 	e, err := events.Decode(good[20].Data)
@@ -112,7 +131,6 @@ func TestEventDuckDBRefusesIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := openWH(t, path)
-	cfg := warehouse.IngestConfig{BatchSize: 64, BatchWait: 50 * time.Millisecond, AckWait: time.Second}
 	catchUp(t, w, b, cfg)
 	checkExact(t, w, good)
 	var adv struct {
@@ -133,6 +151,7 @@ func TestEventDuckDBRefusesIsRejected(t *testing.T) {
 	if s := w.Stats(); s.Rejected != 1 || s.Events != uint64(len(good)) {
 		t.Errorf("Stats() = %d events, %d rejected; want %d and 1", s.Events, s.Rejected, len(good))
 	}
+	return w
 }
 
 func checkRejected(t *testing.T, db *sql.DB, want int, check func(i int, subject, msgID, class, reason string, raw []byte)) {

@@ -138,7 +138,10 @@ type ingester struct {
 	batchNo       int            // the last fetched batch taken by the committer
 	firstNo       int            // the first fetched batch of the transaction being committed
 	committed     int            // transactions committed
-	current       []*builtRecord // the decoder's records of the batches being committed
+	txn           txn            // the transaction being committed, open across batches
+	pending       pendingFolds   // the run_folds rows of the open transaction
+	aloneUntil    uint64         // until the watermark reaches it, each batch is a transaction
+	current       []*builtRecord // the decoder's records of the batch being stored
 	maxID         string         // the largest stored event id, once maxIDKnown
 	walSize       int64          // the WAL's size after the last commit (releaseAfterCheckpoint)
 	maxIDKnown    bool
@@ -158,25 +161,13 @@ type ingester struct {
 	behindSince time.Time
 }
 
-// batch is what the fetcher hands the committer: one fetched batch, or several joined by the
-// committer into one transaction (join).
+// batch is what the fetcher hands the committer: one fetched batch.
 type batch struct {
-	items   []*item
-	bytes   int
-	idle    bool           // the fetch timed out with nothing delivered
-	built   []*builtRecord // the Arrow record of each fetched batch, in order
-	fetched int            // fetched batches joined in this one
-	lag     uint64
-}
-
-// join appends the fetched batch o to b; o's record moves to b.
-func (b *batch) join(o *batch) {
-	b.items = append(b.items, o.items...)
-	b.bytes += o.bytes
-	b.built = append(b.built, o.built...)
-	o.built = nil
-	b.fetched += o.fetched
-	b.lag = o.lag
+	items []*item
+	bytes int
+	idle  bool           // the fetch timed out with nothing delivered
+	built []*builtRecord // the batch's Arrow record
+	lag   uint64         // the consumer's pending messages when its last one was delivered
 }
 
 // session runs one consumer session: ensure the consumer from the committed watermark, then
@@ -222,6 +213,7 @@ func (ing *ingester) session(ctx context.Context) error {
 		fetchErr <- ing.fetch(sctx, cons, batches)
 	}()
 	drain := func(err error) error {
+		ing.abandon(ctx) // an open transaction: its messages are delivered again
 		cancel()
 		for b := range batches {
 			b.release()
@@ -238,26 +230,54 @@ func (ing *ingester) session(ctx context.Context) error {
 	// that a fetch loop polling a consumer that never delivers cannot hide a stall.
 	tick := time.NewTicker(ing.checkEvery())
 	defer tick.Stop()
+	// wait fires when the open transaction has waited BatchWait for its next batch: it is then
+	// committed with the batches it holds.
+	wait := time.NewTimer(ing.cfg.BatchWait)
+	defer wait.Stop()
 	ing.delivered.Store(time.Now().UnixNano())
 	ing.behindSince = time.Time{}
-	var held *batch // a batch gather took from the channel and did not join
+	// end commits the open transaction, if any, and advances wm.
+	end := func() error {
+		if ing.txn.batches == 0 {
+			return nil
+		}
+		next, err := ing.endOpen(ctx)
+		if err == nil {
+			wm = next
+		}
+		return err
+	}
 	for {
-		b := held
-		held = nil
-		if b == nil {
-			select {
-			case b = <-batches:
-				if b == nil {
-					return drain(nil)
+		var waitC <-chan time.Time
+		if ing.txn.batches > 0 {
+			waitC = wait.C
+		}
+		var b *batch
+		select {
+		case b = <-batches:
+			if b == nil {
+				if ctx.Err() == nil {
+					if err := end(); err != nil {
+						return drain(err)
+					}
 				}
-			case <-tick.C:
-				if err := ing.checkStall(ctx, s, wm, time.Now()); err != nil {
-					return drain(err) // errStalled, or a broker error
-				}
-				continue
+				return drain(nil)
 			}
+		case <-tick.C:
+			if err := ing.checkStall(ctx, s, wm, time.Now()); err != nil {
+				return drain(err) // errStalled, or a broker error
+			}
+			continue
+		case <-waitC:
+			if err := end(); err != nil {
+				return drain(err)
+			}
+			continue
 		}
 		if b.idle {
+			if err := end(); err != nil {
+				return drain(err)
+			}
 			if ing.untilCaughtUp {
 				last, err := lastSeq(ctx, s)
 				if err != nil {
@@ -270,17 +290,16 @@ func (ing *ingester) session(ctx context.Context) error {
 			continue
 		}
 		ing.stalls = 0
-		var closed bool
-		held, closed = ing.gather(b, batches)
-		next, err := ing.commit(ctx, b, wm)
 		lag := b.lag
+		next, err := ing.commit(ctx, b, wm)
 		b.release()
 		if err != nil {
 			return drain(err)
 		}
 		wm = next
-		if closed {
-			return drain(nil)
+		if ing.txn.batches > 0 {
+			wait.Reset(ing.cfg.BatchWait) // open for the next batch
+			continue
 		}
 		if ing.untilCaughtUp && lag == 0 {
 			// The consumer had nothing more when the batch's last message was delivered.
@@ -293,28 +312,6 @@ func (ing *ingester) session(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-// gather joins to b the batches already decoded and waiting in the channel, up to
-// TxnBatches fetched batches in all, so that one transaction stores them: with a backlog the
-// decoder is ahead of the committer and a batch waits; without one, b commits alone at once.
-// It returns an idle batch it took (to be handled next), and whether the channel is closed.
-func (ing *ingester) gather(b *batch, batches <-chan *batch) (held *batch, closed bool) {
-	for b.fetched < ing.cfg.TxnBatches {
-		select {
-		case o := <-batches:
-			switch {
-			case o == nil:
-				return nil, true
-			case o.idle:
-				return o, false
-			}
-			b.join(o)
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
 }
 
 // checkEvery is the watchdog's period: a quarter of the stall timeout, at most a second, at
@@ -425,7 +422,6 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 		}
 		bcancel()
 		b.idle = len(b.items) == 0
-		b.fetched = 1
 		tr.mark("fetch")
 		if !b.idle {
 			dec.start(b.items)

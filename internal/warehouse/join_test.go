@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,13 +14,15 @@ import (
 	"github.com/dittolab/ditto/internal/samples"
 )
 
-// sampleBatches decodes the sample's events, as the decoder does, in fetched batches of size.
+// sampleBatches decodes the sample's events, as the decoder does, in fetched batches of size,
+// each with the messages after it pending (a backlog).
 func sampleBatches(t *testing.T, size int) []*batch {
 	t.Helper()
+	lines := bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n"))
 	var out []*batch
-	for i, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
+	for i, line := range lines {
 		if i%size == 0 {
-			out = append(out, &batch{fetched: 1})
+			out = append(out, &batch{lag: uint64(max(len(lines)-i-size, 0))})
 		}
 		e, err := events.Decode(line)
 		if err != nil {
@@ -31,6 +34,7 @@ func sampleBatches(t *testing.T, size int) []*batch {
 		}
 		b := out[len(out)-1]
 		b.items = append(b.items, &item{subject: subject, raw: line, streamSeq: uint64(i + 1)})
+		b.bytes += len(line)
 	}
 	for _, b := range out {
 		decodeBatch(b)
@@ -38,60 +42,17 @@ func sampleBatches(t *testing.T, size int) []*batch {
 	return out
 }
 
-func TestGatherJoinsWaitingBatches(t *testing.T) {
-	bs := sampleBatches(t, 10)
-	ing := &ingester{cfg: IngestConfig{TxnBatches: 3}.withDefaults()}
-	ch := make(chan *batch, 10)
-	for _, b := range bs[1:5] {
-		ch <- b
-	}
-	first := bs[0]
-	var want []*item
-	for _, b := range bs[:3] {
-		want = append(want, b.items...)
-	}
-	defer func() {
-		for _, b := range bs {
-			b.release()
-		}
-	}()
-	held, closed := ing.gather(first, ch)
-	if held != nil || closed {
-		t.Fatalf("gather = %v, %v; want nothing held, open", held, closed)
-	}
-	if first.fetched != 3 || len(first.built) != 3 || len(first.items) != 30 || len(ch) != 2 {
-		t.Fatalf("joined %d batches (%d records, %d items), %d left waiting; want 3 (3, 30), 2", first.fetched, len(first.built), len(first.items), len(ch))
-	}
-	if !slices.Equal(first.items, want) {
-		t.Error("joined items are not the three batches' items in order")
-	}
-
-	// Nothing waiting: the batch commits alone. An idle batch is handed back; a closed channel
-	// is reported.
-	next := <-ch
-	if held, closed := ing.gather(next, make(chan *batch)); held != nil || closed || next.fetched != 1 {
-		t.Errorf("gather with nothing waiting joined %d batches (held %v, closed %v)", next.fetched, held, closed)
-	}
-	idle := &batch{idle: true, fetched: 1}
-	ch2 := make(chan *batch, 2)
-	ch2 <- idle
-	if held, _ := ing.gather(next, ch2); held != idle || next.fetched != 1 {
-		t.Errorf("gather took an idle batch into a transaction (held %v, joined %d)", held, next.fetched)
-	}
-	close(ch2)
-	if _, closed := ing.gather(next, ch2); !closed {
-		t.Error("gather did not report the closed channel")
-	}
-}
-
-// TestJoinedBatchesOneTransaction commits fetched batches joined into one transaction: every
-// hook runs once per fetched batch, the events are stored once, the records the decoder built
-// are the ones loaded; and a failure before COMMIT of one of them leaves none stored, since
-// they are one transaction.
-func TestJoinedBatchesOneTransaction(t *testing.T) {
+// TestBatchesOneOpenTransaction stores fetched batches with a backlog in one transaction held
+// open across them: each batch's record is loaded and let go as it comes, nothing is visible
+// (or acknowledged) before the COMMIT after the last, every hook runs once per fetched batch,
+// and the events are stored once. A failure before COMMIT leaves none of the batches stored
+// and sends them back to be delivered again (errRestart), then stored one batch a transaction.
+func TestBatchesOneOpenTransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run := func(t *testing.T, failAt int) (*Warehouse, []int, []int, error) {
+	n := len(bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")))
+	batches := (n + 24) / 25
+	open := func(t *testing.T, hooks *Hooks) (*Warehouse, *ingester) {
 		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "j.duckdb")})
 		if err != nil {
 			t.Fatal(err)
@@ -101,55 +62,174 @@ func TestJoinedBatchesOneTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fetched, before []int
-		cfg := IngestConfig{Hooks: &Hooks{
-			AfterFetch: func(n int) error { fetched = append(fetched, n); return nil },
-			BeforeCommit: func(n int) error {
-				before = append(before, n)
-				if n == failAt {
-					return errors.New("disk hiccup")
-				}
-				return nil
-			},
-		}}.withDefaults()
+		cfg := IngestConfig{BatchSize: 25, TxnBatches: batches, Hooks: hooks}.withDefaults()
 		ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-		defer func() { _ = ing.conn.Close() }()
-		bs := sampleBatches(t, 25)
-		all := bs[0]
-		for _, b := range bs[1:] {
-			all.join(b)
-		}
-		defer all.release()
-		_, err = ing.commit(ctx, all, 0)
-		return w, fetched, before, err
-	}
-	n := len(bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")))
-	batches := (n + 24) / 25
-	w, fetched, before, err := run(t, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fetched) != batches || fetched[0] != 1 || fetched[batches-1] != batches || !slices.Equal(before, fetched) {
-		t.Errorf("hooks ran for batches %v (after fetch) and %v (before commit), want 1..%d each", fetched, before, batches)
-	}
-	st := w.Stats()
-	if st.Events == 0 || st.Events+st.Rejected+st.Duplicates != uint64(n) || st.Watermark != uint64(n) {
-		t.Errorf("stored %d events, %d rejected, %d duplicates, watermark %d; want %d messages in all", st.Events, st.Rejected, st.Duplicates, st.Watermark, n)
-	}
-	var stored int
-	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&stored); err != nil || uint64(stored) != st.Events {
-		t.Errorf("events table holds %d rows (%v), want %d", stored, err, st.Events)
+		t.Cleanup(func() { _ = ing.conn.Close() })
+		return w, ing
 	}
 
-	w, _, _, err = run(t, 2)
-	if !errors.Is(err, ErrCommit) {
-		t.Fatalf("commit with batch 2 failing before COMMIT = %v, want ErrCommit", err)
+	t.Run("one transaction", func(t *testing.T) {
+		var fetched, before, after []int
+		w, ing := open(t, &Hooks{
+			AfterFetch:   func(n int) error { fetched = append(fetched, n); return nil },
+			BeforeCommit: func(n int) error { before = append(before, n); return nil },
+			AfterCommit:  func(n int) error { after = append(after, n); return nil },
+		})
+		var wm uint64
+		for i, b := range sampleBatches(t, 25) {
+			next, err := ing.commit(ctx, b, wm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.built != nil {
+				t.Errorf("batch %d: its record is held after it was stored", i+1)
+			}
+			if i < batches-1 {
+				pos, err := w.Position(ctx, "")
+				if next != 0 || ing.txn.batches != i+1 || err != nil || pos.Watermark != 0 || pos.Events != 0 {
+					t.Fatalf("after batch %d of %d: watermark %d, %d batches open, position %+v (%v); want 0, %d open, nothing visible",
+						i+1, batches, next, ing.txn.batches, pos, err, i+1)
+				}
+			}
+			wm = next
+		}
+		if ing.txn.batches != 0 || wm != uint64(n) {
+			t.Fatalf("after the last batch: %d batches open, watermark %d; want committed at %d", ing.txn.batches, wm, n)
+		}
+		if len(fetched) != batches || fetched[0] != 1 || fetched[batches-1] != batches || !slices.Equal(before, fetched) || !slices.Equal(after, fetched) {
+			t.Errorf("hooks ran for batches %v (after fetch), %v (before commit), %v (after commit); want 1..%d each", fetched, before, after, batches)
+		}
+		st := w.Stats()
+		if st.Batches != 1 || st.Events == 0 || st.Events+st.Rejected+st.Duplicates != uint64(n) || st.Watermark != uint64(n) {
+			t.Errorf("%d transactions stored %d events, %d rejected, %d duplicates, watermark %d; want 1 of %d messages in all",
+				st.Batches, st.Events, st.Rejected, st.Duplicates, st.Watermark, n)
+		}
+		var stored int
+		if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&stored); err != nil || uint64(stored) != st.Events {
+			t.Errorf("events table holds %d rows (%v), want %d", stored, err, st.Events)
+		}
+	})
+
+	t.Run("failure before COMMIT", func(t *testing.T) {
+		failed := false
+		w, ing := open(t, &Hooks{BeforeCommit: func(n int) error {
+			if n == 2 && !failed {
+				failed = true
+				return errors.New("disk hiccup")
+			}
+			return nil
+		}})
+		var err error
+		for _, b := range sampleBatches(t, 25) {
+			if _, err = ing.commit(ctx, b, 0); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, errRestart) || !failed {
+			t.Fatalf("commit with batch 2 failing before COMMIT = %v (failed %v), want errRestart", err, failed)
+		}
+		pos, err := w.Position(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos.Watermark != 0 || pos.Events != 0 || ing.txn.batches != 0 {
+			t.Errorf("a failure of batch 2 left watermark %d, %d events stored, %d batches open; want nothing of the transaction", pos.Watermark, pos.Events, ing.txn.batches)
+		}
+		// Delivered again (the consumer restarts from the watermark): one batch a transaction
+		// until the watermark passes the failed transaction's messages.
+		var wm uint64
+		for i, b := range sampleBatches(t, 25) {
+			if wm, err = ing.commit(ctx, b, wm); err != nil {
+				t.Fatal(err)
+			}
+			if ing.txn.batches != 0 {
+				t.Fatalf("batch %d delivered again after the failure left its transaction open", i+1)
+			}
+		}
+		if st := w.Stats(); st.Batches != uint64(batches) || st.Watermark != uint64(n) || st.Events+st.Rejected+st.Duplicates != uint64(n) {
+			t.Errorf("delivered again: %d transactions, watermark %d, %d messages stored; want %d, %d, %d", st.Batches, st.Watermark,
+				st.Events+st.Rejected+st.Duplicates, batches, n, n)
+		}
+	})
+}
+
+// TestLateEventInOpenTransaction: an event of an attempt that finished in an earlier batch of
+// the same open transaction (its run_folds row pending, not appended yet) refolds it from the
+// events stored, as a late event of an attempt folded by an earlier transaction does: run_folds
+// ends as it does when every event comes in one batch.
+func TestLateEventInOpenTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lines := bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n"))
+	// The first run's second event arrives last, after its run.finished, in the last batch.
+	late := slices.Clone(lines[1])
+	lines = append(slices.Delete(slices.Clone(lines), 1, 2), late)
+	store := func(size int) []string {
+		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "l.duckdb")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		conn, err := w.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := IngestConfig{BatchSize: size, TxnBatches: len(lines)}.withDefaults()
+		ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
+		defer func() { _ = ing.conn.Close() }()
+		var wm uint64
+		for off := 0; off < len(lines); off += size {
+			b := &batch{lag: uint64(max(len(lines)-off-size, 0))}
+			for i := off; i < min(off+size, len(lines)); i++ {
+				e, err := events.Decode(lines[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				subject, err := events.SubjectOf(&e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.items = append(b.items, &item{subject: subject, raw: lines[i], streamSeq: uint64(i + 1)})
+				b.bytes += len(lines[i])
+			}
+			decodeBatch(b)
+			if wm, err = ing.commit(ctx, b, wm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := w.Stats(); st.Batches != 1 || wm != uint64(len(lines)) {
+			t.Fatalf("batches of %d: %d transactions, watermark %d; want 1, %d", size, st.Batches, wm, len(lines))
+		}
+		rows, err := w.db.QueryContext(ctx, "SELECT * FROM run_folds ORDER BY study, run, attempt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var out []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(vals...))
+		}
+		return out
 	}
-	pos, err := w.Position(ctx, "")
-	if err != nil {
-		t.Fatal(err)
+	want := store(len(lines))
+	got := store(20)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("run_folds with the late event in a later batch of the transaction (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
 	}
-	if pos.Watermark != 0 || pos.Events != 0 {
-		t.Errorf("a failure of batch 2 left watermark %d and %d events stored; want nothing of the transaction", pos.Watermark, pos.Events)
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
 	}
+	return s[0]
 }

@@ -16,7 +16,7 @@ type Stats struct {
 	Rejected    uint64    // messages stored in rejected_events by this process
 	Duplicates  uint64    // events skipped because their id was already stored
 	Redelivered uint64    // redeliveries at or below the watermark, acknowledged without storing
-	Batches     uint64    // batches committed
+	Batches     uint64    // transactions committed (each of one or more fetched batches)
 	Restarts    uint64    // consumer restarts (gaps, errors, stalls)
 	Resets      uint64    // consumer recreated by the stall watchdog (also counted in Restarts)
 	Rate        float64   // events stored per second, averaged over the last ~10 seconds
