@@ -36,7 +36,10 @@ func (ing *ingester) releaseAfterCheckpoint() {
 	if fi, err := os.Stat(path + ".wal"); err == nil {
 		size = fi.Size()
 	}
-	if size < ing.walSize {
+	// Every commit writes to the WAL (at least the watermark), so a WAL no larger than after the
+	// last commit was checkpointed, even when that one checkpointed too (a transaction of
+	// several batches can pass the threshold each time; "smaller" missed those).
+	if size <= ing.walSize {
 		releaseFreeMemory()
 		releases.Add(1)
 	}
