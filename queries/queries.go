@@ -23,6 +23,7 @@ const (
 	Analysis             // run by package analysis (metrics reports), with parameters
 	Report               // run by package report (a report's own accounting), with parameters
 	Console              // run by package console (the web console's pages), with parameters
+	Migrate              // run by the warehouse when it opens a database an older build wrote
 )
 
 // Statement is one embedded SQL statement.
@@ -54,11 +55,12 @@ var (
 	TableEvents         = load("table_events", Table)
 	TableRejectedEvents = load("table_rejected_events", Table)
 	TableIngestState    = load("table_ingest_state", Table)
-	TableRunFolds       = load("table_run_folds", Table)
+	TableRunFoldRows    = load("table_run_fold_rows", Table)
 )
 
 // Schema views, in dependency order.
 var (
+	ViewRunFolds    = load("view_run_folds", View)
 	ViewRuns        = load("view_runs", View)
 	ViewPlans       = load("view_plans", View)
 	ViewTransitions = load("view_transitions", View)
@@ -132,12 +134,20 @@ var (
 	ConsoleDriftCells   = load("console_drift_cells", Console)
 )
 
+// Statements that bring a database an older build wrote to this build's schema.
+var (
+	// MigrateRunFoldsCopy and MigrateRunFoldsDrop move a run_folds table's rows into
+	// run_fold_rows and drop the table, in one transaction.
+	MigrateRunFoldsCopy = load("migrate_run_folds_copy", Migrate)
+	MigrateRunFoldsDrop = load("migrate_run_folds_drop", Migrate)
+)
+
 // Schema returns the statements that create the projection, in the order to run them. They are
 // idempotent (IF NOT EXISTS, OR REPLACE).
 func Schema() []Statement {
 	return []Statement{
-		TableEvents, TableRejectedEvents, TableIngestState, TableRunFolds,
-		ViewRuns, ViewPlans, ViewTransitions, ViewToolCalls, ViewValidations, ViewModelCalls,
+		TableEvents, TableRejectedEvents, TableIngestState, TableRunFoldRows,
+		ViewRunFolds, ViewRuns, ViewPlans, ViewTransitions, ViewToolCalls, ViewValidations, ViewModelCalls,
 		ViewStudies, ViewCells, ViewAnomalies, ViewContextSeries, ViewCodingRuns,
 	}
 }
@@ -153,14 +163,19 @@ func All() []Statement {
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells, ReportContext, ReportCoding,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
 		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents, ConsoleDriftCells,
+		MigrateRunFoldsCopy, MigrateRunFoldsDrop,
 	)
 }
 
-// Tables returns the names of the projection's tables and views, the objects users query.
+// Tables returns the names of the projection's tables and views, the objects users query (and
+// an export holds), but not the tables that store a view's rows in another shape (run_fold_rows,
+// read as run_folds).
 func Tables() []string {
 	var names []string
 	for _, s := range Schema() {
-		names = append(names, s.Object())
+		if s.Object() != TableRunFoldRows.Object() {
+			names = append(names, s.Object())
+		}
 	}
 	return names
 }
@@ -173,9 +188,9 @@ type Object struct {
 }
 
 // internal are the tables the analyzer keeps for itself: ingestion's watermark and the run
-// folds the runs view reads. Users query runs; these are left out of Public, of the export's
+// folds the runs view reads (the view run_folds and its stored rows). Users query runs; these are left out of Public, of the export's
 // public tables and of the hints of error messages.
-var internal = map[string]bool{TableIngestState.Object(): true, TableRunFolds.Object(): true}
+var internal = map[string]bool{TableIngestState.Object(): true, TableRunFoldRows.Object(): true, ViewRunFolds.Object(): true}
 
 // Internal returns the names of the projection's internal tables.
 func Internal() []string {

@@ -87,7 +87,7 @@ func TestPublic(t *testing.T) {
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("Public() = %s, want %s", got, want)
 	}
-	if got := strings.Join(Internal(), ","); got != "ingest_state,run_folds" {
+	if got := strings.Join(Internal(), ","); got != "ingest_state,run_fold_rows,run_folds" {
 		t.Errorf("Internal() = %s", got)
 	}
 	if d := ViewRuns.Description(); d != "one row per run attempt (harness and production alike)." {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,9 +100,9 @@ func BenchmarkComputeLarge(b *testing.B) {
 	}
 	w := ingest(b, largeStudy("big", 10))
 	ctx := warehousetest.Context(b, 30*time.Minute)
-	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_folds
+	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_fold_rows
 		SELECT f.* REPLACE (f.run || '-copy-' || CAST(i AS VARCHAR) AS run, f.latency_ms + i % 97 AS latency_ms)
-		FROM run_folds f, range(9999) t(i) WHERE f.study = 'big'`); err != nil {
+		FROM run_fold_rows f, range(9999) t(i) WHERE f.study = 'big'`); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -114,4 +115,50 @@ func BenchmarkComputeLarge(b *testing.B) {
 			b.Fatalf("N = %d", rep.Cells[0].Metrics.N)
 		}
 	}
+}
+
+// BenchmarkLoadLarge times the SQL side alone (as BenchmarkLoad) over the 3 cells of 10⁵ runs
+// of BenchmarkComputeLarge: what reading the projection costs an analysis at scale, without
+// the statistics.
+func BenchmarkLoadLarge(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	w := ingest(b, largeStudy("big", 10))
+	ctx := warehousetest.Context(b, 30*time.Minute)
+	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_fold_rows
+		SELECT f.* REPLACE (f.run || '-copy-' || CAST(i AS VARCHAR) AS run, f.latency_ms + i % 97 AS latency_ms)
+		FROM run_fold_rows f, range(9999) t(i) WHERE f.study = 'big'`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for range b.N {
+		tx, err := w.DB().BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := SQLQuerier(tx)
+		if _, err := loadCells(ctx, q, "big"); err != nil {
+			b.Fatal(err)
+		}
+		runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = tx.Rollback()
+		if len(runs) != 3 || len(runs[CellKey{"credit_ecl", "sim-a", "harness"}]) != 100_000 {
+			b.Fatalf("%d cells", len(runs))
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/1e9/float64(b.N), "cpu-s/op")
+}
+
+// processCPU is this process's user and system CPU time in nanoseconds.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

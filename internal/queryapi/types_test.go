@@ -99,7 +99,7 @@ func TestExportKeepsTypes(t *testing.T) {
 func TestNoSentinels(t *testing.T) {
 	db, _ := newProjectionDB(t)
 	rows, err := db.Query(`SELECT column_name, data_type FROM duckdb_columns()
-		WHERE table_name = 'run_folds' AND NOT is_nullable ORDER BY column_index`)
+		WHERE table_name = 'run_fold_rows' AND NOT is_nullable ORDER BY column_index`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,17 +110,20 @@ func TestNoSentinels(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := map[string]string{"VARCHAR": "'x'", "BOOLEAN": "false", "VARCHAR[]": "[]",
-			"TIMESTAMP WITH TIME ZONE": "now()"}[typ]
+			"TIMESTAMP WITH TIME ZONE": "now()", "BLOB": "'x'::BLOB"}[typ]
 		if v == "" {
 			v = "0"
 		}
 		if name == "output" {
 			v = "'<none>'" // what the fold stores for a run without output
 		}
+		if name == "states" || name == "tools" {
+			v = "'[]'" // stored as a JSON array
+		}
 		values = append(values, v+" AS "+name)
 	}
 	rows.Close()
-	insert := "INSERT INTO run_folds BY NAME SELECT " + strings.Join(values, ", ")
+	insert := "INSERT INTO run_fold_rows BY NAME SELECT " + strings.Join(values, ", ")
 	if _, err := db.Exec(insert); err != nil {
 		t.Fatalf("%s: %v", insert, err)
 	}

@@ -916,10 +916,11 @@ func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[
 	return out, rows.Err()
 }
 
-// appendFolds appends run_folds rows with DuckDB's appender, inside the open transaction.
+// appendFolds appends run_folds rows (to the table run_fold_rows) with DuckDB's appender,
+// inside the open transaction.
 func (ing *ingester) appendFolds(rows []foldRow) error {
 	return ing.conn.Raw(func(dc any) error {
-		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_folds")
+		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_fold_rows")
 		if err != nil {
 			return err
 		}

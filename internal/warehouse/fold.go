@@ -2,10 +2,10 @@ package warehouse
 
 import (
 	"database/sql/driver"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/metrics"
@@ -25,7 +25,7 @@ type histEvent struct {
 	streamSeq uint64
 }
 
-// foldRow is one row of run_folds, in column order.
+// foldRow is one row of run_fold_rows (run_folds as stored), in column order.
 type foldRow []driver.Value
 
 // micro truncates t to DuckDB's microsecond precision, so that a row computed from events in
@@ -108,15 +108,14 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 		if c == nil {
 			c = []string{}
 		}
-		components, simulated = c, started.Simulated
+		components, simulated = jsonStrings(c), started.Simulated
 	}
 	var elapsed any
 	if started != nil {
 		elapsed = float64(ft.Sub(st).Microseconds()) / 1000
 	}
 
-	states := nonNil(r.States)
-	tools := nonNil(r.Tools)
+	states, tools := r.States, r.Tools
 	calls := make([]metrics.Call, len(r.Calls))
 	for i, c := range r.Calls {
 		calls[i] = metrics.Call{Tool: c.Tool, Args: string(c.Args)}
@@ -156,7 +155,7 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 		int32(r.ModelCalls), int32(len(r.Tools)), int32(r.Retries), int32(r.PlanReprompts),
 		int32(r.RejectedToolCalls), int32(r.ValidationsFailed),
 		r.Escalated || finished.Status == events.StatusEscalated,
-		r.Plan, states, tools, string(callsJSON), output,
+		r.Plan, jsonStrings(states), jsonStrings(tools), string(callsJSON), output,
 		sig(metrics.PlanSignature(mr)), sig(metrics.StatesSignature(mr)), sig(metrics.ToolsSignature(mr)),
 		sig(metrics.CallsSignature(mr)), sig(metrics.OutputSignature(mr)), sig(metrics.TraceSignature(mr)),
 		int32(f.n), foldErr, checkErr,
@@ -165,13 +164,53 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 	return row, foldErrors
 }
 
-func sig(s metrics.Signature) string { return hex.EncodeToString(s[:]) }
+// sig is a signature as run_fold_rows stores it: its bytes (run_folds shows them in hex).
+func sig(s metrics.Signature) []byte { return s[:] }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// jsonStrings is a list as run_fold_rows stores it: a JSON array of strings (nil: "[]"), which
+// the view run_folds reads back as the VARCHAR[] it shows. A string that is not valid UTF-8,
+// which a DuckDB VARCHAR cannot hold, has each run of invalid bytes replaced by U+FFFD.
+func jsonStrings(list []string) string {
+	n := 2
+	for _, s := range list {
+		n += len(s) + 3
 	}
-	return s
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, s := range list {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if !utf8.ValidString(s) {
+			s = strings.ToValidUTF8(s, "\uFFFD")
+		}
+		out = appendJSONString(out, s)
+	}
+	return string(append(out, ']'))
+}
+
+// appendJSONString appends s as a JSON string: '"' and '\\' escaped, control characters as
+// \u00XX (or their short escapes), every other byte as it is.
+func appendJSONString(out []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '"' || ch == '\\':
+			out = append(out, '\\', ch)
+		case ch >= 0x20:
+			out = append(out, ch)
+		case ch == '\n':
+			out = append(out, '\\', 'n')
+		case ch == '\t':
+			out = append(out, '\\', 't')
+		case ch == '\r':
+			out = append(out, '\\', 'r')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hexDigits[ch>>4], hexDigits[ch&15])
+		}
+	}
+	return append(out, '"')
 }
 
 func nullString(s string) any {

@@ -70,28 +70,48 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 
 func (w *Warehouse) createSchema(ctx context.Context) error {
 	for _, s := range queries.Schema() {
-		if _, err := w.db.ExecContext(ctx, s.SQL); err != nil {
-			return fmt.Errorf("warehouse: schema %s: %w", s.Name, err)
-		}
-		if s.Name == queries.TableRunFolds.Name {
-			if err := w.checkRunFolds(ctx); err != nil {
+		if s.Name == queries.TableRunFoldRows.Name {
+			if err := w.migrateRunFolds(ctx); err != nil {
 				return err
 			}
+		}
+		if _, err := w.db.ExecContext(ctx, s.SQL); err != nil {
+			return fmt.Errorf("warehouse: schema %s: %w", s.Name, err)
 		}
 	}
 	return nil
 }
 
-// checkRunFolds refuses a database whose run_folds table predates the columns this build
-// writes (CREATE TABLE IF NOT EXISTS leaves an existing table as it is): its rows lack the
-// statuses and input keys the analysis needs, and only a replay of the stream recomputes them.
-func (w *Warehouse) checkRunFolds(ctx context.Context) error {
-	var current bool
-	if err := w.db.QueryRowContext(ctx, queries.IngestSchemaCheck.SQL).Scan(&current); err != nil {
+// migrateRunFolds brings the run folds of a database an older build wrote to this build's
+// shape. Builds before run_fold_rows stored them in a table run_folds (the lists as VARCHAR[],
+// the signatures as hex text), which is now a view of run_fold_rows: its rows are moved there
+// and the table dropped, in one transaction, so that the view then shows the same values. A
+// run_folds table that predates the columns this build writes is refused (ErrOldSchema): its
+// rows lack the statuses and input keys the analysis needs, and only a replay of the stream
+// recomputes them.
+func (w *Warehouse) migrateRunFolds(ctx context.Context) error {
+	var table, current bool
+	if err := w.db.QueryRowContext(ctx, queries.IngestSchemaCheck.SQL).Scan(&table, &current); err != nil {
 		return fmt.Errorf("warehouse: schema check: %w", err)
+	}
+	if !table {
+		return nil
 	}
 	if !current {
 		return fmt.Errorf("%w: %s was written by an older ditto (run_folds has no input_key column); rebuild it from the stream: analyzer rebuild", ErrOldSchema, w.cfg.Path)
+	}
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("warehouse: migrate run_folds: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, s := range []queries.Statement{queries.TableRunFoldRows, queries.MigrateRunFoldsCopy, queries.MigrateRunFoldsDrop} {
+		if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
+			return fmt.Errorf("warehouse: migrate run_folds (%s): %w", s.Name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("warehouse: migrate run_folds: %w", err)
 	}
 	return nil
 }
