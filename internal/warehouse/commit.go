@@ -208,18 +208,7 @@ func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 		t.open = true
 		ing.pending.reset()
 	}
-	var good, rejected []*item
-	var dups uint64
-	for _, it := range accepted {
-		switch {
-		case it.rej != nil:
-			rejected = append(rejected, it)
-		case it.dup:
-			dups++
-		default:
-			good = append(good, it)
-		}
-	}
+	good, rejected, dups := sortItems(accepted)
 	t.rejected = append(t.rejected, rejected...)
 	res, err := ing.load(ctx, good, rejected, dups)
 	if err == nil {
@@ -346,18 +335,7 @@ func (ing *ingester) skipAck() bool {
 // storeRange stores items, a run of consecutive stream sequences, in one transaction, and
 // sets the watermark to wm.
 func (ing *ingester) storeRange(ctx context.Context, items []*item, wm uint64) (storeResult, error) {
-	var good, rejected []*item
-	var dups uint64
-	for _, it := range items {
-		switch {
-		case it.rej != nil:
-			rejected = append(rejected, it)
-		case it.dup:
-			dups++
-		default:
-			good = append(good, it)
-		}
-	}
+	good, rejected, dups := sortItems(items)
 	return ing.store(ctx, good, rejected, wm, dups)
 }
 
@@ -932,4 +910,20 @@ func (ing *ingester) appendFolds(rows []foldRow) error {
 		}
 		return app.Close()
 	})
+}
+
+// sortItems splits items into the ones to store, the rejected ones and a count of the
+// duplicates (good events whose id an earlier message of the batch has), keeping their order.
+func sortItems(items []*item) (good, rejected []*item, dups uint64) {
+	for _, it := range items {
+		switch {
+		case it.rej != nil:
+			rejected = append(rejected, it)
+		case it.dup:
+			dups++
+		default:
+			good = append(good, it)
+		}
+	}
+	return good, rejected, dups
 }
