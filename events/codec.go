@@ -3,7 +3,9 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dittolab/ditto/events/internal/jsonscan"
 	"github.com/dittolab/ditto/events/internal/wire"
@@ -116,10 +118,28 @@ func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	}
 	// Read by the fast path, the envelope outside its payload holds nothing that checkText
 	// refuses (see wire.Scan), so checking the payload alone finds what checking b would: the
-	// envelope's bytes are not walked twice. On a fault, b is checked whole for the error (its
-	// path and offset are b's).
-	w, ok := wire.Scan(b, wireNames)
-	if !ok || jsonscan.CheckNested(w.Payload, 1) != nil {
+	// envelope's bytes are not walked twice. The scan only bounds the payload; the payload's
+	// plan then reads it whole and, when it finds it clean (plain strings and keys, none
+	// repeated), it needs no check: the usual event's payload is walked once. Any other payload
+	// is read as a value (the scan holds only if it is one) and checked unless clean. On a
+	// fault, b is checked whole for the error (its path and offset are b's).
+	strs := sharedStrings.Get().(*jsonscan.Strings)
+	defer sharedStrings.Put(strs)
+	w, ok := wire.Scan(b, wireNames, strs)
+	var p Payload
+	checked, read := false, false
+	if ok {
+		var err error
+		p, err = decodePayload(Type(w.Type), w.Schema, w.Payload, payloadDecoding{strs: strs, cleanOnly: true})
+		checked, read = err == nil, err == nil
+		if !read {
+			var clean bool
+			if ok, clean = scanPayload(w.Payload); ok {
+				checked = clean || jsonscan.CheckNested(w.Payload, 1) == nil
+			}
+		}
+	}
+	if !checked {
 		if err := checkText(b); err != nil {
 			return Envelope{}, nil, err
 		}
@@ -140,11 +160,34 @@ func DecodeWithPayload(b []byte) (Envelope, []byte, error) {
 	if e.Type == "" {
 		return e, nil, missing("type")
 	}
-	if err := e.setPayload(w.Payload); err != nil {
+	if read {
+		// What setPayload would do with the payload read above.
+		e.Payload = p
+		if err := e.Validate(); err != nil {
+			return e, nil, err
+		}
+		return e, w.Payload, nil
+	}
+	if err := e.setPayload(w.Payload, strs); err != nil {
 		return e, nil, err
 	}
 	return e, w.Payload, nil
 }
+
+// scanPayload reads a payload that wire.Scan bounded as one JSON value, reporting whether it
+// is one and whether it is clean (jsonscan.SkipClean).
+func scanPayload(raw []byte) (ok, clean bool) {
+	s := jsonscan.New(raw)
+	_, clean = s.SkipClean()
+	s.End()
+	return !s.Failed(), clean && !s.Failed()
+}
+
+// sharedStrings holds the tables by which decoding shares the strings of values that repeat
+// from one event to the next (jsonscan.Strings): a study, a run, a state or tool name is
+// allocated once per table rather than once per event. A table is owned by one decoding at a
+// time; the pool keeps about one per processor.
+var sharedStrings = sync.Pool{New: func() any { return new(jsonscan.Strings) }}
 
 // wireNames holds the event types and source kinds, for wire.Scan to share instead of
 // allocating them for each event it reads.
@@ -185,7 +228,10 @@ func DecodeCanonicalizing(b []byte) (e Envelope, canonicalized bool, err error) 
 	if err := checkText(b); err != nil {
 		return Envelope{}, false, err
 	}
-	w, ok := wire.Scan(b, wireNames)
+	w, ok := wire.Scan(b, wireNames, nil)
+	if ok {
+		ok, _ = scanPayload(w.Payload) // the scan holds only if the payload is one value
+	}
 	if !ok {
 		if w, err = decodeWire(b); err != nil {
 			return Envelope{}, false, err
@@ -202,7 +248,7 @@ func DecodeCanonicalizing(b []byte) (e Envelope, canonicalized bool, err error) 
 	if len(w.Payload) == 0 || string(w.Payload) == "null" {
 		return e, false, missing("payload")
 	}
-	p, err := decodePayload(e.Type, e.Schema, w.Payload)
+	p, err := decodePayload(e.Type, e.Schema, w.Payload, payloadDecoding{})
 	if err != nil {
 		if e.Ignorable && isUnknownType(err) {
 			e.Payload = Unknown{Type: e.Type, Raw: bytes.Clone(w.Payload)}
@@ -272,15 +318,16 @@ func (e *Envelope) DecodePayload(raw []byte) error {
 		}
 		return err
 	}
-	return e.setPayload(raw)
+	return e.setPayload(raw, nil)
 }
 
-// setPayload is DecodePayload for raw that checkText has passed.
-func (e *Envelope) setPayload(raw []byte) error {
+// setPayload is DecodePayload for raw that checkText has passed, its strings shared through
+// strs (nil: allocated).
+func (e *Envelope) setPayload(raw []byte, strs *jsonscan.Strings) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return missing("payload")
 	}
-	p, err := decodePayload(e.Type, e.Schema, raw)
+	p, err := decodePayload(e.Type, e.Schema, raw, payloadDecoding{strs: strs})
 	if err != nil {
 		if e.Ignorable && isUnknownType(err) {
 			// A copy: raw may alias a buffer the caller reuses.
@@ -302,79 +349,102 @@ func isUnknownType(err error) bool {
 // one payload type reads every version (Validate refuses, by checkVersion, an earlier version
 // using what a later one added); when a payload changes shape, add a case for the new version
 // and keep the old one decoding.
-func decodePayload(t Type, version int, raw []byte) (Payload, error) {
+func decodePayload(t Type, version int, raw []byte, d payloadDecoding) (Payload, error) {
 	if version < 1 || version > SchemaVersion {
 		return nil, &FieldError{Field: "schema", Err: ErrUnknownVersion, Msg: fmt.Sprintf("version %d (this build reads 1..%d)", version, SchemaVersion)}
 	}
 	switch t {
 	case TypeStudyDefined:
-		return decodeAs[StudyDefined](raw)
+		return decodeAs[StudyDefined](raw, d)
 	case TypeRunStarted:
-		return decodeAs[RunStarted](raw)
+		return decodeAs[RunStarted](raw, d)
 	case TypeRunFinished:
-		return decodeAs[RunFinished](raw)
+		return decodeAs[RunFinished](raw, d)
 	case TypePlanProposed:
-		return decodeAs[PlanProposed](raw)
+		return decodeAs[PlanProposed](raw, d)
 	case TypePlanAccepted:
-		return decodeAs[PlanAccepted](raw)
+		return decodeAs[PlanAccepted](raw, d)
 	case TypePlanRejected:
-		return decodeAs[PlanRejected](raw)
+		return decodeAs[PlanRejected](raw, d)
 	case TypeStateEntered:
-		return decodeAs[StateEntered](raw)
+		return decodeAs[StateEntered](raw, d)
 	case TypeStateExited:
-		return decodeAs[StateExited](raw)
+		return decodeAs[StateExited](raw, d)
 	case TypeModelCalled:
-		return decodeAs[ModelCalled](raw)
+		return decodeAs[ModelCalled](raw, d)
 	case TypeToolCalled:
-		return decodeAs[ToolCalled](raw)
+		return decodeAs[ToolCalled](raw, d)
 	case TypeToolRejected:
-		return decodeAs[ToolRejected](raw)
+		return decodeAs[ToolRejected](raw, d)
 	case TypeToolReturned:
-		return decodeAs[ToolReturned](raw)
+		return decodeAs[ToolReturned](raw, d)
 	case TypeOutputValidated:
-		return decodeAs[OutputValidated](raw)
+		return decodeAs[OutputValidated](raw, d)
 	case TypeOutputInvalid:
-		return decodeAs[OutputInvalid](raw)
+		return decodeAs[OutputInvalid](raw, d)
 	case TypeRetryScheduled:
-		return decodeAs[RetryScheduled](raw)
+		return decodeAs[RetryScheduled](raw, d)
 	case TypeRunEscalated:
-		return decodeAs[RunEscalated](raw)
+		return decodeAs[RunEscalated](raw, d)
 	case TypeReportPublished:
-		return decodeAs[ReportPublished](raw)
+		return decodeAs[ReportPublished](raw, d)
 	case TypeWorkspaceCreated:
-		return decodeAs[WorkspaceCreated](raw)
+		return decodeAs[WorkspaceCreated](raw, d)
 	case TypeWorkspaceDiscarded:
-		return decodeAs[WorkspaceDiscarded](raw)
+		return decodeAs[WorkspaceDiscarded](raw, d)
 	case TypeVerificationRan:
-		return decodeAs[VerificationRan](raw)
+		return decodeAs[VerificationRan](raw, d)
 	case TypeDiagnosticsDistilled:
-		return decodeAs[DiagnosticsDistilled](raw)
+		return decodeAs[DiagnosticsDistilled](raw, d)
 	case TypeFileChanged:
-		return decodeAs[FileChanged](raw)
+		return decodeAs[FileChanged](raw, d)
 	case TypeContextConfigured:
-		return decodeAs[ContextConfigured](raw)
+		return decodeAs[ContextConfigured](raw, d)
 	case TypeContextPrepared:
-		return decodeAs[ContextPrepared](raw)
+		return decodeAs[ContextPrepared](raw, d)
 	case TypeContextElided:
-		return decodeAs[ContextElided](raw)
+		return decodeAs[ContextElided](raw, d)
 	case TypeContextRecalled:
-		return decodeAs[ContextRecalled](raw)
+		return decodeAs[ContextRecalled](raw, d)
 	case TypeContextSummarized:
-		return decodeAs[ContextSummarized](raw)
+		return decodeAs[ContextSummarized](raw, d)
 	case TypeContextOverflowed:
-		return decodeAs[ContextOverflowed](raw)
+		return decodeAs[ContextOverflowed](raw, d)
 	case TypePlanUpdated:
-		return decodeAs[PlanUpdated](raw)
+		return decodeAs[PlanUpdated](raw, d)
 	}
 	return nil, &FieldError{Field: "type", Err: ErrUnknownType, Msg: fmt.Sprintf("%q (not marked ignorable)", t)}
 }
 
+// payloadDecoding says how decodePayload reads a payload.
+type payloadDecoding struct {
+	strs *jsonscan.Strings // shares the payload's strings (nil: allocated)
+	// cleanOnly: read only by the fast path, and only a payload it finds clean (see
+	// jsonscan.DecodeChecked); any other is errNotClean, for a full reading after a check.
+	cleanOnly bool
+}
+
+// errNotClean: the payload is left to a full reading (see payloadDecoding.cleanOnly).
+var errNotClean = errors.New("events: payload not read by the fast path")
+
 // decodeAs reads a payload of type P: with the fast path when it reads raw exactly as
 // encoding/json would, else with encoding/json and its errors.
-func decodeAs[P Payload](raw []byte) (Payload, error) {
-	if p, ok := jsonscan.Decode[P](raw); ok {
+func decodeAs[P Payload](raw []byte, d payloadDecoding) (Payload, error) {
+	p, ok, clean := jsonscan.DecodeChecked[P](raw, d.strs)
+	switch {
+	case d.cleanOnly && ok && clean:
+		return p, nil
+	case d.cleanOnly:
+		return nil, errNotClean
+	case ok:
 		return p, nil
 	}
+	return unmarshalPayload[P](raw)
+}
+
+// unmarshalPayload reads a payload of type P with encoding/json (apart, so that only this path
+// allocates the P it fills).
+func unmarshalPayload[P Payload](raw []byte) (Payload, error) {
 	var p P
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &FieldError{Field: "payload", Err: ErrMalformed, Msg: err.Error()}

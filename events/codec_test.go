@@ -370,3 +370,27 @@ func TestDecodeCanonicalizing(t *testing.T) {
 		}
 	}
 }
+
+// The envelope's fast path bounds the payload by its brackets and leaves its reading to the
+// payload's decoder: a payload whose brackets balance around invalid JSON is still malformed,
+// for DecodeCanonicalizing as for Decode, an ignorable one of an unknown type included.
+func TestDecodeReadsBoundedPayload(t *testing.T) {
+	const head = `{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":`
+	for _, payload := range []string{`{"mood":}`, `{"mood" "calm"}`, `[1 2]`, `{"mood":"calm",}`, `{"a":[1,]}`} {
+		b := []byte(head + payload + `}`)
+		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Decode(%s) error = %v, want ErrMalformed", b, err)
+		}
+		if _, _, err := DecodeCanonicalizing(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("DecodeCanonicalizing(%s) error = %v, want ErrMalformed", b, err)
+		}
+	}
+	b := []byte(head + `{"mood":"]}[{\""}}`)
+	e, err := Decode(b)
+	if err != nil {
+		t.Fatalf("Decode(%s) error = %v", b, err)
+	}
+	if got := string(e.Payload.(Unknown).Raw); got != `{"mood":"]}[{\""}` {
+		t.Errorf("Decode(%s) payload = %s", b, got)
+	}
+}

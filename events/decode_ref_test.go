@@ -166,6 +166,34 @@ var fastPathSeeds = []string{
 	`{"schema":1,"id":"x","type":"plan.accepted","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":2,"source":{"kind":"harness","id":"w"},"payload":{"steps":null}}`,
 	`{"schema":1,"id":"x","type":"study.defined","time":"2026-11-30T09:00:00Z","study":"s","run":"_study","attempt":1,"seq":0,"source":{"kind":"harness","id":"w"},"payload":{"name":"n","cells":[],"expected_runs":0}}`,
 	`{"schema":1,"id":"x","type":"model.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":3,"source":{"kind":"harness","id":"w"},"payload":{"model":"m","prompt_tokens":-1,"seed":null,"latency_ms":1e2}}`,
+	// Payloads at the edges of what the scan vouches for as checked (jsonscan.SkipClean): a
+	// repeated plain key deep in a tool's arguments, after many keys, deeper than it follows.
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"a":[{"b":1,"c":{"d":1,"d":2}}]}}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"n":1,"o":1,"p":1,"q":1,"a":2}}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":` + strings.Repeat(`[`, 40) + `{"a":1,"a":2}` + strings.Repeat(`]`, 40) + `}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"s":"\ud800"},"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"ab":1,"a\u0062":2}}}`,
+	"{\"schema\":1,\"id\":\"x\",\"type\":\"tool.called\",\"time\":\"2026-11-30T09:00:00Z\",\"study\":\"s\",\"run\":\"r\",\"attempt\":1,\"seq\":1,\"source\":{\"kind\":\"harness\",\"id\":\"w\"},\"payload\":{\"call_id\":\"c\",\"tool\":\"t\",\"args\":{\"\xc3\xa9\":[\"\xe2\x82\"]}}}",
+	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":"calm","mood":"sad"}}`,
+	// Payloads the scan only bounds by their brackets (jsonscan.SkipBounds): brackets that
+	// balance around invalid JSON, brackets and quotes inside strings, a payload that takes
+	// the envelope's closing brace, strings with escapes in a payload's plan.
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A",}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state" "A"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A\n]}\"{"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}]}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"s":"a}\"]{[","t":[1,{"u":"]"}]}}}`,
+	`{"schema":1,"id":"x","type":"tool.called","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"call_id":"c","tool":"t","args":{"s":[1,}}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","graph":{"A":["B"],"\u0041":[]},"start":"A"}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","graph":{"A":["B"],"A":[]},"start":"A"}}`,
+	`{"schema":1,"id":"x","type":"run.started","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"task":"t","model":"m","condition":"c","graph":{"A":["B"],"B":["\ud800"]},"start":"A"}}`,
+	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":}}`,
+	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":[1 2]}`,
+	`{"schema":1,"id":"x","type":"agent.mood","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"production","id":"a"},"ignorable":true,"payload":{"mood":"]"}}`,
+	`{"schema":9,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":""}}`,
 	"{\"schema\":1,\"id\":\"x\xff\",\"type\":\"state.entered\",\"time\":\"2026-11-30T09:00:00Z\",\"study\":\"s\",\"run\":\"r\",\"attempt\":1,\"seq\":1,\"source\":{\"kind\":\"harness\",\"id\":\"w\"},\"payload\":{\"state\":\"\xc3\xa9\"}}",
 }
 
@@ -179,7 +207,7 @@ func TestDecodeMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSameDecode(t, raw)
-		w, ok := wire.Scan(bytes.TrimSpace(raw), wireNames)
+		w, ok := wire.Scan(bytes.TrimSpace(raw), wireNames, nil)
 		if !ok {
 			t.Errorf("golden %s does not take the fast path", name)
 			continue

@@ -171,7 +171,7 @@ func TestFoldUnknownPayloads(t *testing.T) {
 // type added to the codec without its place in the fold fails here, not in a consumer.
 func TestFoldKnowsEveryType(t *testing.T) {
 	for _, typ := range Types() {
-		p, err := decodePayload(typ, SchemaVersion, []byte(`{}`))
+		p, err := decodePayload(typ, SchemaVersion, []byte(`{}`), payloadDecoding{})
 		if err != nil {
 			t.Fatalf("decodePayload(%s, {}) error %v", typ, err)
 		}

@@ -161,3 +161,87 @@ func hasDuplicateKey(data []byte) bool {
 		}
 	}
 }
+
+// skipCleanSeeds are values at the edges of what SkipClean vouches for.
+var skipCleanSeeds = []string{
+	`{"a":"b","c":[1,"d",{"e":null}]}`,
+	`{"a":1,"b":2,"a":3}`,
+	`{"x":{"a":1,"b":{"c":[{"d":1,"d":2}]}}}`,
+	`[{"a":1},{"a":2}]`,
+	`{"a":{"a":1}}`,
+	`{"ab":1,"a\u0062":2}`,
+	`{"a":"\n"}`,
+	`{"a":"\ud800"}`,
+	"{\"a\":\"\xff\"}",
+	"{\"\xc3\xa9\":1,\"\xc3\xa9\":2}",
+	"{\"\xc3\xa9\":\"\xe2\x82\xac\"}",
+	manyKeys(cleanKeys, ""),
+	manyKeys(cleanKeys, "k3"),
+	manyKeys(cleanKeys+1, ""),
+	manyKeys(cleanKeys+1, "k16"),
+	manyKeys(40, "k7"),
+	strings.Repeat(`{"a":`, cleanDepth) + `1` + strings.Repeat(`}`, cleanDepth),
+	strings.Repeat(`{"a":`, cleanDepth+1) + `1` + strings.Repeat(`}`, cleanDepth+1),
+	strings.Repeat(`[`, cleanDepth+2) + `{"a":1,"a":2}` + strings.Repeat(`]`, cleanDepth+2),
+	strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2),
+	`{"a" 1}`, `{"a":1,}`, `[1,]`, `{"a":tru}`, `"abc`, `-`, `{"a":[1 2]}`, ` {"a":1} `, `{"a":1}x`,
+}
+
+func TestSkipClean(t *testing.T) {
+	for _, s := range skipCleanSeeds {
+		checkSkipClean(t, []byte(s))
+	}
+	tests := []struct {
+		give      string
+		wantClean bool
+	}{
+		{`{"a":"b","c":[1,"d",{"e":null}]}`, true},
+		{`{"a":1,"b":2,"a":3}`, false},
+		{`{"x":{"a":1,"b":{"c":[{"d":1,"d":2}]}}}`, false},
+		{`[{"a":1},{"a":2}]`, true},
+		{`{"a":"\n"}`, false},
+		{"{\"\xc3\xa9\":\"\xe2\x82\xac\"}", true},
+		{"{\"a\":\"\xff\"}", false},
+		{manyKeys(cleanKeys, ""), true},
+		{manyKeys(cleanKeys+1, ""), false},
+		{strings.Repeat(`{"a":`, cleanDepth) + `1` + strings.Repeat(`}`, cleanDepth), true},
+		{strings.Repeat(`{"a":`, cleanDepth+2) + `1` + strings.Repeat(`}`, cleanDepth+2), false},
+	}
+	for _, tt := range tests {
+		s := New([]byte(tt.give))
+		if _, clean := s.SkipClean(); clean != tt.wantClean || s.Failed() {
+			t.Errorf("SkipClean(%q) clean = %v (failed %v), want %v", tt.give, clean, s.Failed(), tt.wantClean)
+		}
+	}
+}
+
+// checkSkipClean fails unless SkipClean reads data as Skip does (the same bytes, the same
+// failure, the same position) and a value it calls clean is one Check finds nothing in, at the
+// payload's depth in an event.
+func checkSkipClean(t *testing.T, data []byte) {
+	t.Helper()
+	a, b := New(data), New(data)
+	want := a.Skip(0)
+	got, clean := b.SkipClean()
+	if a.Failed() != b.Failed() || a.i != b.i || !bytes.Equal(got, want) {
+		t.Fatalf("SkipClean(%q) = %q (failed %v, at %d), Skip = %q (failed %v, at %d)", data, got, b.Failed(), b.i, want, a.Failed(), a.i)
+	}
+	if clean && b.Failed() {
+		t.Fatalf("SkipClean(%q) failed and reports clean", data)
+	}
+	if clean {
+		if err := CheckNested(got, 1); err != nil {
+			t.Fatalf("SkipClean(%q) reports clean, CheckNested = %v", data, err)
+		}
+	}
+}
+
+// FuzzSkipClean: SkipClean reads every input as Skip does, and what it calls clean Check
+// finds nothing in.
+// Run: go test -run '^$' -fuzz FuzzSkipClean -fuzztime 100000x ./events/internal/jsonscan
+func FuzzSkipClean(f *testing.F) {
+	for _, s := range skipCleanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkSkipClean)
+}

@@ -10,19 +10,33 @@ import (
 // json.Unmarshal. T's plan is compiled with reflection on first use; reading follows it
 // without reflection. ok is false for every T that has no plan (see compile) and for input the
 // Scanner does not read exactly as encoding/json would.
-func Decode[T any](raw []byte) (v T, ok bool) {
+func Decode[T any](raw []byte) (v T, ok bool) { return DecodeShared[T](raw, nil) }
+
+// DecodeShared is Decode whose strings come from strs where it holds them (see Strings).
+func DecodeShared[T any](raw []byte, strs *Strings) (v T, ok bool) {
+	v, ok, _ = DecodeChecked[T](raw, strs)
+	return v, ok
+}
+
+// DecodeChecked is DecodeShared that also reports whether raw is clean: every string and key
+// it holds is plain (no escapes, valid UTF-8), no object repeats a key, and its raw values are
+// clean as SkipClean has it. Read with ok and clean true, raw holds nothing Check refuses, at
+// the depth of an event's payload; clean false says nothing (Check decides).
+func DecodeChecked[T any](raw []byte, strs *Strings) (v T, ok, clean bool) {
 	p := planFor(reflect.TypeFor[T]())
 	if p == nil {
-		return v, false
+		return v, false, false
 	}
-	s := Scanner{b: raw}
+	s := Scanner{b: raw, strs: strs}
+	// Keys are read by NextKey (plain ASCII or a failure) and each field once (Once), so only
+	// the values can make raw unclean: Str, Raw and stringMap say so.
 	s.object(unsafe.Pointer(&v), p, 0)
 	s.End()
 	if s.failed {
 		var zero T
-		return zero, false
+		return zero, false, false
 	}
-	return v, true
+	return v, true, !s.unclean
 }
 
 // Writing through unsafe.Pointer: every pointer below is the address of a field of the T that
@@ -145,6 +159,9 @@ func (s *Scanner) stringMap() map[string][]string {
 			s.i++
 		}
 		k := s.Str()
+		if _, dup := g[k]; dup {
+			s.unclean = true // a repeated key: Check refuses it
+		}
 		s.Expect(':')
 		if s.Peek() == 'n' {
 			s.Literal("null")

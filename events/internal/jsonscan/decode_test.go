@@ -172,3 +172,35 @@ func ExampleDecode() {
 	// {fetch fetch_invoice} true
 	// false
 }
+
+// DecodeChecked reports a value clean only when Check finds nothing in it, and finds the
+// usual values clean.
+func TestDecodeChecked(t *testing.T) {
+	tests := []struct {
+		give      string
+		wantClean bool
+	}{
+		{`{"s":"a","ss":["b"],"raw":{"x":[1,"y"]},"in":{"a":"c"},"ins":[{"a":"d"}],"g":{"k":["v"],"l":null}}`, true},
+		{`{"s":"a\n"}`, false},
+		{`{"s":"\ud800"}`, false},
+		{"{\"s\":\"\xff\"}", false},
+		{`{"ss":["a","\u0062"]}`, false},
+		{`{"ps":"\"q\""}`, false},
+		{`{"raw":{"x":1,"x":2}}`, false},
+		{`{"raw":["\ud800"]}`, false},
+		{`{"in":{"a":"\t"}}`, false},
+		{`{"ins":[{"a":"x"},{"a":"\/"}]}`, false},
+		{`{"g":{"k":["v"],"k":[]}}`, false},
+		{`{"g":{"k":["v"],"\u006b":[]}}`, false},
+		{`{"g":{"k":["\u0076"]}}`, false},
+	}
+	for _, tt := range tests {
+		_, ok, clean := DecodeChecked[every]([]byte(tt.give), nil)
+		if !ok || clean != tt.wantClean {
+			t.Errorf("DecodeChecked(%s) = ok %v, clean %v; want ok, clean %v", tt.give, ok, clean, tt.wantClean)
+		}
+		if clean && Check([]byte(tt.give)) != nil {
+			t.Errorf("DecodeChecked(%s) clean, Check = %v", tt.give, Check([]byte(tt.give)))
+		}
+	}
+}

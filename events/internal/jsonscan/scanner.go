@@ -20,10 +20,17 @@ type Scanner struct {
 	b      []byte
 	i      int
 	failed bool
+	strs   *Strings // shares the strings Str and SharedStr return (nil: none)
+	// unclean: a string read had escapes or bytes that are not UTF-8, or a raw value read was
+	// not clean (see SkipClean); what was read may hold something Check refuses.
+	unclean bool
 }
 
 // New returns a scanner reading b.
 func New(b []byte) Scanner { return Scanner{b: b} }
+
+// Share makes the strings that Str and SharedStr return come from strs where it holds them.
+func (s *Scanner) Share(strs *Strings) { s.strs = strs }
 
 // Failed reports whether the scanner has failed.
 func (s *Scanner) Failed() bool { return s.failed }
@@ -225,8 +232,9 @@ func (s *Scanner) Str() string {
 		return ""
 	}
 	if clean {
-		return string(lit[1 : len(lit)-1])
+		return s.strs.get(lit[1 : len(lit)-1])
 	}
+	s.unclean = true
 	var v string
 	if err := json.Unmarshal(lit, &v); err != nil {
 		s.Fail()
@@ -244,6 +252,17 @@ func (s *Scanner) PlainStr() string {
 		return ""
 	}
 	return string(lit[1 : len(lit)-1])
+}
+
+// SharedStr is PlainStr for a value that repeats from one text to the next: its string comes
+// from the scanner's Strings (see Share).
+func (s *Scanner) SharedStr() string {
+	lit, clean := s.StrLit()
+	if !clean {
+		s.Fail()
+		return ""
+	}
+	return s.strs.get(lit[1 : len(lit)-1])
 }
 
 // PlainStrOf is PlainStr that returns the value held in known for a string known holds as a
@@ -442,11 +461,138 @@ func (s *Scanner) Skip(depth int) []byte {
 	return s.b[start:s.i]
 }
 
+// SkipBounds returns the bytes of the object or array that starts at the next byte, found by
+// matching its brackets outside strings, without reading what is inside (a value of another
+// kind is read by Skip). The bytes are the value's when the value is valid JSON, and then
+// only then: a caller must read them with a scanner before trusting them, and has read them
+// exactly as Skip would have once that reading succeeds (a valid value ends where its
+// brackets first balance). It fails on brackets that do not balance.
+func (s *Scanner) SkipBounds() []byte {
+	c := s.Peek()
+	if c != '{' && c != '[' {
+		return s.Skip(0)
+	}
+	b, start, depth := s.b, s.i, 0
+	for j := start; j < len(b); j++ {
+		switch b[j] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				s.i = j + 1
+				return b[start:s.i]
+			}
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+		}
+	}
+	s.Fail()
+	return nil
+}
+
+// SkipClean is Skip that also reports whether the value is clean: every string and key in it
+// is plain (no escapes, valid UTF-8), no object in it repeats a key, objects have at most
+// cleanKeys members and values nest at most cleanDepth levels. A clean value holds nothing
+// Check refuses, at any depth it is nested in the text (below maxDepth-cleanDepth), so that a
+// caller need not check it again; clean false says nothing (Check decides). It reads the
+// value, and fails, exactly as Skip does.
+func (s *Scanner) SkipClean() (v []byte, clean bool) {
+	s.skipSpace()
+	start := s.i
+	clean = s.skipClean(0)
+	if s.failed {
+		return nil, false
+	}
+	return s.b[start:s.i], clean
+}
+
+// cleanDepth and cleanKeys bound what SkipClean vouches for: deeper values and larger objects
+// (rare in events) are read by Skip's rules and left to Check.
+const (
+	cleanDepth = 32
+	cleanKeys  = 16
+)
+
+func (s *Scanner) skipClean(depth int) bool {
+	if depth > cleanDepth {
+		s.Skip(depth)
+		return false
+	}
+	switch c := s.Peek(); {
+	case c == '{':
+		s.i++
+		var keys [cleanKeys][]byte
+		clean := true
+		for n := 0; ; n++ {
+			c := s.Peek()
+			if c == '}' {
+				s.i++
+				return clean
+			}
+			if n > 0 {
+				if c != ',' {
+					s.Fail()
+					return false
+				}
+				s.i++
+			}
+			lit, plainKey := s.StrLit()
+			if s.failed {
+				return false
+			}
+			if clean {
+				// A plain key's bytes are its value: equal bytes are the same key.
+				key := lit[1 : len(lit)-1]
+				switch {
+				case !plainKey || n >= cleanKeys:
+					clean = false
+				default:
+					for _, k := range keys[:n] {
+						if string(k) == string(key) {
+							clean = false
+							break
+						}
+					}
+					keys[n] = key
+				}
+			}
+			s.Expect(':')
+			if !s.skipClean(depth + 1) {
+				clean = false
+			}
+			if s.failed {
+				return false
+			}
+		}
+	case c == '[':
+		s.i++
+		clean := true
+		for n := 0; s.NextElem(&n); {
+			if !s.skipClean(depth + 1) {
+				clean = false
+			}
+		}
+		return clean && !s.failed
+	case c == '"':
+		_, clean := s.StrLit()
+		return clean
+	}
+	s.Skip(depth)
+	return !s.failed
+}
+
 // Raw reads one value as a fresh copy of its bytes, as json.RawMessage holds it.
 func (s *Scanner) Raw() json.RawMessage {
-	v := s.Skip(0)
+	v, clean := s.SkipClean()
 	if s.failed {
 		return nil
+	}
+	if !clean {
+		s.unclean = true
 	}
 	return append(json.RawMessage(nil), v...)
 }

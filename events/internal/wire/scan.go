@@ -3,7 +3,10 @@ package wire
 import "github.com/dittolab/ditto/events/internal/jsonscan"
 
 // Scan reads an encoded envelope, or returns ok false for anything it does not read exactly
-// as a json.Decoder would (the caller then decodes b with one). Its payload aliases b.
+// as a json.Decoder would (the caller then decodes b with one). Its payload aliases b, and is
+// only bounded, not read (jsonscan.SkipBounds): ok true holds for the envelope on the
+// condition that the caller reads the payload as one JSON value (with a jsonscan.Scanner),
+// and is void if that fails. The payload is so read once, by whatever decodes it.
 //
 // It also returns ok false for an envelope string with escapes or bytes that are not UTF-8
 // (json.Decoder reads those; they are rare): with ok true, nothing outside the payload is
@@ -12,9 +15,11 @@ import "github.com/dittolab/ditto/events/internal/jsonscan"
 // depth 1).
 //
 // The type and the source's kind are taken from known when it holds them (a key and its
-// value, equal), so that the usual ones are not allocated anew for every event.
-func Scan(b []byte, known map[string]string) (w Envelope, ok bool) {
+// value, equal), so that the usual ones are not allocated anew for every event; the study,
+// run and source id from strs (nil: allocated).
+func Scan(b []byte, known map[string]string, strs *jsonscan.Strings) (w Envelope, ok bool) {
 	s := jsonscan.New(b)
+	s.Share(strs)
 	var seen uint64
 	s.BeginObject()
 	for n, key := 0, []byte(nil); ; {
@@ -39,10 +44,10 @@ func Scan(b []byte, known map[string]string) (w Envelope, ok bool) {
 			}
 		case "study":
 			s.Once(&seen, 4)
-			w.Study = s.PlainStr()
+			w.Study = s.SharedStr()
 		case "run":
 			s.Once(&seen, 5)
-			w.Run = s.PlainStr()
+			w.Run = s.SharedStr()
 		case "attempt":
 			s.Once(&seen, 6)
 			w.Attempt = s.Int()
@@ -63,7 +68,7 @@ func Scan(b []byte, known map[string]string) (w Envelope, ok bool) {
 			w.Ignorable = s.Bool()
 		case "payload":
 			s.Once(&seen, 12)
-			w.Payload = s.Skip(0)
+			w.Payload = s.SkipBounds()
 		default:
 			s.Fail()
 		}
@@ -86,7 +91,7 @@ func scanSource(s *jsonscan.Scanner, known map[string]string) (src Source) {
 			src.Kind = s.PlainStrOf(known)
 		case "id":
 			s.Once(&seen, 1)
-			src.ID = s.PlainStr()
+			src.ID = s.SharedStr()
 		default:
 			s.Fail()
 		}
