@@ -28,6 +28,14 @@ type Warehouse struct {
 	closed   bool
 }
 
+// storageVersion is the DuckDB storage format of the databases Open creates. DuckDB writes new
+// files readable by v0.10.2 unless told otherwise, which leaves out the string compression its
+// later formats have (DICT_FSST, one pass where the older format analyzes both a dictionary and
+// FSST for every string column at each checkpoint): the committer spends about 1 µs of CPU an
+// event less with it, for files about a tenth larger (docs/benchmarks.md, "2026-12-02, third
+// session"). Every reader of the database is this build's DuckDB.
+const storageVersion = "v1.5.0"
+
 // Open opens (creating if needed) the database at cfg.Path and creates or updates the schema
 // (queries.Schema) unless cfg.ReadOnly.
 func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
@@ -50,6 +58,9 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	q.Set("preserve_insertion_order", "false")
 	if !cfg.ReadOnly {
 		q.Set("checkpoint_threshold", cmp.Or(cfg.CheckpointThreshold, DefaultCheckpointThreshold))
+		// A database this opens creates its file in storageVersion's format; one that exists
+		// keeps the format it was created in.
+		q.Set("storage_compatibility_version", storageVersion)
 	}
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
