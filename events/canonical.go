@@ -69,9 +69,13 @@ func CanonicalCalls(calls []Call) json.RawMessage {
 		if !utf8.ValidString(c.Tool) || len(c.Args) == 0 {
 			return MustCanonical(calls) // encoding/json's replacement of invalid bytes; its null
 		}
-		args, err := jcs.Canonicalize(c.Args)
-		if err != nil {
-			return MustCanonical(calls) // its error and panic
+		// Arguments in an event are canonical already (Validate checks them): verified, they
+		// are written as they are, without canonicalizing a copy.
+		args := []byte(c.Args)
+		if same, err := jcs.IsCanonical(args); err != nil || !same {
+			if args, err = jcs.Canonicalize(c.Args); err != nil {
+				return MustCanonical(calls) // its error and panic
+			}
 		}
 		if i > 0 {
 			out = append(out, ',')
