@@ -139,6 +139,9 @@ func vmHWM() uint64 { return warehouse.ProcStatus("VmHWM:") }
 
 // referenceConsume is the broker's own limit: a consumer configured like the analyzer's that
 // only fetches the messages and acknowledges each batch (cumulatively, as the analyzer does).
+// It takes them through the client's cheapest API, the one the analyzer uses (Consume, a
+// callback per message): through the iterator (Messages, Next per message) its client cost about
+// 0.45 µs more an event.
 func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch int) time.Duration {
 	ctx := warehousetest.Context(tb, 10*time.Minute)
 	c, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: durable, AckWait: time.Minute, MaxAckPending: 5 * batch}, 0, false)
@@ -146,26 +149,40 @@ func referenceConsume(tb testing.TB, b *bus.Bus, n int, durable string, batch in
 		tb.Fatal(err)
 	}
 	defer b.DeleteConsumer(context.Background(), events.EventsStream, durable)
+	done := make(chan error, 1)
+	finish := func(err error) {
+		select {
+		case done <- err:
+		default:
+		}
+	}
 	start := time.Now()
-	it, err := c.Messages(jetstream.PullMaxMessages(batch))
+	got := 0
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		if got == n {
+			return
+		}
+		got++
+		if got%batch == 0 || got == n {
+			if err := m.Ack(); err != nil {
+				finish(err)
+			}
+		}
+		if got == n {
+			finish(nil)
+		}
+	}, jetstream.PullMaxMessages(batch), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { finish(err) }))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer it.Stop()
-	got := 0
-	for got < n {
-		var last jetstream.Msg
-		for k := 0; k < batch && got < n; k++ {
-			m, err := it.Next()
-			if err != nil {
-				tb.Fatal(err)
-			}
-			last = m
-			got++
-		}
-		if err := last.Ack(); err != nil {
+	defer cc.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
 			tb.Fatal(err)
 		}
+	case <-ctx.Done():
+		tb.Fatal(ctx.Err())
 	}
 	return time.Since(start)
 }

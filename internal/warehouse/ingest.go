@@ -381,46 +381,31 @@ func lastSeq(ctx context.Context, s *bus.Stream) (uint64, error) {
 // fetch gathers delivered messages into batches bounded by count, bytes and time, decodes them
 // (in chunks, as they arrive) and builds their Arrow record, and sends them to the committer.
 // It holds at most one batch while the committer holds another.
+//
+// The client hands each message to a callback (Consume) on its subscription's goroutine, which
+// adds it to the batch being gathered (gatherer.add); fetch cuts the batches and hands them
+// over. Taking each message from the client's iterator instead (Messages, then Next per
+// message) cost the client about 0.45 µs more an event: every Next call arms and stops a
+// heartbeat timer of its own.
 func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- *batch) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(min(ing.cfg.BatchSize, pullAhead)))
+	g := newGatherer(ing.cfg, &ing.delivered)
+	cc, err := cons.Consume(g.add, jetstream.PullMaxMessages(min(ing.cfg.BatchSize, pullAhead)),
+		jetstream.ConsumeErrHandler(g.fail))
 	if err != nil {
 		return fmt.Errorf("warehouse: pull: %w", err)
 	}
-	defer it.Stop()
+	defer cc.Stop()
+	defer g.close()
+	stopped := cc.Closed()
 	for {
-		b := &batch{}
-		var dec chunkDecoder
 		tr := newTrace()
-		// Wait up to BatchWait for a first message; the batch's own clock starts with it.
-		bctx, bcancel := context.WithTimeout(ctx, ing.cfg.BatchWait)
-		for len(b.items) < ing.cfg.BatchSize && b.bytes < ing.cfg.MaxBatchBytes {
-			msg, err := it.Next(jetstream.NextContext(bctx))
-			if err != nil {
-				bcancel()
-				dec.wait()
-				if ctx.Err() != nil {
-					return nil
-				}
-				if errors.Is(err, context.DeadlineExceeded) {
-					break
-				}
-				return fmt.Errorf("warehouse: next message: %w", err)
+		b, dec, err := g.take(ctx, stopped)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			if len(b.items) == 0 {
-				bcancel()
-				bctx, bcancel = context.WithTimeout(ctx, ing.cfg.BatchWait)
-				b.items = make([]*item, 0, ing.cfg.BatchSize)
-			}
-			ing.delivered.Store(time.Now().UnixNano())
-			item, pending := newItem(msg)
-			b.items = append(b.items, item)
-			b.bytes += len(item.raw)
-			b.lag = pending
-			if len(b.items)-dec.from >= decodeChunk {
-				dec.start(b.items)
-			}
+			return fmt.Errorf("warehouse: next message: %w", err)
 		}
-		bcancel()
 		b.idle = len(b.items) == 0
 		tr.mark("fetch")
 		if !b.idle {
@@ -438,6 +423,156 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 		}
 		tr.mark("handover")
 		tr.print(len(b.items))
+	}
+}
+
+// gatherer is the batch being gathered, shared by the client's callback, which adds the
+// delivered messages to it, and the fetcher, which opens it and takes it when it is full or its
+// time is up. Between the two the callback waits: while the fetcher decodes a batch and hands
+// it over, the messages the client pulled ahead wait in the client, as they did in its iterator.
+type gatherer struct {
+	batchSize, maxBytes int
+	wait                time.Duration // BatchWait
+	delivered           *atomic.Int64 // the ingester's last delivery (Unix nanoseconds)
+
+	mu     sync.Mutex
+	b      *batch        // the batch being gathered; nil while the fetcher has none open
+	dec    *chunkDecoder // b's decoder
+	first  time.Time     // when b's first message was delivered
+	closed bool          // the fetcher returned: the callback adds nothing more
+
+	opened chan struct{} // a batch was opened (for a callback waiting for one)
+	kick   chan struct{} // b got its first message, or is full (for the fetcher)
+	errs   chan error    // the first error that ends the session
+	done   chan struct{} // closed when the fetcher returns
+}
+
+func newGatherer(cfg IngestConfig, delivered *atomic.Int64) *gatherer {
+	return &gatherer{batchSize: cfg.BatchSize, maxBytes: cfg.MaxBatchBytes, wait: cfg.BatchWait,
+		delivered: delivered, opened: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		errs: make(chan error, 1), done: make(chan struct{})}
+}
+
+// full says whether b takes no more messages. The caller holds g.mu.
+func (g *gatherer) full() bool {
+	return len(g.b.items) >= g.batchSize || g.b.bytes >= g.maxBytes
+}
+
+// add is the client's callback: it adds msg to the open batch, waiting for one to be opened
+// when there is none or it is full.
+func (g *gatherer) add(msg jetstream.Msg) {
+	it, pending := newItem(msg)
+	now := time.Now()
+	g.delivered.Store(now.UnixNano())
+	g.mu.Lock()
+	for g.b == nil || g.full() {
+		if g.closed {
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.opened:
+		case <-g.done:
+			return
+		}
+		g.mu.Lock()
+	}
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	b := g.b
+	if len(b.items) == 0 {
+		b.items = make([]*item, 0, g.batchSize)
+		g.first = now
+	}
+	b.items = append(b.items, it)
+	b.bytes += len(it.raw)
+	b.lag = pending
+	if len(b.items)-g.dec.from >= decodeChunk {
+		g.dec.start(b.items)
+	}
+	kick := len(b.items) == 1 || g.full()
+	g.mu.Unlock()
+	if kick {
+		signal(g.kick)
+	}
+}
+
+// fail is the client's error callback. The errors after which the iterator of messages this
+// replaces ended the session end it here too: missed heartbeats (a lost connection the client
+// has not noticed), a deleted consumer, a refused pull, a closed connection. The others
+// (a request that expired, a new consumer leader) the client handles itself by pulling again.
+func (g *gatherer) fail(_ jetstream.ConsumeContext, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrConsumerDeleted),
+		errors.Is(err, jetstream.ErrBadRequest), errors.Is(err, jetstream.ErrConnectionClosed):
+		select {
+		case g.errs <- err:
+		default:
+		}
+	}
+}
+
+// take opens a batch and returns it, with its decoder, once it is full, or BatchWait after its
+// first message, or (an idle batch) BatchWait after it was opened with nothing delivered. It
+// returns an error when ctx is done, the client reported an error that ends the session, or
+// the client stopped (stopped closed).
+func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *chunkDecoder, error) {
+	g.mu.Lock()
+	g.b, g.dec = &batch{}, &chunkDecoder{}
+	g.mu.Unlock()
+	signal(g.opened)
+	deadline := time.Now().Add(g.wait)
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	started := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case err := <-g.errs:
+			return nil, nil, err
+		case <-stopped:
+			return nil, nil, errors.New("the client stopped consuming")
+		case <-g.kick:
+		case <-timer.C:
+		}
+		g.mu.Lock()
+		b, dec := g.b, g.dec
+		if !started && len(b.items) > 0 {
+			started, deadline = true, g.first.Add(g.wait)
+		}
+		if g.full() || !time.Now().Before(deadline) {
+			g.b, g.dec = nil, nil
+			g.mu.Unlock()
+			return b, dec, nil
+		}
+		g.mu.Unlock()
+		timer.Reset(time.Until(deadline))
+	}
+}
+
+// close ends the gathering when the fetcher returns: the callback adds nothing more and one
+// waiting for a batch returns. It waits for the decoding of the batch left open.
+func (g *gatherer) close() {
+	g.mu.Lock()
+	g.closed = true
+	dec := g.dec
+	g.b, g.dec = nil, nil
+	g.mu.Unlock()
+	close(g.done)
+	if dec != nil {
+		dec.wait()
+	}
+}
+
+// signal wakes whoever waits on c (of capacity 1), or leaves a wake-up there.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,0 +1,178 @@
+package warehouse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/samples"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// publishSample publishes the sample's events to a new server's stream and returns the bus and
+// the sizes of the published bodies, in stream order.
+func publishSample(t *testing.T) (*bus.Bus, []int) {
+	t.Helper()
+	b := bustest.NewServer(t).Connect(t)
+	js := bustest.JetStream(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var sizes []int
+	for _, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
+		e, err := events.Decode(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subject, err := events.SubjectOf(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, subject, line, jetstream.WithMsgID(e.ID)); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(line))
+	}
+	return b, sizes
+}
+
+// fetchBatches runs the fetcher on a new consumer of b's events from the start with cfg and
+// returns its batches until every one of n messages is in one (the idle batches left out),
+// then stops it. It fails the test if the fetcher returns first.
+func fetchBatches(t *testing.T, b *bus.Bus, cfg IngestConfig, n int) []*batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: "fetch-test", AckWait: time.Minute}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := &ingester{cfg: cfg.withDefaults()}
+	fctx, stop := context.WithCancel(ctx)
+	out := make(chan *batch)
+	errc := make(chan error, 1)
+	go func() { errc <- ing.fetch(fctx, cons, out) }()
+	var got []*batch
+	for seen := 0; seen < n; {
+		select {
+		case bt := <-out:
+			if bt.idle {
+				continue
+			}
+			got = append(got, bt)
+			seen += len(bt.items)
+		case err := <-errc:
+			t.Fatalf("fetch returned %v with %d of %d messages fetched", err, seen, n)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages fetched before the deadline", seen, n)
+		}
+	}
+	stop()
+	if err := <-errc; err != nil {
+		t.Fatalf("fetch after its context ended: %v", err)
+	}
+	for _, bt := range got {
+		bt.release()
+	}
+	return got
+}
+
+// TestFetchBatchBounds shows the fetcher's batches in stream order, every message once, each
+// decoded, and cut by count (BatchSize), by bytes (a batch ends with the message that reaches
+// MaxBatchBytes) and by time (the last, short batch is handed over after BatchWait).
+func TestFetchBatchBounds(t *testing.T) {
+	b, sizes := publishSample(t)
+	n := len(sizes)
+	check := func(t *testing.T, got []*batch, full func(count, bytes int) bool) {
+		t.Helper()
+		seq := uint64(0)
+		for i, bt := range got {
+			count, size := 0, 0
+			for _, it := range bt.items {
+				seq++
+				if it.streamSeq != seq {
+					t.Fatalf("batch %d: stream sequence %d, want %d", i, it.streamSeq, seq)
+				}
+				if it.reply == "" || it.msgID == "" {
+					t.Fatalf("batch %d, sequence %d: reply %q, Nats-Msg-Id %q; want both", i, seq, it.reply, it.msgID)
+				}
+				if it.rej == nil && it.env.ID != it.msgID {
+					t.Fatalf("batch %d, sequence %d: decoded event %q, want %q", i, seq, it.env.ID, it.msgID)
+				}
+				if count > 0 && full(count, size) {
+					t.Fatalf("batch %d holds a message after it was full (%d messages, %d bytes)", i, count, size)
+				}
+				count, size = count+1, size+len(it.raw)
+			}
+			if size != bt.bytes {
+				t.Fatalf("batch %d: bytes %d, want %d", i, bt.bytes, size)
+			}
+			if last := i == len(got)-1; !last && !full(count, size) {
+				t.Fatalf("batch %d of %d cut before it was full (%d messages, %d bytes)", i, len(got), count, size)
+			}
+		}
+		if seq != uint64(n) {
+			t.Fatalf("fetched %d messages, want %d", seq, n)
+		}
+	}
+	t.Run("count", func(t *testing.T) {
+		const size = 7
+		got := fetchBatches(t, b, IngestConfig{BatchSize: size, BatchWait: 50 * time.Millisecond}, n)
+		check(t, got, func(count, _ int) bool { return count >= size })
+		if n%size != 0 && len(got[len(got)-1].items) != n%size {
+			t.Fatalf("last batch %d messages, want %d", len(got[len(got)-1].items), n%size)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		limit := 3 * sizes[0]
+		got := fetchBatches(t, b, IngestConfig{BatchSize: 1000, MaxBatchBytes: limit, BatchWait: 50 * time.Millisecond}, n)
+		check(t, got, func(_, bytes int) bool { return bytes >= limit })
+		if len(got) < 2 {
+			t.Fatalf("%d batches, want the bytes to cut several", len(got))
+		}
+	})
+}
+
+// TestFetchNoticesDeletedConsumer: the fetcher returns the client's error when its consumer is
+// deleted, instead of waiting for messages that cannot come.
+func TestFetchNoticesDeletedConsumer(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cons, err := b.EnsureIngestConsumer(ctx, bus.IngestConsumer{Durable: "fetch-test", AckWait: time.Minute}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := &ingester{cfg: IngestConfig{BatchWait: 20 * time.Millisecond}.withDefaults()}
+	out := make(chan *batch)
+	errc := make(chan error, 1)
+	go func() { errc <- ing.fetch(ctx, cons, out) }()
+	// An idle batch first: the client's pull is waiting on the server.
+	select {
+	case bt := <-out:
+		if !bt.idle {
+			t.Fatalf("a batch of %d messages from an empty stream", len(bt.items))
+		}
+	case err := <-errc:
+		t.Fatalf("fetch returned %v", err)
+	}
+	if err := b.DeleteConsumer(ctx, events.EventsStream, "fetch-test"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case <-out: // idle batches until the client hears of the deletion
+		case err := <-errc:
+			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
+				t.Fatalf("fetch returned %v, want the consumer's deletion", err)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("fetch did not notice its consumer's deletion")
+		}
+	}
+}
