@@ -244,7 +244,8 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 // (default 200,000), DITTO_BENCH_BATCH the batch size, DITTO_BENCH_TXN_BATCHES the batches a
 // transaction holds at most (IngestConfig.TxnBatches), DITTO_BENCH_THREADS DuckDB's threads,
 // DITTO_BENCH_CPUPROFILE a file for a CPU profile of the analyzer's part,
-// DITTO_BENCH_HEAPPROFILE a file for the heap profile taken when a collection found the most
+// DITTO_BENCH_BROKER_CPUPROFILE a file for one of the broker's process during the analyzer's
+// part (and the file with ".ref" appended during the reference's), DITTO_BENCH_HEAPPROFILE a file for the heap profile taken when a collection found the most
 // live heap (run with -test.memprofilerate=4096 for a finer one). Besides the peak heap in use
 // (live objects, garbage not yet collected and free space in spans: what GOGC's pacing lets
 // grow to about twice the live heap) it reports the peak live heap, what the pipeline held.
@@ -277,10 +278,14 @@ func BenchmarkIngest(b *testing.B) {
 	var fig ingestFigures
 	for i := 0; i < b.N; i++ {
 		c0, b0 := cpuTime(), procCPU(brokerPID)
+		stopBroker := profileBroker(b, brokerPID, brokerProfile(".ref"))
 		ref += referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
+		stopBroker()
 		c1, b1 := cpuTime(), procCPU(brokerPID)
 		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
+		stopBroker = profileBroker(b, brokerPID, brokerProfile(""))
 		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch, TxnBatches: envInt("DITTO_BENCH_TXN_BATCHES", 0)})
+		stopBroker()
 		stopProfile()
 		c2, b2 := cpuTime(), procCPU(brokerPID)
 		refCPU, whCPU = refCPU+c1-c0, whCPU+c2-c1
@@ -357,6 +362,15 @@ func closeCPU(tb testing.TB, w *warehouse.Warehouse) time.Duration {
 // benchThreads is DuckDB's threads in the benchmark: DITTO_BENCH_THREADS, else what
 // analyzer ingest uses.
 func benchThreads() int { return envInt("DITTO_BENCH_THREADS", warehouse.IngestThreads) }
+
+// brokerProfile is the file for a CPU profile of the broker's process during the analyzer's part
+// (DITTO_BENCH_BROKER_CPUPROFILE), or with suffix ".ref" during the reference's; "" without it.
+func brokerProfile(suffix string) string {
+	if p := os.Getenv("DITTO_BENCH_BROKER_CPUPROFILE"); p != "" {
+		return p + suffix
+	}
+	return ""
+}
 
 // profileTo writes a CPU profile of the analyzer's part alone to path (none if path is empty).
 func profileTo(tb testing.TB, path string) (stop func()) {
