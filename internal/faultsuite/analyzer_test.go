@@ -38,10 +38,8 @@ func TestAnalyzerKilledMidIngest(t *testing.T) {
 	_, url := single(t, b, dir)
 	obs := connect(t, url)
 	db := filepath.Join(dir, "ditto.duckdb")
-	// Small batches and transactions of a few of them, so that the committed floor advances in
-	// steps small beside the stream (36,000 events) and each kill finds a backlog to grow.
 	analyzerArgs := []string{"ingest", "--nats-url", url, "--data-dir", dir, "--db", db, "--stats-every", "1s",
-		"--batch-size", "2000", "--txn-batches", "4"}
+		"--batch-size", "2000"}
 	analyzer := start(t, dir, "analyzer", b.analyzer, nil, analyzerArgs...)
 
 	const study, rate, dur = "fault-analyzer", 3000, 12 * time.Second

@@ -2,7 +2,6 @@ package warehouse_test
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -254,7 +253,6 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 func BenchmarkIngest(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
-	txnBatches := cmp.Or(envInt("DITTO_BENCH_TXN_BATCHES", 0), warehouse.DefaultTxnBatches)
 	bs, brokerPID := externalServerPID(b) // the broker in its own process, as in production
 	msgs := benchMsgs(b, n)[:n]
 	var raw int
@@ -266,7 +264,7 @@ func BenchmarkIngest(b *testing.B) {
 	// held by the benchmark, they were half the heap when ingestion started, and a heap twice
 	// its live size before the next collection (GOGC=100) let the analyzer's garbage pile up
 	// to about their size, which the heap growth then counted as the analyzer's.
-	storeCPU := storeOnly(b, msgs, batch, txnBatches)
+	storeCPU := storeOnly(b, msgs, batch)
 	msgs = nil
 	// A pass that reads every message once before anything is measured, so that the reference
 	// and the analyzer both start on a broker that has just delivered the stream. Without it the
@@ -286,7 +284,7 @@ func BenchmarkIngest(b *testing.B) {
 		c1, b1 := cpuTime(), procCPU(brokerPID)
 		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
 		stopBroker = profileBroker(b, brokerPID, brokerProfile(""))
-		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch, TxnBatches: txnBatches})
+		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch, TxnBatches: envInt("DITTO_BENCH_TXN_BATCHES", 0)})
 		stopBroker()
 		stopProfile()
 		c2, b2 := cpuTime(), procCPU(brokerPID)
@@ -321,17 +319,17 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(ceiling/refRate, "ceiling-ratio")
 	// The analyzer's share of what the ceiling allows: its rate over the ceiling's.
 	b.ReportMetric(whRate/ceiling, "of-ceiling")
-	fmt.Printf("ingest bench ceiling: DuckDB's part alone (load + watermark + commit of the same events in batches of %d, up to %d a transaction, decoded beforehand) costs %.1f µs CPU/event; with the reference's %.1f µs (client) + %.1f µs (broker), no analyzer storing in DuckDB can exceed %d cores / %.1f µs = %.0f events/s here, a ratio of %.2f to the reference\n",
-		batch, txnBatches, float64(storeCPU.Microseconds())/float64(n), perEvent(refCPU), perEvent(refBroker), cores, floor, ceiling, ceiling/refRate)
+	fmt.Printf("ingest bench ceiling: DuckDB's part alone (load + watermark + commit of the same events in batches of %d, decoded beforehand) costs %.1f µs CPU/event; with the reference's %.1f µs (client) + %.1f µs (broker), no analyzer storing in DuckDB can exceed %d cores / %.1f µs = %.0f events/s here, a ratio of %.2f to the reference\n",
+		batch, float64(storeCPU.Microseconds())/float64(n), perEvent(refCPU), perEvent(refBroker), cores, floor, ceiling, ceiling/refRate)
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("ingest bench (%s path, DuckDB threads %d, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f (%.2f of the ceiling); CPU per event: analyzer %.1f µs + broker %.1f µs, reference %.1f µs + broker %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB above the heap before ingestion (after a collection; the benchmark holds none of its messages then); peak RSS of the test process %.1f MiB; load average %s\n",
 		warehouse.LoadPath, benchThreads(), n, raw/n, batch, whRate, refRate, whRate/refRate, whRate/ceiling, perEvent(whCPU), perEvent(whBroker), perEvent(refCPU), perEvent(refBroker),
 		float64(fig.fileBytes)/float64(n), float64(fig.peakHeap)/(1<<20), float64(vmHWM())/(1<<20), strings.Fields(string(load) + " ?")[0])
 }
 
-// storeOnly stores msgs in a fresh database with DuckDB's part alone (no broker, no fold), in
-// the transactions the committer makes with a backlog, and returns its CPU time.
-func storeOnly(tb testing.TB, msgs []msg, batch, txnBatches int) time.Duration {
+// storeOnly stores msgs in a fresh database with DuckDB's part alone (no broker, no fold) and
+// returns its CPU time.
+func storeOnly(tb testing.TB, msgs []msg, batch int) time.Duration {
 	ctx := warehousetest.Context(tb, 10*time.Minute)
 	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(tb.TempDir(), "store.duckdb"),
 		Threads: benchThreads(), CheckpointThreshold: os.Getenv("DITTO_BENCH_CHECKPOINT")})
@@ -343,7 +341,7 @@ func storeOnly(tb testing.TB, msgs []msg, batch, txnBatches int) time.Duration {
 	for i, m := range msgs {
 		subjects[i], raws[i] = m.Subject, m.Data
 	}
-	cpu, err := warehouse.StoreOnlyForBench(ctx, w, subjects, raws, batch, txnBatches)
+	cpu, err := warehouse.StoreOnlyForBench(ctx, w, subjects, raws, batch)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -67,7 +66,6 @@ type txn struct {
 	ack      string  // the reply subject of the message whose ack acknowledges the rest
 	res      storeResult
 	messages int
-	bytes    int // the message bytes of its batches
 	redeliv  uint64
 	lag      uint64
 	gap      bool // the last batch had a hole: commit up to it and restart the consumer
@@ -167,7 +165,6 @@ func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 	}
 	t.next = next
 	t.messages += len(b.items)
-	t.bytes += b.bytes
 	t.lag = b.lag
 
 	seen := make(map[string]struct{}, len(accepted))
@@ -187,29 +184,21 @@ func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 
 // keepOpen reports whether the transaction waits for the next batch after b: while it holds
 // fewer than TxnBatches batches and there is a backlog, b having filled (by count or bytes) with
-// messages pending beyond it, while the broker may deliver a next batch beside the messages
-// the transaction holds unacknowledged (MaxAckPending), and while a next batch of MaxBatchBytes
-// keeps the transaction's message bytes within txnMaxBatches such batches (DuckDB holds its rows
-// in memory until COMMIT). Without a backlog each batch commits as soon as it is stored, so
-// latency at low rates is what it was; and after a failed transaction of several batches its
-// messages are stored one batch a transaction until the watermark passes them (aloneUntil).
+// messages pending beyond it, and while the broker may deliver a next batch beside the messages
+// the transaction holds unacknowledged (MaxAckPending). Without a backlog each batch commits as
+// soon as it is stored, so latency at low rates is what it was; and after a failed transaction
+// of several batches its messages are stored one batch a transaction until the watermark passes
+// them (aloneUntil).
 func (ing *ingester) keepOpen(b *batch) bool {
 	t := &ing.txn
 	full := len(b.items) >= ing.cfg.BatchSize || b.bytes >= ing.cfg.MaxBatchBytes
 	return t.batches < ing.cfg.TxnBatches && full && b.lag > 0 && t.wm >= ing.aloneUntil &&
-		t.messages+ing.cfg.BatchSize <= ing.cfg.MaxAckPending &&
-		t.bytes+ing.cfg.MaxBatchBytes <= txnMaxBatches*ing.cfg.MaxBatchBytes
+		t.messages+ing.cfg.BatchSize <= ing.cfg.MaxAckPending
 }
-
-// txnMaxBatches bounds a transaction's message bytes, in batches of MaxBatchBytes: the four
-// that bounded it when TxnBatches defaulted to 4. The default transaction, a row group of events
-// of a few hundred bytes, is well within it (35 MB of the benchmark's events against 128 MiB);
-// events of several kB fill batches by bytes, and their transactions end at four such batches.
-const txnMaxBatches = 4
 
 // storeBatch stores the accepted messages of one batch in the open transaction (it begins one
 // if none is open). Their part of the fold (the tracker) is taken; the run_folds rows are
-// written when the transaction ends, or at once when the transaction's rows reach their limit.
+// written when the transaction ends.
 func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 	t := &ing.txn
 	if !t.open {
@@ -224,9 +213,6 @@ func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 	res, err := ing.load(ctx, good, rejected, dups)
 	if err == nil {
 		err = ing.fold(ctx, &res)
-	}
-	if err == nil && ing.pending.full() {
-		err = ing.appendFolds(ing.pending.take())
 	}
 	t.res.add(res)
 	return err
@@ -800,22 +786,11 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 }
 
 // pendingFolds are the run_folds rows of the open transaction, appended when it ends with one
-// appender (DuckDB's append of a wide row costs per column and per flush as well as per row), or
-// once they pass limit rows, so that a transaction of many batches holds no more of them in Go
-// than one of a few (a row appended in the open transaction is refolded from DuckDB if a late
-// event of its attempt comes, as one of an earlier transaction is).
+// appender: DuckDB's append of a wide row costs per column and per flush as well as per row.
 type pendingFolds struct {
-	rows  []foldRow          // nil where a later fold of the attempt gave no row
-	at    map[attemptKey]int // the index of each attempt's row in rows
-	limit int                // rows held before they are appended (0: maxPendingFolds)
+	rows []foldRow          // nil where a later fold of the attempt gave no row
+	at   map[attemptKey]int // the index of each attempt's row in rows
 }
-
-// maxPendingFolds is pendingFolds' default limit: about the run_folds rows of four batches of
-// 10,000 events of the benchmark's runs (27 events a run), a few MB of Go heap.
-const maxPendingFolds = 1_500
-
-// full reports whether the rows held reached the limit.
-func (p *pendingFolds) full() bool { return len(p.rows) >= cmp.Or(p.limit, maxPendingFolds) }
 
 // put sets the attempt's row (nil: none), replacing one it folded earlier in the transaction.
 func (p *pendingFolds) put(k attemptKey, row foldRow) {

@@ -56,10 +56,10 @@ type IngestConfig struct {
 	// Durable names the JetStream durable consumer (default events.AnalyzerConsumer). One
 	// database file, one durable name: two analyzers with different files must not share a name.
 	Durable string
-	// BatchSize bounds the events of one fetched batch (default 10,240): the unit the fetcher
+	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher
 	// decodes and hands the committer, two at most in flight.
 	BatchSize int
-	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 12). With a
+	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4). With a
 	// backlog (a batch that filled, messages pending beyond it) the committer keeps the
 	// transaction open after storing a batch and stores the next one in it, up to this many,
 	// then commits and acknowledges them all; each batch's messages and record are let go once
@@ -67,8 +67,7 @@ type IngestConfig struct {
 	// backlog each batch commits alone as soon as it is stored, and an open transaction commits
 	// when no next batch comes within BatchWait. A transaction costs DuckDB a fixed part whatever
 	// its size (the COMMIT, and its run_folds rows above all: a few hundred rows of 49 columns),
-	// which larger transactions share; and one of a whole row group is written once, compressed,
-	// instead of through the WAL and a checkpoint (see the defaults). 1 commits every batch alone.
+	// which larger transactions share. 1 commits every batch alone.
 	TxnBatches int
 	// BatchWait bounds how long a batch fills before it is committed anyway (default 500ms).
 	BatchWait time.Duration
@@ -98,18 +97,12 @@ type IngestConfig struct {
 	Hooks *Hooks
 }
 
-// Defaults. DefaultTxnBatches full batches of DefaultBatchSize events are one DuckDB row group
-// (122,880 rows): a transaction that appends at least a row group to a table has DuckDB write
-// its rows to the data file, compressed, at COMMIT (its optimistic write) and log only where
-// they are, where a smaller one writes them to the WAL, merges them into the table's rows in
-// memory, and leaves them to a checkpoint to compress and write again. Exactly a row group, not
-// more: a transaction's rows past its last full row group are written as a small row group of
-// their own, which checkpoints then merge with its neighbours, rewriting them.
+// Defaults.
 const (
-	DefaultBatchSize     = 10_240
+	DefaultBatchSize     = 10_000
 	DefaultBatchWait     = 500 * time.Millisecond
 	DefaultMaxBatchBytes = 32 << 20
-	DefaultTxnBatches    = 12
+	DefaultTxnBatches    = 4
 	DefaultAckWait       = 60 * time.Second
 	DefaultMaxOpenEvents = 50_000
 	DefaultStallTimeout  = 15 * time.Second

@@ -11,9 +11,7 @@
 // and only then acknowledges it, by reply subject. With a backlog (a batch that filled, messages
 // pending beyond it) the transaction stays open for the next batches, up to
 // IngestConfig.TxnBatches, and commits them together: DuckDB's cost per transaction is shared,
-// a transaction of the default twelve batches of 10,240 events is one DuckDB row group, which
-// DuckDB writes to the data file at COMMIT rather than through the WAL and a checkpoint, and
-// each batch's messages and record are let go as soon as it is stored. Memory is bounded
+// and each batch's messages and record are let go as soon as it is stored. Memory is bounded
 // whatever the backlog: the client buffers at most a pull of 2,000 messages, at most two batches
 // exist at once (the one being gathered, and the one being stored), and the broker delivers at
 // most MaxAckPending unacknowledged messages.

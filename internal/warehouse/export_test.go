@@ -68,13 +68,10 @@ func FoldForBench(h []events.Envelope) int {
 }
 
 // StoreOnlyForBench measures DuckDB's part alone: it decodes the messages and builds their
-// Arrow records first, then stores them in w in transactions of up to txnBatches batches of
-// batch events (0: DefaultTxnBatches), as the committer does with a backlog (a load a batch,
-// the watermark, commit, without the fold), and returns the process CPU time of the storing.
-func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, batch, txnBatches int) (time.Duration, error) {
-	if txnBatches == 0 {
-		txnBatches = DefaultTxnBatches
-	}
+// Arrow records first, then stores them in w in transactions of batch events (load, watermark,
+// commit, as the committer does, without the fold) and returns the process CPU time of the
+// storing.
+func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raws [][]byte, batch int) (time.Duration, error) {
 	var recs []*builtRecord
 	defer func() {
 		for _, r := range recs {
@@ -97,19 +94,14 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 	}
 	defer conn.Close()
 	cpu0 := cpuNow()
-	for off := 0; off < len(recs); off += txnBatches {
-		txn := recs[off:min(off+txnBatches, len(recs))]
+	for i, r := range recs {
 		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 			return 0, err
 		}
-		stored := 0
-		for _, r := range txn {
-			if err := loadEvents(ctx, conn, r.rec); err != nil {
-				return 0, err
-			}
-			stored += len(r.items)
+		if err := loadEvents(ctx, conn, r.rec); err != nil {
+			return 0, err
 		}
-		if err := setWatermark(ctx, conn, "bench", uint64(off+len(txn)), stored, 0, 0); err != nil {
+		if err := setWatermark(ctx, conn, "bench", uint64(i+1), len(r.items), 0, 0); err != nil {
 			return 0, err
 		}
 		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {

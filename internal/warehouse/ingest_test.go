@@ -18,10 +18,9 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// small makes batches small so that tests cross many batch boundaries, and transactions of a few
-// of them so that they cross many transaction boundaries.
+// small makes batches small so that tests cross many batch boundaries.
 func small() warehouse.IngestConfig {
-	return warehouse.IngestConfig{BatchSize: 37, TxnBatches: 4, BatchWait: 20 * time.Millisecond, AckWait: time.Second}
+	return warehouse.IngestConfig{BatchSize: 37, BatchWait: 20 * time.Millisecond, AckWait: time.Second}
 }
 
 func testMsgs(t testing.TB) []msg {

@@ -154,10 +154,9 @@ func TestBatchesOneOpenTransaction(t *testing.T) {
 }
 
 // TestLateEventInOpenTransaction: an event of an attempt that finished in an earlier batch of
-// the same open transaction (its run_folds row pending, not appended yet; or appended already,
-// the transaction's rows having reached their limit) refolds it from the events stored, as a
-// late event of an attempt folded by an earlier transaction does: run_folds ends as it does
-// when every event comes in one batch.
+// the same open transaction (its run_folds row pending, not appended yet) refolds it from the
+// events stored, as a late event of an attempt folded by an earlier transaction does: run_folds
+// ends as it does when every event comes in one batch.
 func TestLateEventInOpenTransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -165,7 +164,7 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	// The first run's second event arrives last, after its run.finished, in the last batch.
 	late := slices.Clone(lines[1])
 	lines = append(slices.Delete(slices.Clone(lines), 1, 2), late)
-	store := func(size, pendingLimit int) []string {
+	store := func(size int) []string {
 		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "l.duckdb")})
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +176,6 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 		}
 		cfg := IngestConfig{BatchSize: size, TxnBatches: len(lines)}.withDefaults()
 		ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-		ing.pending.limit = pendingLimit
 		defer func() { _ = ing.conn.Close() }()
 		var wm uint64
 		for off := 0; off < len(lines); off += size {
@@ -222,13 +220,10 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 		}
 		return out
 	}
-	want := store(len(lines), 0)
-	for _, limit := range []int{0, 1} {
-		got := store(20, limit)
-		if len(want) == 0 || !slices.Equal(got, want) {
-			t.Errorf("run_folds with the late event in a later batch of the transaction, pending rows appended past %d (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s",
-				limit, len(got), first(got), len(want), first(want))
-		}
+	want := store(len(lines))
+	got := store(20)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("run_folds with the late event in a later batch of the transaction (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
 	}
 }
 
@@ -237,31 +232,4 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
-}
-
-// TestTransactionBytesBounded: with a backlog a transaction stays open for the next batch up to
-// TxnBatches batches, but no further than its message bytes leave room for a next batch of
-// MaxBatchBytes within four such batches: events of several kB fill batches by bytes, and a
-// transaction of TxnBatches of them would hold that many batches' rows in DuckDB's memory.
-func TestTransactionBytesBounded(t *testing.T) {
-	cfg := IngestConfig{BatchSize: 10, TxnBatches: 12, MaxBatchBytes: 1_000}.withDefaults()
-	for _, tt := range []struct {
-		bytes, want int // a batch's bytes; the batches of a transaction
-	}{
-		{100, 12},  // filled by count: TxnBatches
-		{1_000, 4}, // filled by bytes: four
-	} {
-		ing := &ingester{cfg: cfg}
-		b := &batch{items: make([]*item, cfg.BatchSize), bytes: tt.bytes, lag: 1}
-		n := 1
-		for ; ; n++ {
-			ing.txn.batches, ing.txn.messages, ing.txn.bytes = n, n*len(b.items), n*b.bytes
-			if !ing.keepOpen(b) {
-				break
-			}
-		}
-		if n != tt.want {
-			t.Errorf("batches of %d bytes (MaxBatchBytes %d): a transaction of %d batches, want %d", tt.bytes, cfg.MaxBatchBytes, n, tt.want)
-		}
-	}
 }

@@ -130,7 +130,7 @@ func BenchmarkStore(b *testing.B) {
 		}
 		store += cpu + closeCPU(b, w)
 		w = open()
-		cpu, err = warehouse.StoreOnlyForBench(context.Background(), w, subjects, raws, batch, envInt("DITTO_BENCH_TXN_BATCHES", 0))
+		cpu, err = warehouse.StoreOnlyForBench(context.Background(), w, subjects, raws, batch)
 		if err != nil {
 			b.Fatal(err)
 		}

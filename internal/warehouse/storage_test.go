@@ -64,37 +64,3 @@ func benchSubjectsRaws(t *testing.T, n int) (subjects []string, raws [][]byte) {
 	}
 	return subjects, raws
 }
-
-// TestBacklogTransactionIsARowGroup: with a backlog, the committer's transaction of the default
-// TxnBatches batches of the default BatchSize is exactly one DuckDB row group of events, which
-// DuckDB then writes to the data file at COMMIT (persistent, no checkpoint needed) instead of
-// through the WAL. A transaction of another size leaves its rows in memory until a checkpoint.
-func TestBacklogTransactionIsARowGroup(t *testing.T) {
-	const rowGroup = 122_880 // DuckDB's rows a row group
-	n := warehouse.DefaultTxnBatches * warehouse.DefaultBatchSize
-	if n != rowGroup {
-		t.Fatalf("DefaultTxnBatches × DefaultBatchSize = %d events, want a row group (%d)", n, rowGroup)
-	}
-	subjects, raws := benchSubjectsRaws(t, n)
-	ctx := warehousetest.Context(t, 5*time.Minute)
-	// No checkpoint before the check: whatever is persistent then was written at COMMIT.
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1GB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	if _, err := warehouse.StoreForBench(ctx, w, subjects, raws, warehouse.DefaultBatchSize, 0); err != nil {
-		t.Fatal(err)
-	}
-	var groups, rows int
-	var persistent bool
-	err = w.DB().QueryRow(`SELECT count(DISTINCT row_group_id), bool_and(persistent), (SELECT count(*) FROM events)
-		FROM pragma_storage_info('events')`).Scan(&groups, &persistent, &rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if groups != 1 || rows != n || !persistent {
-		t.Errorf("events after one transaction of %d: %d rows in %d row groups, all persistent %v; want %d in 1 written at COMMIT",
-			n, rows, groups, persistent, n)
-	}
-}
