@@ -43,7 +43,8 @@ func (b *Bus) EnsureIngestConsumer(ctx context.Context, c IngestConsumer, after 
 		info := cons.CachedInfo()
 		if !force && info.AckFloor.Stream == after && info.NumAckPending == 0 && info.Delivered.Stream == after &&
 			info.Config.AckPolicy == want.AckPolicy && info.Config.MaxAckPending == want.MaxAckPending &&
-			info.Config.AckWait == want.AckWait && info.Config.FilterSubject == want.FilterSubject {
+			info.Config.AckWait == want.AckWait && info.Config.FilterSubject == want.FilterSubject &&
+			info.Config.MemoryStorage == want.MemoryStorage {
 			return cons, nil
 		}
 		if err := b.DeleteConsumer(ctx, c.Stream, c.Durable); err != nil {

@@ -73,6 +73,14 @@ func IngestConsumerConfig(c IngestConsumer, start uint64) jetstream.ConsumerConf
 		MaxAckPending: c.MaxAckPending,
 		FilterSubject: events.EventsSubject,
 		ReplayPolicy:  jetstream.ReplayInstantPolicy,
+		// The consumer's state (delivered, acknowledged, pending) in the broker's memory: the
+		// reader keeps its position itself and makes the consumer again from it whenever the
+		// consumer does not agree with it, or is gone (a broker restarted). On file, the
+		// broker wrote that state to disk again and again, encoding every pending message
+		// each time (its consumer store's flush loop, up to MaxAckPending of them): about a
+		// tenth of its CPU while delivering to the analyzer in BenchmarkIngest, for a
+		// position nobody reads.
+		MemoryStorage: true,
 	}
 	if start <= 1 {
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy

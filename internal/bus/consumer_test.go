@@ -107,3 +107,28 @@ func TestEnsureIngestConsumer(t *testing.T) {
 		t.Errorf("ConsumerInfo(deleted) = %v, want ErrConsumerNotFound", err)
 	}
 }
+
+// The ingest consumer keeps its state in the broker's memory, and one left on file by an
+// earlier version (at the same position) is made again.
+func TestIngestConsumerStateInMemory(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	spec := bus.IngestConsumer{Durable: "reader", AckWait: time.Minute, MaxAckPending: 100}
+	old := bus.IngestConsumerConfig(spec, 1)
+	old.MemoryStorage = false
+	prev, err := bustest.JetStream(t, b).CreateConsumer(ctx, events.EventsStream, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.EnsureIngestConsumer(ctx, spec, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := c.CachedInfo()
+	if !info.Config.MemoryStorage {
+		t.Error("the ingest consumer keeps its state on file, want memory")
+	}
+	if info.Created.Equal(prev.CachedInfo().Created) {
+		t.Error("a consumer with its state on file was kept, want it made again")
+	}
+}

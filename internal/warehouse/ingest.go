@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -200,13 +201,16 @@ func (ing *ingester) session(ctx context.Context) error {
 	ing.forceReset = false
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// fetch and decode → commit, two goroutines and an unbuffered hand-over: at most two
-	// batches exist at once (the one the fetcher gathers and decodes, the one committed),
-	// whatever the backlog. The fetcher decodes a batch in chunks while it gathers the rest,
-	// so that a batch waits for the committer decoded, not raw as well as decoded: with a
-	// decoding stage of its own between them (three batches), the fetcher held a third
-	// batch of raw messages while the decoded one waited.
-	batches := make(chan *batch)
+	// fetch and decode → commit, two goroutines and a hand-over of one batch: at most three
+	// batches exist at once (the one the fetcher gathers and decodes, one decoded waiting for
+	// the committer, the one committed), whatever the backlog. The waiting one lets the
+	// fetcher go on gathering while the committer is in a COMMIT (60–110 ms for a transaction
+	// of 40,000 events, longer than a batch takes to arrive): with an unbuffered hand-over the
+	// fetcher stopped there, and the broker with it, for 20–60 ms a transaction
+	// (DITTO_WAREHOUSE_TRACE's handover=), and BenchmarkIngest's rate was about a tenth lower
+	// (docs/benchmarks.md). The fetcher decodes a batch in chunks while it gathers the rest, so
+	// that a batch waits for the committer decoded, not raw as well as decoded.
+	batches := make(chan *batch, 1)
 	fetchErr := make(chan error, 1)
 	go func() {
 		defer close(batches)
@@ -218,7 +222,10 @@ func (ing *ingester) session(ctx context.Context) error {
 		for b := range batches {
 			b.release()
 		}
-		if ferr := <-fetchErr; err == nil && ferr != nil && sctx.Err() == nil {
+		// The fetcher's own error (it returns nil when sctx ends): cancel above has ended sctx
+		// by now, so sctx cannot tell the two apart. Checking it here dropped every fetch error
+		// (the session then ended as if nothing had failed: no restart counted, no back-off).
+		if ferr := <-fetchErr; err == nil && ferr != nil {
 			err = ferr
 		}
 		return err
@@ -502,12 +509,17 @@ func (g *gatherer) add(msg jetstream.Msg) {
 
 // fail is the client's error callback. The errors after which the iterator of messages this
 // replaces ended the session end it here too: missed heartbeats (a lost connection the client
-// has not noticed), a deleted consumer, a refused pull, a closed connection. The others
-// (a request that expired, a new consumer leader) the client handles itself by pulling again.
+// has not noticed), a deleted consumer, a refused pull, a closed connection. So does a pull
+// nobody answers (no responders): the consumer is gone, as it is after the broker restarted,
+// since it keeps its state in the broker's memory (bus.IngestConsumerConfig); the next session
+// makes it again from the watermark at once, where the missed heartbeats came 30 s later. The
+// others (a request that expired, a new consumer leader) the client handles itself by pulling
+// again.
 func (g *gatherer) fail(_ jetstream.ConsumeContext, err error) {
 	switch {
 	case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrConsumerDeleted),
-		errors.Is(err, jetstream.ErrBadRequest), errors.Is(err, jetstream.ErrConnectionClosed):
+		errors.Is(err, jetstream.ErrBadRequest), errors.Is(err, jetstream.ErrConnectionClosed),
+		errors.Is(err, nats.ErrNoResponders):
 		select {
 		case g.errs <- err:
 		default:
