@@ -3,7 +3,6 @@
 package warehouse
 
 import (
-	"bytes"
 	"context"
 	"database/sql/driver"
 	"fmt"
@@ -15,9 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
-	"github.com/dittolab/ditto/events"
-	"github.com/dittolab/ditto/internal/samples"
-	"github.com/duckdb/duckdb-go/v2"
 )
 
 // TestLeakProbe measures, opt-in (DITTO_LEAK_PROBE=insert, view, export, commit or query), how
@@ -52,16 +48,8 @@ func TestLeakProbe(t *testing.T) {
 	}
 	defer w.Close()
 	var items []*item
-	for i, line := range bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")) {
-		e, err := events.Decode(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subj, err := events.SubjectOf(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it := &item{subject: subj, raw: line, streamSeq: uint64(i + 1)}
+	for i, sm := range sampleLines(t) {
+		it := &item{subject: sm.subject, raw: sm.line, streamSeq: uint64(i + 1)}
 		decodeItem(it)
 		if it.rej == nil {
 			items = append(items, it)
@@ -101,26 +89,11 @@ func TestLeakProbe(t *testing.T) {
 			_, err := conn.ExecContext(ctx, "COMMIT")
 			return err
 		case "view":
-			rec := asJSONPayload(br.rec)
-			defer rec.Release()
-			return conn.Raw(func(dc any) error {
-				a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-				if err != nil {
-					return err
+			return withBatchView(conn, br.rec, func(dc any) error {
+				if os.Getenv("DITTO_LEAK_DROP") == "" {
+					return nil
 				}
-				rdr, err := array.NewRecordReader(eventsViewSchema, []arrow.RecordBatch{rec})
-				if err != nil {
-					return err
-				}
-				defer rdr.Release()
-				release, err := a.RegisterView(rdr, "ingest_batch")
-				if err != nil {
-					return err
-				}
-				release()
-				if os.Getenv("DITTO_LEAK_DROP") != "" {
-					_, err = dc.(driver.ExecerContext).ExecContext(ctx, "DROP VIEW IF EXISTS ingest_batch", nil)
-				}
+				_, err := dc.(driver.ExecerContext).ExecContext(ctx, "DROP VIEW IF EXISTS ingest_batch", nil)
 				return err
 			})
 		case "export":

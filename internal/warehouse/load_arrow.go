@@ -23,6 +23,15 @@ const LoadPath = "arrow"
 // loadEvents stores a record batch of events through a registered Arrow view. The view's
 // release function frees the exported C stream once the INSERT has scanned it.
 func loadEvents(ctx context.Context, conn *sql.Conn, rec arrow.RecordBatch) error {
+	return withBatchView(conn, rec, func(dc any) error {
+		_, err := dc.(driver.ExecerContext).ExecContext(ctx, queries.IngestEvents.SQL, nil)
+		return err
+	})
+}
+
+// withBatchView registers rec as the Arrow view ingest_batch on conn, runs use with the
+// driver's connection, and releases the view's stream.
+func withBatchView(conn *sql.Conn, rec arrow.RecordBatch, use func(dc any) error) error {
 	rec = asJSONPayload(rec)
 	defer rec.Release()
 	return conn.Raw(func(dc any) error {
@@ -40,8 +49,7 @@ func loadEvents(ctx context.Context, conn *sql.Conn, rec arrow.RecordBatch) erro
 			return fmt.Errorf("register arrow view: %w", err)
 		}
 		defer release()
-		_, err = dc.(driver.ExecerContext).ExecContext(ctx, queries.IngestEvents.SQL, nil)
-		return err
+		return use(dc)
 	})
 }
 

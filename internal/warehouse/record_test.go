@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"sync/atomic"
@@ -9,9 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/samples"
 )
 
 // countingAllocator is a checked allocator that also counts its allocations.
@@ -40,21 +37,13 @@ func TestRecordsAreReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n"))
-	for i, line := range lines {
-		e, err := events.Decode(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subj, err := events.SubjectOf(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Publish(ctx, subj, e.ID, line); err != nil {
+	lines := sampleLines(t)
+	for i, sm := range lines {
+		if err := p.Publish(ctx, sm.subject, sm.id, sm.line); err != nil {
 			t.Fatal(err)
 		}
 		if i == len(lines)/2 {
-			if err := p.Publish(ctx, subj, "not-an-event", []byte("{not json")); err != nil {
+			if err := p.Publish(ctx, sm.subject, "not-an-event", []byte("{not json")); err != nil {
 				t.Fatal(err)
 			}
 		}
