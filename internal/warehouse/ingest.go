@@ -446,12 +446,11 @@ type gatherer struct {
 	b      *batch        // the batch being gathered; nil while the fetcher has none open
 	dec    *chunkDecoder // b's decoder
 	first  time.Time     // when b's first message was delivered
-	closed bool          // the fetcher returned: the callback adds nothing more
 
 	opened chan struct{} // a batch was opened (for a callback waiting for one)
 	kick   chan struct{} // b got its first message, or is full (for the fetcher)
 	errs   chan error    // the first error that ends the session
-	done   chan struct{} // closed when the fetcher returns
+	done   chan struct{} // closed when the fetcher returns: the callback adds nothing more
 }
 
 func newGatherer(cfg IngestConfig, delivered *atomic.Int64) *gatherer {
@@ -473,10 +472,6 @@ func (g *gatherer) add(msg jetstream.Msg) {
 	g.delivered.Store(now.UnixNano())
 	g.mu.Lock()
 	for g.b == nil || g.full() {
-		if g.closed {
-			g.mu.Unlock()
-			return
-		}
 		g.mu.Unlock()
 		select {
 		case <-g.opened:
@@ -485,10 +480,7 @@ func (g *gatherer) add(msg jetstream.Msg) {
 		}
 		g.mu.Lock()
 	}
-	if g.closed {
-		g.mu.Unlock()
-		return
-	}
+	// close empties g.b under g.mu before it closes done, so an open batch here is not closed.
 	b := g.b
 	if len(b.items) == 0 {
 		b.items = make([]*item, 0, g.batchSize)
@@ -570,7 +562,6 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 // waiting for a batch returns. It waits for the decoding of the batch left open.
 func (g *gatherer) close() {
 	g.mu.Lock()
-	g.closed = true
 	dec := g.dec
 	g.b, g.dec = nil, nil
 	g.mu.Unlock()
