@@ -442,10 +442,10 @@ type gatherer struct {
 	wait                time.Duration // BatchWait
 	delivered           *atomic.Int64 // the ingester's last delivery (Unix nanoseconds)
 
-	mu     sync.Mutex
-	b      *batch        // the batch being gathered; nil while the fetcher has none open
-	dec    *chunkDecoder // b's decoder
-	first  time.Time     // when b's first message was delivered
+	mu    sync.Mutex
+	b     *batch        // the batch being gathered; nil while the fetcher has none open
+	dec   *chunkDecoder // b's decoder
+	first time.Time     // when b's first message was delivered
 
 	opened chan struct{} // a batch was opened (for a callback waiting for one)
 	kick   chan struct{} // b got its first message, or is full (for the fetcher)
