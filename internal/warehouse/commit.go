@@ -202,6 +202,9 @@ func (ing *ingester) keepOpen(b *batch) bool {
 func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 	t := &ing.txn
 	if !t.open {
+		if err := ing.ensureLoader(); err != nil {
+			return err
+		}
 		if _, err := ing.conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 			return err
 		}
@@ -479,6 +482,9 @@ func (r *storeResult) add(o storeResult) {
 // id repeats within the batch.
 func (ing *ingester) store(ctx context.Context, good, rejected []*item, wm uint64, inBatchDups uint64) (res storeResult, err error) {
 	conn := ing.conn
+	if err := ing.ensureLoader(); err != nil {
+		return res, err
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 		return res, err
 	}
@@ -607,6 +613,30 @@ func (ing *ingester) fold(ctx context.Context, res *storeResult) error {
 	return nil
 }
 
+// ensureLoader gives the ingester's connection its event loader, before a transaction begins
+// (the loader registers its view outside one). A replaced connection gets a new loader; the old
+// one's stream is released, its connection being closed.
+func (ing *ingester) ensureLoader() error {
+	if ing.loader != nil && ing.loader.conn == ing.conn {
+		return nil
+	}
+	ing.closeLoader()
+	l, err := newEventLoader(ing.conn)
+	if err != nil {
+		return err
+	}
+	ing.loader = l
+	return nil
+}
+
+// closeLoader releases the event loader's stream, if any.
+func (ing *ingester) closeLoader() {
+	if ing.loader != nil {
+		ing.loader.close()
+		ing.loader = nil
+	}
+}
+
 // setWatermark advances stream's watermark to wm and adds to its counters, inside the open
 // transaction: an UPDATE of its row, or the row's INSERT when the stream has none yet.
 func setWatermark(ctx context.Context, conn *sql.Conn, stream string, wm uint64, stored, rejected int, dups uint64) error {
@@ -631,7 +661,7 @@ func (ing *ingester) loadGood(ctx context.Context, good []*item) error {
 			if br.rec.NumRows() == 0 {
 				continue
 			}
-			if err := loadEvents(ctx, ing.conn, br.rec); err != nil {
+			if err := ing.loader.load(ctx, br.rec); err != nil {
 				return err
 			}
 		}
@@ -639,7 +669,7 @@ func (ing *ingester) loadGood(ctx context.Context, good []*item) error {
 	}
 	br := buildFor(good)
 	defer br.release()
-	return loadEvents(ctx, ing.conn, br.rec)
+	return ing.loader.load(ctx, br.rec)
 }
 
 // sameItems reports whether the records hold exactly items, in order.

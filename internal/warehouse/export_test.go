@@ -94,11 +94,16 @@ func StoreOnlyForBench(ctx context.Context, w *Warehouse, subjects []string, raw
 	}
 	defer conn.Close()
 	cpu0 := cpuNow()
+	loader, err := newEventLoader(conn)
+	if err != nil {
+		return 0, err
+	}
+	defer loader.close()
 	for i, r := range recs {
 		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 			return 0, err
 		}
-		if err := loadEvents(ctx, conn, r.rec); err != nil {
+		if err := loader.load(ctx, r.rec); err != nil {
 			return 0, err
 		}
 		if err := setWatermark(ctx, conn, "bench", uint64(i+1), len(r.items), 0, 0); err != nil {
@@ -140,7 +145,10 @@ func StoreForBench(ctx context.Context, w *Warehouse, subjects []string, raws []
 	}
 	cfg := IngestConfig{BatchSize: size, TxnBatches: txnBatches}.withDefaults()
 	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-	defer func() { _ = ing.conn.Close() }()
+	defer func() {
+		_ = ing.conn.Close()
+		ing.closeLoader()
+	}()
 	cpu0 := cpuNow()
 	var wm uint64
 	for _, b := range batches {

@@ -68,7 +68,10 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	}
 	ing := &ingester{w: w, bus: b, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
 		untilCaughtUp: untilCaughtUp}
-	defer func() { _ = ing.conn.Close() }()
+	defer func() {
+		_ = ing.conn.Close()
+		ing.closeLoader()
+	}()
 	backoff := 100 * time.Millisecond
 	commitFailures, okAtFailure := 0, -1
 	for {
@@ -133,6 +136,7 @@ type ingester struct {
 	bus           *bus.Bus
 	cfg           IngestConfig
 	conn          *sql.Conn
+	loader        *eventLoader // stores the events' records on conn (ensureLoader)
 	tracker       *tracker
 	folded        foldedFilter // the attempts with a run_folds row
 	untilCaughtUp bool

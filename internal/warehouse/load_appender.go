@@ -21,10 +21,19 @@ const LoadPath = "appender"
 
 var _ = queries.IngestEvents // the Arrow build runs it; the appender writes the same columns
 
-// loadEvents stores a record batch of events row by row through DuckDB's appender, inside the
-// connection's open transaction.
-func loadEvents(_ context.Context, conn *sql.Conn, rec arrow.RecordBatch) error {
-	return conn.Raw(func(dc any) error {
+// eventLoader stores record batches of events on one connection, row by row through DuckDB's
+// appender (the Arrow build registers a view instead).
+type eventLoader struct {
+	conn *sql.Conn
+}
+
+func newEventLoader(conn *sql.Conn) (*eventLoader, error) { return &eventLoader{conn: conn}, nil }
+
+func (l *eventLoader) close() {}
+
+// load stores rec inside the connection's open transaction.
+func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
+	return l.conn.Raw(func(dc any) error {
 		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "events")
 		if err != nil {
 			return err

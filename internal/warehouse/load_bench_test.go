@@ -92,6 +92,9 @@ func BenchmarkLoad(b *testing.B) {
 					b.Fatal(err)
 				}
 				ing := &ingester{w: w, conn: conn, maxIDKnown: true, maxID: "\xff"} // force the anti-join
+				if err := ing.ensureLoader(); err != nil {
+					b.Fatal(err)
+				}
 				start, cpu0 := time.Now(), cpuNow()
 				for off := 0; off < n; off += batch {
 					part := items[off : off+batch]
@@ -104,7 +107,7 @@ func BenchmarkLoad(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					if err := loadEvents(ctx, conn, rec); err != nil {
+					if err := ing.loader.load(ctx, rec); err != nil {
 						b.Fatal(err)
 					}
 					if err := setWatermark(ctx, conn, "S", uint64(off+batch), batch, 0, 0); err != nil {
@@ -118,6 +121,7 @@ func BenchmarkLoad(b *testing.B) {
 				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
 				b.ReportMetric(float64((cpuNow()-cpu0).Microseconds())/float64(n), "cpu-µs/row")
 				conn.Close()
+				ing.closeLoader()
 				w.Close()
 			}
 		})
