@@ -79,6 +79,7 @@ var (
 // Ingester statements.
 var (
 	IngestEvents          = load("ingest_events", Ingest)
+	IngestFolds           = load("ingest_folds", Ingest)
 	IngestExistingIDs     = load("ingest_existing_ids", Ingest)
 	IngestMaxID           = load("ingest_max_id", Ingest)
 	IngestRejected        = load("ingest_rejected", Ingest)
@@ -155,7 +156,7 @@ func Schema() []Statement {
 // All returns every embedded statement.
 func All() []Statement {
 	return append(Schema(),
-		IngestEvents, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
+		IngestEvents, IngestFolds, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
 		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,

@@ -3,7 +3,6 @@ package warehouse
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -568,7 +567,7 @@ func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, re
 	tr := newTrace()
 	defer tr.print(int(res.stored))
 	if rows := ing.pending.take(); len(rows) > 0 {
-		if err := ing.appendFolds(rows); err != nil {
+		if err := ing.appendFolds(ctx, rows); err != nil {
 			return fmt.Errorf("fold: %w", err)
 		}
 	}
@@ -924,22 +923,13 @@ func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[
 	return out, rows.Err()
 }
 
-// appendFolds appends run_folds rows (to the table run_fold_rows) with DuckDB's appender,
-// inside the open transaction.
-func (ing *ingester) appendFolds(rows []foldRow) error {
-	return ing.conn.Raw(func(dc any) error {
-		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_fold_rows")
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if err := app.AppendRow(r...); err != nil {
-				_ = app.Close()
-				return err
-			}
-		}
-		return app.Close()
-	})
+// appendFolds stores run_folds rows (in the table run_fold_rows) inside the open transaction,
+// through the connection's event loader, which the transaction's first batch ensured.
+func (ing *ingester) appendFolds(ctx context.Context, rows []foldRow) error {
+	if ing.loader == nil || ing.loader.conn != ing.conn {
+		return errors.New("no event loader on the transaction's connection")
+	}
+	return ing.loader.loadFolds(ctx, rows)
 }
 
 // sortItems splits items into the ones to store, the rejected ones and a count of the

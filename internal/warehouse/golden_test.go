@@ -14,9 +14,10 @@ import (
 )
 
 // ingestCases give each ingester statement parameters for the golden test. Statements that
-// need the Arrow view ingest_batch get a temporary table of that name instead.
+// need the Arrow views ingest_batch and ingest_folds get temporary tables of those names instead.
 var ingestCases = map[string][]any{
 	"ingest_events":           nil,
+	"ingest_folds":            nil,
 	"ingest_max_id":           nil,
 	"ingest_existing_ids":     {"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}},
 	"ingest_rejected":         {int64(999), "ditto.events.a.b.c", "m1", []byte("x"), "bad", "malformed"},
@@ -84,6 +85,13 @@ func runRolledBack(t *testing.T, db *sql.DB, s queries.Statement, args []any) st
 		if _, err := tx.Exec(`CREATE TEMP TABLE ingest_batch AS
 			SELECT 1000 + stream_seq AS stream_seq, 'copy-' || id AS id, * EXCLUDE (stream_seq, id)
 			FROM events WHERE run = 'b-0'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Name == "ingest_folds" {
+		// What the Arrow view holds in production: rows with the columns of run_fold_rows.
+		if _, err := tx.Exec(`CREATE TEMP TABLE ingest_folds AS
+			SELECT 'copy-' || run AS run, * EXCLUDE (run) FROM run_fold_rows WHERE run = 'b-0'`); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,6 +31,24 @@ func newEventLoader(conn *sql.Conn) (*eventLoader, error) { return &eventLoader{
 
 func (l *eventLoader) close() {}
 
+// loadFolds appends run_folds rows to the table run_fold_rows with DuckDB's appender, inside
+// the connection's open transaction.
+func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
+	return l.conn.Raw(func(dc any) error {
+		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_fold_rows")
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := app.AppendRow(r...); err != nil {
+				_ = app.Close()
+				return err
+			}
+		}
+		return app.Close()
+	})
+}
+
 // load stores rec inside the connection's open transaction.
 func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
 	return l.conn.Raw(func(dc any) error {

@@ -22,37 +22,39 @@ import (
 // registered Arrow view scanned by INSERT … SELECT) or "appender".
 const LoadPath = "arrow"
 
-// eventLoader stores record batches of events on one connection through the Arrow view
-// ingest_batch, which it registers once, over a record reader it re-arms for every batch
-// (batchFeed). Registering a view per batch cost C memory each time: DuckDB's
-// duckdb_arrow_scan takes the stream's schema (get_schema) and never releases it
-// (duckdb/duckdb#16050), about 12 KB a batch (TestLeakProbe). The view's scans take the schema
-// through DuckDB's stream factory, which releases it, so one registration leaks once.
+// eventLoader stores record batches of events, and run_folds rows, on one connection through
+// two Arrow views, ingest_batch and ingest_folds, each registered once, over a record reader
+// it re-arms for every batch (batchFeed), and scanned by an INSERT prepared once. Registering a
+// view per batch cost C memory each time: DuckDB's duckdb_arrow_scan takes the stream's schema
+// (get_schema) and never releases it (duckdb/duckdb#16050), and every bind of a statement that
+// scans the view takes it again and drops the root's release, about 12-16 KB a batch
+// (TestLeakProbe). A statement prepared once is bound once.
 //
-// newEventLoader must run outside a transaction, so that the view is committed: a view
-// registered in a transaction that rolls back would leave ingest_batch naming an earlier stream.
+// newEventLoader must run outside a transaction, so that the views are committed: a view
+// registered in a transaction that rolls back would leave its name on an earlier stream.
 type eventLoader struct {
-	conn    *sql.Conn
-	feed    *batchFeed
-	insert  driver.Stmt // queries.IngestEvents, prepared once: bound once
-	release func()      // the exported C stream's, after the connection's last scan
+	conn   *sql.Conn
+	events *arrowView
+	folds  *arrowView
 }
 
-// newEventLoader registers the view ingest_batch on conn, outside any transaction.
+// newEventLoader registers the views ingest_batch and ingest_folds on conn, outside any
+// transaction.
 func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
-	l := &eventLoader{conn: conn, feed: &batchFeed{}}
-	l.feed.refs.Store(1)
-	err := conn.Raw(func(dc any) error {
-		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-		if err != nil {
-			return err
-		}
-		if l.release, err = a.RegisterView(l.feed, "ingest_batch"); err != nil {
-			return fmt.Errorf("register arrow view: %w", err)
-		}
-		l.insert, err = dc.(driver.ConnPrepareContext).PrepareContext(context.Background(), queries.IngestEvents.SQL)
-		return err
-	})
+	l := &eventLoader{conn: conn}
+	var err error
+	if l.events, err = registerView(conn, "ingest_batch", eventsViewSchema); err != nil {
+		return nil, err
+	}
+	if l.folds, err = registerView(conn, "ingest_folds", foldsSchema); err != nil {
+		l.events.close()
+		return nil, err
+	}
+	// Prepared after both views exist: a statement prepared before a change of the catalog is
+	// bound again when it next runs.
+	if err = l.events.prepare(conn, queries.IngestEvents.SQL); err == nil {
+		err = l.folds.prepare(conn, queries.IngestFolds.SQL)
+	}
 	if err != nil {
 		l.close()
 		return nil, err
@@ -60,43 +62,108 @@ func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
 	return l, nil
 }
 
-// close releases the view's stream. The connection must not scan ingest_batch again.
+// close releases the views' streams. The connection must not scan them again.
 func (l *eventLoader) close() {
-	if l.insert != nil {
-		_ = l.insert.Close()
-		l.insert = nil
-	}
-	if l.release != nil {
-		l.release()
-		l.release = nil
-	}
-	l.feed.Release()
+	l.events.close()
+	l.folds.close()
 }
 
-// load stores rec in the connection's open transaction. The INSERT must store every row of
-// rec: a view that scanned another stream (re-registered by another loader on the database) is
-// an error, not a smaller batch.
+// load stores rec, a batch of events, in the connection's open transaction.
 func (l *eventLoader) load(ctx context.Context, rec arrow.RecordBatch) error {
 	rec = asJSONPayload(rec)
 	defer rec.Release()
-	return l.use(rec, func(any) error {
-		res, err := l.insert.(driver.StmtExecContext).ExecContext(ctx, nil)
+	return l.events.load(ctx, l.conn, rec)
+}
+
+// loadFolds stores run_folds rows in the connection's open transaction.
+func (l *eventLoader) loadFolds(ctx context.Context, rows []foldRow) error {
+	rec, err := buildFolds(recordAllocator, rows)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return l.folds.load(ctx, l.conn, rec)
+}
+
+// arrowView is an Arrow view registered on a connection for the connection's life, over a feed
+// re-armed with each record, and the INSERT that scans it, prepared once.
+type arrowView struct {
+	name    string
+	feed    *batchFeed
+	sql     string
+	insert  driver.Stmt
+	release func() // the exported C stream's, after the connection's last scan
+}
+
+// registerView registers the view name of schema on conn.
+func registerView(conn *sql.Conn, name string, schema *arrow.Schema) (*arrowView, error) {
+	v := &arrowView{name: name, feed: &batchFeed{schema: schema}}
+	v.feed.refs.Store(1)
+	err := conn.Raw(func(dc any) error {
+		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		if err != nil {
+			return err
+		}
+		if v.release, err = a.RegisterView(v.feed, name); err != nil {
+			return fmt.Errorf("register arrow view %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		v.close()
+		return nil, err
+	}
+	return v, nil
+}
+
+// prepare prepares insert, the statement that scans the view.
+func (v *arrowView) prepare(conn *sql.Conn, insert string) error {
+	v.sql = insert
+	return conn.Raw(func(dc any) error {
+		var err error
+		v.insert, err = dc.(driver.ConnPrepareContext).PrepareContext(context.Background(), insert)
+		return err
+	})
+}
+
+func (v *arrowView) close() {
+	if v.insert != nil {
+		_ = v.insert.Close()
+		v.insert = nil
+	}
+	if v.release != nil {
+		v.release()
+		v.release = nil
+	}
+	v.feed.Release()
+}
+
+// load runs the view's INSERT over rec (in the view's schema). It must store every row of
+// rec: a view that scanned another stream (re-registered by another loader on the database) is
+// an error, not fewer rows.
+func (v *arrowView) load(ctx context.Context, conn *sql.Conn, rec arrow.RecordBatch) error {
+	v.feed.arm(rec)
+	defer v.feed.arm(nil)
+	binds := v.feed.schemas.Load()
+	err := conn.Raw(func(any) error {
+		res, err := v.insert.(driver.StmtExecContext).ExecContext(ctx, nil)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n != rec.NumRows() {
-			return fmt.Errorf("ingest_batch: the INSERT stored %d of %d events (%v)", n, rec.NumRows(), err)
+			return fmt.Errorf("%s: the INSERT stored %d of %d rows (%v)", v.name, n, rec.NumRows(), err)
 		}
 		return nil
 	})
-}
-
-// use arms the feed with rec (already in eventsViewSchema), runs fn with the driver's
-// connection, and disarms the feed.
-func (l *eventLoader) use(rec arrow.RecordBatch, fn func(dc any) error) error {
-	l.feed.arm(rec)
-	defer l.feed.arm(nil)
-	return l.conn.Raw(fn)
+	if err == nil && v.feed.schemas.Load() != binds {
+		// The catalog changed since the INSERT was prepared, and DuckDB bound it again, as it
+		// will at every run from now on (it does not keep the new binding), each time keeping
+		// the schema it takes: prepare it again, bound once more.
+		_ = v.insert.Close()
+		v.insert = nil
+		err = v.prepare(conn, v.sql)
+	}
+	return err
 }
 
 // batchFeed is the array.RecordReader behind an eventLoader's view: armed with a record, it
@@ -104,11 +171,13 @@ func (l *eventLoader) use(rec arrow.RecordBatch, fn func(dc any) error) error {
 // calls it from the INSERT's threads while the loader waits for the INSERT, so a mutex orders
 // arm against Next.
 type batchFeed struct {
-	refs atomic.Int64
-	mu   sync.Mutex
-	rec  arrow.RecordBatch
-	read bool // rec was yielded to the current scan
-	cur  arrow.RecordBatch
+	schema  *arrow.Schema
+	schemas atomic.Int64 // calls of Schema: DuckDB asks for it at every bind of a scan
+	refs    atomic.Int64
+	mu      sync.Mutex
+	rec     arrow.RecordBatch
+	read    bool // rec was yielded to the current scan
+	cur     arrow.RecordBatch
 }
 
 var _ array.RecordReader = (*batchFeed)(nil)
@@ -125,7 +194,10 @@ func (f *batchFeed) Retain() { f.refs.Add(1) }
 // loader's), so the last one has nothing to free.
 func (f *batchFeed) Release() { f.refs.Add(-1) }
 
-func (f *batchFeed) Schema() *arrow.Schema { return eventsViewSchema }
+func (f *batchFeed) Schema() *arrow.Schema {
+	f.schemas.Add(1)
+	return f.schema
+}
 
 func (f *batchFeed) Next() bool {
 	f.mu.Lock()
