@@ -1,13 +1,13 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -131,10 +131,14 @@ func (ing *ingester) endOpen(ctx context.Context) (uint64, error) {
 // transaction's own rows.
 func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 	t := &ing.txn
-	sorted := slices.Clone(b.items)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].streamSeq < sorted[j].streamSeq })
+	sorted := b.items
+	bySeq := func(a, b *item) int { return cmp.Compare(a.streamSeq, b.streamSeq) }
+	if !slices.IsSortedFunc(sorted, bySeq) { // a batch comes in stream order but after a redelivery
+		sorted = slices.Clone(sorted)
+		slices.SortStableFunc(sorted, bySeq)
+	}
 	next := t.next
-	var accepted []*item
+	accepted := make([]*item, 0, len(sorted))
 	for _, it := range sorted {
 		t.maxSeq = max(t.maxSeq, it.streamSeq)
 		switch {
@@ -166,7 +170,11 @@ func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 	t.messages += len(b.items)
 	t.lag = b.lag
 
-	seen := make(map[string]struct{}, len(accepted))
+	if ing.seen == nil {
+		ing.seen = make(map[string]struct{}, len(accepted))
+	}
+	seen := ing.seen
+	defer clear(seen)
 	for _, it := range accepted {
 		it.dup = false
 		if it.rej != nil {
