@@ -21,10 +21,13 @@
 //
 // # Build tag
 //
-// Batches reach DuckDB through a registered Arrow view (INSERT … SELECT from the record batch,
-// the view's release function called once scanned) when built with -tags duckdb_arrow, the path
-// ditto ships (make sets it); without the tag the same record batches go through DuckDB's
-// appender, slower (BenchmarkLoad) but buildable by a plain go test. LoadPath says which.
+// Batches reach DuckDB through Arrow views when built with -tags duckdb_arrow, the path ditto
+// ships (make sets it): the events' view ingest_batch and the run_folds rows' ingest_folds, each
+// registered once a connection over a record reader re-armed with every batch, and scanned by
+// an INSERT … SELECT prepared once (eventLoader; DuckDB keeps C memory at every registration
+// and every bind, TestLoadLeavesNoCMemory). Without the tag the same record batches and rows go
+// through DuckDB's appender, slower (BenchmarkLoad) but buildable by a plain go test. LoadPath
+// says which.
 //
 // # Exactly once
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +208,48 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 		}
 	}
 	return float64(inUse()-base) / float64(n)
+}
+
+// TestLoaderRefusesAnotherLoadersView checks that a loader whose view another loader on the
+// same database has since registered under the same name (views are the database's, not the
+// connection's) fails its load instead of storing the other's empty batch.
+func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
+	ctx := context.Background()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "two.duckdb"), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var items []*item
+	for i, sm := range sampleLines(t) {
+		it := &item{subject: sm.subject, raw: sm.line, streamSeq: uint64(i + 1)}
+		if decodeItem(it); it.rej == nil {
+			items = append(items, it)
+		}
+	}
+	br := buildFor(items)
+	defer br.release()
+	var loaders [2]*eventLoader
+	for i := range loaders {
+		conn, err := w.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if loaders[i], err = newEventLoader(conn); err != nil {
+			t.Fatal(err)
+		}
+		defer loaders[i].close()
+	}
+	if err := loaders[1].load(ctx, br.rec); err != nil {
+		t.Fatalf("the loader that registered last: %v", err)
+	}
+	err = loaders[0].load(ctx, br.rec)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("stored 0 of %d rows", len(items))) {
+		t.Fatalf("the first loader: err = %v, want the INSERT to have stored 0 of %d rows", err, len(items))
+	}
+	var n int
+	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != len(items) {
+		t.Fatalf("events hold %d rows (%v), want %d", n, err, len(items))
+	}
 }
