@@ -67,7 +67,10 @@ func (p *bufferPool) Reallocate(size int, b []byte) []byte {
 func (p *bufferPool) Free(b []byte) {
 	c := cap(b)
 	if c < minPooled {
-		p.base.Free(b)
+		// At the length it was allocated at: a buffer shrunk in place (Reallocate) and freed
+		// at its shorter length would leave the difference counted by the base (the
+		// mallocator counts what Free is given), as if it were never freed.
+		p.base.Free(b[:c])
 		return
 	}
 	b = b[:c]

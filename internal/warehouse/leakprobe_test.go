@@ -20,8 +20,8 @@ import (
 // much of glibc's heap in use, beyond the events' Arrow records, one step of ingestion leaves
 // behind, over 2,000 repetitions on one database, and fails above 1 KiB a step:
 //
-//   - insert: BEGIN, the events' INSERT through the connection's event loader, COMMIT (a
-//     batch's load);
+//   - insert: BEGIN, the events' INSERT and a run_folds row's through the connection's event
+//     loader, COMMIT (a batch's load);
 //   - view: registering an Arrow view and releasing it, nothing else (what each batch did
 //     before the loader registered its view once);
 //   - export: arrow-go's export of the record reader to a C stream and its release;
@@ -132,6 +132,9 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 				return err
 			}
 			if err := loader.load(ctx, br.rec); err != nil {
+				return err
+			}
+			if err := loader.loadFolds(ctx, []foldRow{probeFoldRow(i)}); err != nil {
 				return err
 			}
 			_, err := conn.ExecContext(ctx, "COMMIT")
@@ -252,4 +255,29 @@ func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != len(items) {
 		t.Fatalf("events hold %d rows (%v), want %d", n, err, len(items))
 	}
+}
+
+// probeFoldRow is a run_folds row of attempt i of run "probe": a value of its column's type in
+// every column.
+func probeFoldRow(i int) foldRow {
+	row := make(foldRow, foldsSchema.NumFields())
+	for c, f := range foldsSchema.Fields() {
+		switch f.Type.ID() {
+		case arrow.STRING:
+			row[c] = "probe"
+		case arrow.INT32:
+			row[c] = int32(i)
+		case arrow.INT64:
+			row[c] = int64(i)
+		case arrow.FLOAT64:
+			row[c] = float64(i)
+		case arrow.BOOL:
+			row[c] = true
+		case arrow.TIMESTAMP:
+			row[c] = time.UnixMicro(int64(i)).UTC()
+		case arrow.BINARY:
+			row[c] = []byte{byte(i)}
+		}
+	}
+	return row
 }
