@@ -62,10 +62,11 @@ func streamCount(t *testing.T, b *bus.Bus, study string) int64 {
 }
 
 // dbCounts opens the analyzer's database read-only (the analyzer must be stopped: DuckDB lets
-// one process open a file) and counts.
+// one process open a file) and counts. Its deadline only bounds a query that hangs: the counts
+// of a 15-minute load run (18 million events) take longer than a minute.
 func dbCounts(t *testing.T, path, study string) counts {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w, err := warehouse.Open(ctx, warehouse.Config{Path: path, ReadOnly: true})
 	if err != nil {
