@@ -352,3 +352,20 @@ func TestUnhint(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultHiddenNamesTheIngesterViews: by default no hint names the ingester's Arrow views,
+// which the ingesting database holds (their streams gone once it stops).
+func TestDefaultHiddenNamesTheIngesterViews(t *testing.T) {
+	db, spool := newProjectionDB(t)
+	s, err := NewServer(db, Config{ExportSpool: spool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, view := range []string{"ingest_batch", "ingest_folds"} {
+		give := "Catalog Error: Table with name ingest_fold does not exist!\nDid you mean \"" + view + "\"?"
+		got := s.unhint(fmt.Errorf("%w: %s", sqlguard.ErrQuery, give))
+		if strings.Contains(got.Error(), view) {
+			t.Errorf("unhint(%q) = %q, names %s", give, got, view)
+		}
+	}
+}

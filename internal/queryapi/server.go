@@ -41,7 +41,7 @@ type Config struct {
 	ExportTables []string
 	// Public are the tables and views GET /v1/schema lists and error hints may name; default
 	// queries.Public(). Hidden are the objects no hint names; default queries.Internal() and
-	// the ingester's Arrow view ingest_batch.
+	// the ingester's Arrow views ingest_batch and ingest_folds.
 	Public []queries.Object
 	Hidden []string
 	// Collectors are added to /metrics: the warehouse's ingestion metrics (consumer lag, ingest
@@ -85,7 +85,7 @@ func NewServer(db *sql.DB, cfg Config) (*Server, error) {
 		cfg.Public = queries.Public()
 	}
 	if cfg.Hidden == nil {
-		cfg.Hidden = append(queries.Internal(), "ingest_batch")
+		cfg.Hidden = append(queries.Internal(), "ingest_batch", "ingest_folds")
 	}
 	guard, err := sqlguard.New(db, cfg.Limits)
 	if err != nil {
