@@ -29,6 +29,9 @@ func walk(ctx context.Context, db querier, node any) error {
 			if err := checkTableName(name(n["table_name"]), name(n["schema_name"])); err != nil {
 				return err
 			}
+			if err := checkRawView(ctx, db, name(n["table_name"])); err != nil {
+				return err
+			}
 		}
 		if _, isTableFunc := n["function"]; !isTableFunc {
 			if fname, ok := n["function_name"].(string); ok {
@@ -43,6 +46,25 @@ func walk(ctx context.Context, db querier, node any) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkRawView refuses a view with no SQL text: one a program registered over raw pointers
+// (an Arrow stream: the ingester's ingest_batch and ingest_folds), which arrow_scan reads. Its
+// stream may be another process's or already freed (binding it then crashes the process), or
+// in use by the ingester, whose batch a user's scan would take.
+func checkRawView(ctx context.Context, db querier, table string) error {
+	var n int
+	err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM duckdb_views() WHERE lower(view_name) = lower($1) AND NOT internal AND coalesce(sql, '') = ''`,
+		table).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("sqlguard: look up view %s: %w", table, err)
+	}
+	if n > 0 {
+		return &RefusedError{Kind: KindFunction, Name: table,
+			Reason: fmt.Sprintf("%s is a view over raw pointers (arrow_scan), which is not allowed", table)}
 	}
 	return nil
 }

@@ -69,8 +69,8 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	ing := &ingester{w: w, bus: b, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
 		untilCaughtUp: untilCaughtUp}
 	defer func() {
-		_ = ing.conn.Close()
 		ing.closeLoader()
+		_ = ing.conn.Close()
 	}()
 	backoff := 100 * time.Millisecond
 	commitFailures, okAtFailure := 0, -1

@@ -281,3 +281,38 @@ func probeFoldRow(i int) foldRow {
 	}
 	return row
 }
+
+// TestLoaderCloseDropsItsViews: a loader closed on an open connection leaves no view behind. A
+// view left over a freed stream crashes whatever binds it (sqlguard refuses such views in
+// users' SQL; a DuckDB CLI on the file would not).
+func TestLoaderCloseDropsItsViews(t *testing.T) {
+	ctx := context.Background()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "drop.duckdb"), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	l, err := newEventLoader(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var n int
+		if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_views() WHERE view_name IN ('ingest_batch', 'ingest_folds')").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d views while the loader is open, want 2", n)
+	}
+	l.close()
+	if n := count(); n != 0 {
+		t.Fatalf("%d views after the loader closed, want 0", n)
+	}
+}

@@ -62,8 +62,14 @@ func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
 	return l, nil
 }
 
-// close releases the views' streams. The connection must not scan them again.
+// close drops the views, when the connection is still open, and releases their streams. A
+// view left behind (the connection closed first, or the process killed) names a freed stream,
+// and binding it crashes the process that does: sqlguard refuses such views in users' SQL, and
+// the next loader on the database registers them again.
 func (l *eventLoader) close() {
+	for _, v := range []*arrowView{l.events, l.folds} {
+		_, _ = l.conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+v.name)
+	}
 	l.events.close()
 	l.folds.close()
 }
