@@ -19,7 +19,10 @@
 //     query (dynamic SQL), arrow_scan (raw pointers), checkpoint and the logging or profiling
 //     switches are refused, as is any function an extension adds later. A few scalar
 //     functions with side effects are refused (nextval, write_log). A table name that looks
-//     like a path or URL ('runs.csv', 's3://…') is refused: it would be a replacement scan.
+//     like a path or URL ('runs.csv', 's3://…') is refused: it would be a replacement scan. So
+//     is a view with no SQL text, one a program registered over an Arrow stream (the
+//     ingester's ingest_batch and ingest_folds): arrow_scan's raw pointers again, possibly
+//     freed.
 //  3. A read-only transaction. The query runs on its own connection inside BEGIN TRANSACTION
 //     READ ONLY, always rolled back: DuckDB itself refuses any write that slipped through.
 //  4. No external access. Harden sets enable_external_access=false (no file or URL, no
