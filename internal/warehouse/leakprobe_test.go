@@ -73,17 +73,7 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	var items []*item
-	for i, sm := range sampleLines(t) {
-		it := &item{subject: sm.subject, raw: sm.line, streamSeq: uint64(i + 1)}
-		decodeItem(it)
-		if it.rej == nil {
-			items = append(items, it)
-		}
-	}
-	if len(items) == 0 {
-		t.Fatal("no good items")
-	}
+	items := goodSampleItems(t)
 	t.Logf("%d events a record", len(items))
 	br := buildFor(items)
 	defer br.release()
@@ -223,13 +213,7 @@ func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	var items []*item
-	for i, sm := range sampleLines(t) {
-		it := &item{subject: sm.subject, raw: sm.line, streamSeq: uint64(i + 1)}
-		if decodeItem(it); it.rej == nil {
-			items = append(items, it)
-		}
-	}
+	items := goodSampleItems(t)
 	br := buildFor(items)
 	defer br.release()
 	var loaders [2]*eventLoader
@@ -315,4 +299,21 @@ func TestLoaderCloseDropsItsViews(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Fatalf("%d views after the loader closed, want 0", n)
 	}
+}
+
+// goodSampleItems decodes the sample traces' lines as the fetcher would and returns the ones
+// that decode, in stream order; it fails the test if none does.
+func goodSampleItems(t *testing.T) []*item {
+	t.Helper()
+	var items []*item
+	for i, sm := range sampleLines(t) {
+		it := &item{subject: sm.subject, raw: sm.line, streamSeq: uint64(i + 1)}
+		if decodeItem(it); it.rej == nil {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		t.Fatal("no sample line decodes")
+	}
+	return items
 }
