@@ -22,23 +22,24 @@ import (
 //
 //   - insert: BEGIN, the events' INSERT and a run_folds row's through the connection's event
 //     loader, COMMIT (a batch's load);
-//   - view: registering an Arrow view and releasing it, nothing else (what each batch did
-//     before the loader registered its view once);
+//   - view: a loader opened and closed, nothing loaded (two views registered, two INSERTs
+//     prepared, the views dropped); each batch registered a view before the loader;
 //   - export: arrow-go's export of the record reader to a C stream and its release;
 //   - commit: BEGIN, the watermark's UPDATE, COMMIT;
 //   - query: a one-row query.
 //
 // DITTO_LEAK_RECONNECT=k closes the connection (for good) every k steps.
 //
-// Measured on 2026-12-02 (DuckDB's C API through duckdb-go v2): view about 12 KB a step, with
-// or without reconnecting and with the view dropped: DuckDB's duckdb_arrow_scan takes the
-// stream's schema (get_schema) and never releases it, so the schema arrow-go exported (C
-// memory) stays (duckdb/duckdb#16050, closed unmerged); and every bind of a statement that
-// scans the view takes the schema again and drops the root's release (FactoryGetSchema). A
-// view registered per batch and an INSERT parsed per batch left about 16 KB a batch, 1.4 MiB a
-// minute at 20,000 events/s. The loader registers its view once and prepares its INSERT once
-// (bound once): insert now leaves about 0.3 KB a step (TestLoadLeavesNoCMemory holds it under
-// 1 KiB). export 0, commit about 0.6 KB, query 0. CI does not run this probe.
+// Measured on 2026-12-02 (DuckDB's C API through duckdb-go v2): registering one view left
+// about 12 KB a step, with or without reconnecting and with the view dropped; view as it is
+// now (a whole loader) about 62 KB. DuckDB's duckdb_arrow_scan takes the stream's schema
+// (get_schema) and never releases it, so the schema arrow-go exported (C memory) stays
+// (duckdb/duckdb#16050, closed unmerged); and every bind of a statement that scans the view
+// takes the schema again and drops the root's release (FactoryGetSchema). A view registered
+// per batch and an INSERT parsed per batch left about 16 KB a batch, 1.4 MiB a minute at
+// 20,000 events/s. The loader registers its views once and prepares its INSERTs once (bound
+// once): insert now leaves about 0.3-0.5 KB a step (TestLoadLeavesNoCMemory holds it under 1
+// KiB). export 0, commit about 0.6 KB, query 0. CI does not run this probe.
 func TestLeakProbe(t *testing.T) {
 	variant := os.Getenv("DITTO_LEAK_PROBE")
 	if variant == "" {
