@@ -207,7 +207,9 @@ func decodeWire(b []byte) (wire.Envelope, error) {
 	if err := dec.Decode(&w); err != nil {
 		return w, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if dec.More() {
+	// Only JSON white space may follow. Not dec.More, which reports false before a ']' or '}'
+	// (it asks whether an array or object goes on), so that "{…}]" passed as an event.
+	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return w, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
 	}
 	return w, nil

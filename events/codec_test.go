@@ -189,6 +189,8 @@ func TestDecodeBadInput(t *testing.T) {
 	}{
 		{"malformed json", []byte(`{"schema":1,`), ErrMalformed, ""},
 		{"trailing data", append(append([]byte{}, goodJSON...), []byte(` {}`)...), ErrMalformed, ""},
+		{"trailing bracket", append(append([]byte{}, goodJSON...), []byte(`]`)...), ErrMalformed, ""},
+		{"trailing brace", append(append([]byte{}, goodJSON...), []byte(" }\n")...), ErrMalformed, ""},
 		{"unknown type", replace(`"type":"tool.called"`, `"type":"tool.exploded"`), ErrUnknownType, "type"},
 		{"unknown version", replace(fmt.Sprintf(`"schema":%d`, SchemaVersion), `"schema":99`), ErrUnknownVersion, "schema"},
 		{"server without name", replace(`"name":"dpa-review",`, ``), ErrMissingField, "payload.server.name"},

@@ -28,7 +28,7 @@ func decodeReference(b []byte) (Envelope, error) {
 	if err := dec.Decode(&w); err != nil {
 		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if dec.More() {
+	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return Envelope{}, fmt.Errorf("%w: trailing data after the event", ErrMalformed)
 	}
 	e := Envelope{
