@@ -74,46 +74,42 @@ func appendValue(fb array.Builder, v any) error {
 		fb.AppendNull()
 		return nil
 	}
+	ok := false
 	switch fb := fb.(type) {
 	case *array.StringBuilder:
-		if s, ok := v.(string); ok {
-			fb.Append(s)
-			return nil
-		}
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.String { // a named string type
-			fb.Append(rv.String())
-			return nil
+		if ok = appendAs[string](fb, v); !ok {
+			if rv := reflect.ValueOf(v); rv.Kind() == reflect.String { // a named string type
+				fb.Append(rv.String())
+				ok = true
+			}
 		}
 	case *array.Int32Builder:
-		if n, ok := v.(int32); ok {
-			fb.Append(n)
-			return nil
-		}
+		ok = appendAs[int32](fb, v)
 	case *array.Int64Builder:
-		if n, ok := v.(int64); ok {
-			fb.Append(n)
-			return nil
-		}
+		ok = appendAs[int64](fb, v)
 	case *array.Float64Builder:
-		if x, ok := v.(float64); ok {
-			fb.Append(x)
-			return nil
-		}
+		ok = appendAs[float64](fb, v)
 	case *array.BooleanBuilder:
-		if x, ok := v.(bool); ok {
-			fb.Append(x)
-			return nil
-		}
-	case *array.TimestampBuilder:
-		if t, ok := v.(time.Time); ok {
-			fb.Append(arrow.Timestamp(t.UnixMicro()))
-			return nil
-		}
+		ok = appendAs[bool](fb, v)
 	case *array.BinaryBuilder:
-		if x, ok := v.([]byte); ok {
-			fb.Append(x)
-			return nil
+		ok = appendAs[[]byte](fb, v)
+	case *array.TimestampBuilder:
+		if t, is := v.(time.Time); is {
+			fb.Append(arrow.Timestamp(t.UnixMicro()))
+			ok = true
 		}
 	}
-	return fmt.Errorf("a %T for a %s column", v, fb.Type())
+	if !ok {
+		return fmt.Errorf("a %T for a %s column", v, fb.Type())
+	}
+	return nil
+}
+
+// appendAs appends v to b when v is a T, and reports whether it was.
+func appendAs[T any](b interface{ Append(T) }, v any) bool {
+	x, ok := v.(T)
+	if ok {
+		b.Append(x)
+	}
+	return ok
 }
