@@ -150,7 +150,9 @@ func ParsePersonas(data []byte) ([]Persona, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: decode: %v", ErrInvalidPersona, err)
 	}
-	if dec.More() {
+	// Only white space may follow the object (json.Decoder.More answers false before a ']' or
+	// '}', so it would pass "{…}]").
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("%w: trailing data after the persona object", ErrInvalidPersona)
 	}
 	if f.Version != 1 {

@@ -88,6 +88,9 @@ func TestParsePersonasErrors(t *testing.T) {
 		{"wrong version", `{"version":2,"personas":[{"name":"p","latency":{}}]}`, true, "version"},
 		{"not json", `personas: yes`, true, "decode"},
 		{"trailing data", one("") + `{}`, true, "trailing"},
+		{"trailing bracket", one("") + `]`, true, "trailing"},
+		{"trailing brace", one("") + " }", true, "trailing"},
+		{"trailing white space", one("") + " \n\t\r\n", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -151,7 +151,9 @@ func parseIn(data []byte, dir string) (*Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, decodeError(err)
 	}
-	if dec.More() {
+	// Only white space may follow the object. json.Decoder.More is not that test: it answers
+	// false before a ']' or '}', so "{…}]" would pass.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, (problems{{Field: "(spec)", Msg: "trailing data after the JSON object"}}).err()
 	}
 	if err := s.ResolveTaskFiles(dir); err != nil {

@@ -219,3 +219,21 @@ func TestShippedSpecsAreValid(t *testing.T) {
 		t.Errorf("ShippedSpecs() = %v, want research and small", ShippedSpecs())
 	}
 }
+
+// Only white space may follow the spec's object: "{…}]" and "{…}}" are trailing data, which
+// json.Decoder.More alone would have let through.
+func TestParseRefusesTrailingData(t *testing.T) {
+	b, err := json.Marshal(base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tail := range []string{"]", " }", "{}", "\n[1]"} {
+		_, err := Parse(append(append([]byte(nil), b...), tail...))
+		if err == nil || !strings.Contains(err.Error(), "trailing data") {
+			t.Errorf("Parse(spec + %q) = %v, want a trailing-data error", tail, err)
+		}
+	}
+	if _, err := Parse(append(append([]byte(nil), b...), " \n\t\r\n"...)); err != nil {
+		t.Errorf("Parse(spec + white space) = %v, want it accepted", err)
+	}
+}
