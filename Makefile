@@ -42,9 +42,12 @@ vet: ## go vet and gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
+# test runs the warehouse a second time without the duckdb_arrow tag: its appender path is what
+# a build without tags (go install, go run) stores events with.
 test: tools vet fuzz ## the whole test suite (what CI runs): vet, a short fuzz of each target, every test
 	CGO_ENABLED=0 $(GO) build ./cmd/producer ./cmd/harness-worker ./events/... ./metrics/...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./internal/warehouse/
 
 # Fuzz budgets are counts of executions (-fuzztime Nx), never durations: Go 1.26's fuzz
 # coordinator can fail a run at the end of a duration budget when the machine is loaded

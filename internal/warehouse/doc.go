@@ -26,8 +26,11 @@
 // registered once a connection over a record reader re-armed with every batch, and scanned by
 // an INSERT … SELECT prepared once (eventLoader; DuckDB keeps C memory at every registration
 // and every bind, TestLoadLeavesNoCMemory). Without the tag the same record batches and rows go
-// through DuckDB's appender, slower (BenchmarkLoad) but buildable by a plain go test. LoadPath
-// says which.
+// through DuckDB's appenders, slower (BenchmarkLoad) but buildable by a plain go test: the
+// events through a query appender running the same INSERT over a VARCHAR payload (a table
+// appender re-encodes a JSON column's values with encoding/json, which escapes '<', '>' and
+// '&'), the run_folds rows through a table appender. make test runs this package in both
+// builds. LoadPath says which.
 //
 // # Exactly once
 //

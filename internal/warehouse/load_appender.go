@@ -6,7 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,8 +18,6 @@ import (
 // LoadPath names how batches reach DuckDB in this build: "arrow" (build tag duckdb_arrow, a
 // registered Arrow view scanned by INSERT … SELECT) or "appender".
 const LoadPath = "appender"
-
-var _ = queries.IngestEvents // the Arrow build runs it; the appender writes the same columns
 
 // eventLoader stores record batches of events on one connection, row by row through DuckDB's
 // appender (the Arrow build registers a view instead).
@@ -49,10 +47,22 @@ func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
 	})
 }
 
-// load stores rec inside the connection's open transaction.
+// load stores rec inside the connection's open transaction. The rows go through a query
+// appender that runs queries.IngestEvents, as the Arrow build does, over its rows as the table
+// ingest_batch (eventsAppendTypes): a table appender, whose payload column is DuckDB's JSON,
+// passes every value through encoding/json's Marshal, which rewrites a json.RawMessage (it
+// compacts it and writes '<', '>' and '&' as \u003c, \u003e and \u0026), so the stored payload
+// was not the producer's bytes and a run's history read back from DuckDB failed to decode
+// (its canonical arguments were no longer canonical). Through a VARCHAR column and the INSERT's
+// cast to JSON the bytes are kept.
 func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
 	return l.conn.Raw(func(dc any) error {
-		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "events")
+		types, err := eventsAppendTypes()
+		if err != nil {
+			return err
+		}
+		app, err := duckdb.NewQueryAppender(dc.(driver.Conn), queries.IngestEvents.SQL, "ingest_batch", types, eventsColumns())
+
 		if err != nil {
 			return err
 		}
@@ -85,11 +95,49 @@ func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
 			if err := app.AppendRow(streamSeq.Value(i), id.Value(i), typ.Value(i), schema.Value(i),
 				time.UnixMicro(int64(ts.Value(i))).UTC(), study.Value(i), run.Value(i), attempt.Value(i), seq.Value(i),
 				srcKind.Value(i), srcID.Value(i), nullable(traceID, i), nullable(spanID, i), ignorable.Value(i),
-				json.RawMessage(payload.Value(i))); err != nil {
+				payload.Value(i)); err != nil {
 				_ = app.Close()
 				return err
 			}
 		}
 		return app.Close()
 	})
+}
+
+// eventsColumns is the names of eventsSchema's columns, which are table events'.
+func eventsColumns() []string {
+	names := make([]string, eventsSchema.NumFields())
+	for i, f := range eventsSchema.Fields() {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// eventsAppendTypes is the DuckDB types of eventsSchema's columns for the query appender, the
+// payload as VARCHAR (see load).
+func eventsAppendTypes() ([]duckdb.TypeInfo, error) {
+	types := make([]duckdb.TypeInfo, eventsSchema.NumFields())
+	for i, f := range eventsSchema.Fields() {
+		var t duckdb.Type
+		switch f.Type.ID() {
+		case arrow.INT64:
+			t = duckdb.TYPE_BIGINT
+		case arrow.INT32:
+			t = duckdb.TYPE_INTEGER
+		case arrow.STRING:
+			t = duckdb.TYPE_VARCHAR
+		case arrow.TIMESTAMP:
+			t = duckdb.TYPE_TIMESTAMP_TZ
+		case arrow.BOOL:
+			t = duckdb.TYPE_BOOLEAN
+		default:
+			return nil, fmt.Errorf("warehouse: no appender type for column %s (%s)", f.Name, f.Type)
+		}
+		info, err := duckdb.NewTypeInfo(t)
+		if err != nil {
+			return nil, err
+		}
+		types[i] = info
+	}
+	return types, nil
 }
