@@ -43,11 +43,13 @@ vet: ## go vet and gofmt check
 
 .PHONY: test
 # test runs the warehouse a second time without the duckdb_arrow tag: its appender path is what
-# a build without tags (go install, go run) stores events with.
+# a build without tags (go install, go run) stores events with; and checks that such a build's
+# analyzer serve refuses to start (its console and query API cannot answer without the tag).
 test: tools vet fuzz ## the whole test suite (what CI runs): vet, a short fuzz of each target, every test
 	CGO_ENABLED=0 $(GO) build ./cmd/producer ./cmd/harness-worker ./events/... ./metrics/...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./internal/warehouse/
+	$(GO) test -count=1 -run 'TestServeNeedsTheArrowBuild' ./cmd/analyzer/
 
 # Fuzz budgets are counts of executions (-fuzztime Nx), never durations: Go 1.26's fuzz
 # coordinator can fail a run at the end of a duration budget when the machine is loaded

@@ -93,6 +93,9 @@ func runServe(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
+	if err := canServe(); err != nil {
+		return err
+	}
 	return serve(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 }
 
@@ -249,4 +252,16 @@ func ingestStatus(s warehouse.Stats) ingestStatusJSON {
 		Duplicates: s.Duplicates, Batches: s.Batches, Rate: s.Rate, LastCommit: s.LastCommit,
 		LastBatchMS: float64(s.LastBatch.Microseconds()) / 1000, RefusedFolds: s.FoldErrors,
 	}
+}
+
+// errNoArrowServe is serve's refusal in a build without the duckdb_arrow tag.
+var errNoArrowServe = errors.New("this binary was built without the duckdb_arrow build tag, which the console and the query API need (they read every answer through DuckDB's Arrow interface, which the driver compiles only with it), so every page and query would fail. Build it with make build, or go build -tags duckdb_arrow ./cmd/analyzer; analyzer ingest works in either build")
+
+// canServe refuses to serve from a build that cannot answer a query (sqlguard.CanStream), where
+// the console and the API would start and then fail every request.
+func canServe() error {
+	if !sqlguard.CanStream {
+		return errNoArrowServe
+	}
+	return nil
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 )
 
+// CanStream reports whether this build can answer queries (Stream): only with the duckdb_arrow
+// build tag.
+const CanStream = true
+
 // The driver (database/sql) runs every query to a materialized result: DuckDB holds the whole
 // answer before the first row is read, so a 10-million-row SELECT costs its full size in the
 // analyzer's memory whatever the reader does with it. DuckDB's C API can stream instead
