@@ -16,6 +16,8 @@ import (
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/warehouse"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // The endpoints serve adds beside the query API, for analyzer metrics: while serve holds the
@@ -112,7 +114,11 @@ func (s *metricsService) metrics(w http.ResponseWriter, r *http.Request) {
 	var req MetricsRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	err := dec.Decode(&req)
+	if err == nil {
+		err = jsonend.Check(dec)
+	}
+	if err != nil {
 		writeAPIError(w, http.StatusBadRequest, "request", fmt.Sprintf("body: %v", err))
 		return
 	}

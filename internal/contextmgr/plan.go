@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/internal/llm"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // PlanToolName is the name of the planning tool.
@@ -57,7 +59,11 @@ func ParsePlan(arguments string) (Plan, error) {
 	var p Plan
 	dec := json.NewDecoder(strings.NewReader(arguments))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	err := dec.Decode(&p)
+	if err == nil {
+		err = jsonend.Check(dec)
+	}
+	if err != nil {
 		return Plan{}, fmt.Errorf("%w: %v", ErrPlan, err)
 	}
 	if len(p.Steps) == 0 || len(p.Steps) > maxPlanSteps {

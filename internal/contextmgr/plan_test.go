@@ -23,6 +23,8 @@ func TestParsePlan(t *testing.T) {
 		{"blank step", `{"plan":[{"step":"  ","status":"pending"}]}`, 0},
 		{"unknown field", `{"plan":[{"step":"a","status":"pending"}],"note":1}`, 0},
 		{"not json", `plan: a`, 0},
+		{"trailing bracket", `{"plan":[{"step":"a","status":"pending"}]}]`, 0},
+		{"trailing object", `{"plan":[{"step":"a","status":"pending"}]} {}`, 0},
 		{"too long", `{"plan":[` + strings.Repeat(`{"step":"a","status":"pending"},`, 20) + `{"step":"a","status":"pending"}]}`, 0},
 	} {
 		p, err := contextmgr.ParsePlan(tt.give)

@@ -210,6 +210,14 @@ func TestRequestShapes(t *testing.T) {
 			}
 		})
 	}
+	// A JSON body is one object: anything after it is a bad request, not ignored.
+	for _, body := range []string{`{"sql":"SELECT 42 AS n"}]`, `{"sql":"SELECT 42 AS n"} {"sql":"SELECT 1"}`} {
+		resp := post(t, ts.URL+"/v1/sql", "", MediaJSON, body)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte("trailing data")) {
+			t.Errorf("POST %s: status %d %s, want 400 naming the trailing data", body, resp.StatusCode, b)
+		}
+	}
 	resp := get(t, ts.URL+"/v1/sql", "")
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("GET without q: status %d, want 400", resp.StatusCode)

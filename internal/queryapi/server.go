@@ -23,6 +23,8 @@ import (
 
 	"github.com/dittolab/ditto/internal/sqlguard"
 	"github.com/dittolab/ditto/queries"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // Config configures a Server. Zero fields take the defaults.
@@ -369,7 +371,11 @@ func (s *Server) parseSQLRequest(w http.ResponseWriter, r *http.Request) (SQLReq
 			dec := json.NewDecoder(bytes.NewReader(body))
 			dec.UseNumber()
 			dec.DisallowUnknownFields()
-			if err := dec.Decode(&req); err != nil {
+			err := dec.Decode(&req)
+			if err == nil {
+				err = jsonend.Check(dec)
+			}
+			if err != nil {
 				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: JSON body: %v", ErrBadRequest, err)
 			}
 			for i, p := range req.Params {

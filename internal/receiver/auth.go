@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/events"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // Token is one bearer token and the studies it may write.
@@ -89,7 +91,11 @@ func LoadAuthFile(path string) ([]Token, error) {
 	var f authFile
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	err = dec.Decode(&f)
+	if err == nil {
+		err = jsonend.Check(dec)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: auth file %s: %v", ErrConfig, path, err)
 	}
 	for _, t := range f.Tokens {

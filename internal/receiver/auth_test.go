@@ -73,6 +73,7 @@ func TestAuthFile(t *testing.T) {
 		"bad digest":    `{"tokens": [{"name": "x", "sha256": "abc", "studies": ["*"]}]}`,
 		"both":          `{"tokens": [{"name": "x", "token": "plain-token-0123456789", "sha256": "` + hex.EncodeToString(sum[:]) + `", "studies": ["*"]}]}`,
 		"not json":      `tokens: x`,
+		"trailing data": `{"tokens": [{"name": "x", "token": "plain-token-0123456789", "studies": ["*"]}]} {"tokens": []}`,
 	} {
 		path := filepath.Join(dir, "bad.json")
 		os.WriteFile(path, []byte(content), 0o600)

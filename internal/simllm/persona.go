@@ -9,6 +9,8 @@ import (
 	"regexp"
 
 	"github.com/dittolab/ditto/internal/simllm/personas"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // Persona is one simulated model: how often and how it deviates from the ideal agent, how long
@@ -150,9 +152,7 @@ func ParsePersonas(data []byte) ([]Persona, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: decode: %v", ErrInvalidPersona, err)
 	}
-	// Only white space may follow the object (json.Decoder.More answers false before a ']' or
-	// '}', so it would pass "{…}]").
-	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+	if jsonend.Check(dec) != nil {
 		return nil, fmt.Errorf("%w: trailing data after the persona object", ErrInvalidPersona)
 	}
 	if f.Version != 1 {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/condition"
+
+	"github.com/dittolab/ditto/internal/jsonend"
 )
 
 // Spec is a study: tasks × models × conditions × Runs, plus optional extra Cells, run against
@@ -151,9 +153,7 @@ func parseIn(data []byte, dir string) (*Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, decodeError(err)
 	}
-	// Only white space may follow the object. json.Decoder.More is not that test: it answers
-	// false before a ']' or '}', so "{…}]" would pass.
-	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+	if jsonend.Check(dec) != nil {
 		return nil, (problems{{Field: "(spec)", Msg: "trailing data after the JSON object"}}).err()
 	}
 	if err := s.ResolveTaskFiles(dir); err != nil {
