@@ -241,20 +241,9 @@ func TestMetricsThroughServe(t *testing.T) {
 		t.Errorf("summary through serve:\n%s\nwant the file's:\n%s", remoteSummary.String(), localSummary.String())
 	}
 	// A request body is one JSON object: anything after it is a bad request, not ignored.
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+MetricsPath,
-		strings.NewReader(`{"study":"sample-prod"} {"study":"nope"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "trailing data") {
-		t.Errorf("POST %s with trailing data: %d %s, want 400 naming it", MetricsPath, resp.StatusCode, body)
+	code, body := bearerDo(t, http.MethodPost, c.BaseURL+MetricsPath, token, `{"study":"sample-prod"} {"study":"nope"}`)
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "trailing data") {
+		t.Errorf("POST %s with trailing data: %d %s, want 400 naming it", MetricsPath, code, body)
 	}
 	// An unknown study, ingestion caught up: no such study.
 	if err := metricsCommand(ctx, viaServe("--study", "nope"), io.Discard, io.Discard); !errors.Is(err, analysis.ErrNoStudy) {

@@ -192,14 +192,7 @@ func TestServeEndToEnd(t *testing.T) {
 	checkExportCounts(t, c, expDir, served)
 
 	// /metrics carries the warehouse's ingestion metrics.
-	req, _ := http.NewRequest(http.MethodGet, c.BaseURL+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, body := bearerDo(t, http.MethodGet, c.BaseURL+"/metrics", token, "")
 	// 13 events of the first import, 1 late one.
 	for _, want := range []string{"ditto_analyzer_consumer_lag", "ditto_analyzer_events_ingested_total 14",
 		"ditto_analyzer_batch_seconds_bucket", "ditto_analyzer_rejected_events_total 0", "ditto_analyzer_ingest_rate",
@@ -314,4 +307,29 @@ func checkExportCounts(t *testing.T, c *queryapi.Client, dir string, m *queryapi
 			t.Errorf("export lacks %s", p)
 		}
 	}
+}
+
+// bearerDo sends method to url with the bearer token and body (none if empty) and returns the
+// answer's status and body.
+func bearerDo(t *testing.T, method, url, token, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }
