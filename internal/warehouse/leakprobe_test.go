@@ -4,6 +4,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,11 +70,7 @@ func TestLoadLeavesNoCMemory(t *testing.T) {
 func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "p.duckdb"), Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := probeWarehouse(ctx, t)
 	items := goodSampleItems(t)
 	t.Logf("%d events a record", len(items))
 	br := buildFor(items)
@@ -209,22 +206,14 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 // connection's) fails its load instead of storing the other's empty batch.
 func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	ctx := context.Background()
-	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "two.duckdb"), Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := probeWarehouse(ctx, t)
 	items := goodSampleItems(t)
 	br := buildFor(items)
 	defer br.release()
 	var loaders [2]*eventLoader
 	for i := range loaders {
-		conn, err := w.db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if loaders[i], err = newEventLoader(conn); err != nil {
+		var err error
+		if loaders[i], err = newEventLoader(probeConn(ctx, t, w)); err != nil {
 			t.Fatal(err)
 		}
 		defer loaders[i].close()
@@ -232,7 +221,7 @@ func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	if err := loaders[1].load(ctx, br.rec); err != nil {
 		t.Fatalf("the loader that registered last: %v", err)
 	}
-	err = loaders[0].load(ctx, br.rec)
+	err := loaders[0].load(ctx, br.rec)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("stored 0 of %d rows", len(items))) {
 		t.Fatalf("the first loader: err = %v, want the INSERT to have stored 0 of %d rows", err, len(items))
 	}
@@ -272,17 +261,8 @@ func probeFoldRow(i int) foldRow {
 // users' SQL; a DuckDB CLI on the file would not).
 func TestLoaderCloseDropsItsViews(t *testing.T) {
 	ctx := context.Background()
-	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "drop.duckdb"), Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	l, err := newEventLoader(conn)
+	w := probeWarehouse(ctx, t)
+	l, err := newEventLoader(probeConn(ctx, t, w))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,4 +297,27 @@ func goodSampleItems(t *testing.T) []*item {
 		t.Fatal("no sample line decodes")
 	}
 	return items
+}
+
+// probeWarehouse opens a fresh warehouse with one DuckDB thread in t's temporary directory,
+// closed when t ends.
+func probeWarehouse(ctx context.Context, t *testing.T) *Warehouse {
+	t.Helper()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "probe.duckdb"), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// probeConn takes one of w's connections, closed when t ends (before w).
+func probeConn(ctx context.Context, t *testing.T, w *Warehouse) *sql.Conn {
+	t.Helper()
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
