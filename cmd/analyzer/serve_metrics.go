@@ -114,11 +114,7 @@ func (s *metricsService) metrics(w http.ResponseWriter, r *http.Request) {
 	var req MetricsRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if err == nil {
-		err = jsonend.Check(dec)
-	}
-	if err != nil {
+	if err := jsonend.Decode(dec, &req); err != nil {
 		writeAPIError(w, http.StatusBadRequest, "request", fmt.Sprintf("body: %v", err))
 		return
 	}

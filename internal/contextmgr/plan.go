@@ -59,11 +59,7 @@ func ParsePlan(arguments string) (Plan, error) {
 	var p Plan
 	dec := json.NewDecoder(strings.NewReader(arguments))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(&p)
-	if err == nil {
-		err = jsonend.Check(dec)
-	}
-	if err != nil {
+	if err := jsonend.Decode(dec, &p); err != nil {
 		return Plan{}, fmt.Errorf("%w: %v", ErrPlan, err)
 	}
 	if len(p.Steps) == 0 || len(p.Steps) > maxPlanSteps {

@@ -28,3 +28,12 @@ func Check(dec *json.Decoder) error {
 	}
 	return err
 }
+
+// Decode decodes the next JSON value from dec into v and then checks, as Check does, that
+// nothing but white space follows it.
+func Decode(dec *json.Decoder, v any) error {
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return Check(dec)
+}

@@ -60,3 +60,18 @@ func (r *failAfter) Read(p []byte) (int, error) {
 	r.data = r.data[n:]
 	return n, nil
 }
+
+// Decode is Decode then Check: the decoder's own error first, then trailing data.
+func TestDecode(t *testing.T) {
+	var v map[string]any
+	if err := Decode(json.NewDecoder(strings.NewReader(`{"a":1} `)), &v); err != nil || v["a"] != 1.0 {
+		t.Errorf("Decode of one object = %v, %v", err, v)
+	}
+	if err := Decode(json.NewDecoder(strings.NewReader(`{"a":1}]`)), &v); !errors.Is(err, ErrTrailing) {
+		t.Errorf("Decode with trailing data = %v, want ErrTrailing", err)
+	}
+	var syntax *json.SyntaxError
+	if err := Decode(json.NewDecoder(strings.NewReader(`{"a":}`)), &v); !errors.As(err, &syntax) {
+		t.Errorf("Decode of bad JSON = %v, want the decoder's syntax error", err)
+	}
+}

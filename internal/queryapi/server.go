@@ -371,11 +371,7 @@ func (s *Server) parseSQLRequest(w http.ResponseWriter, r *http.Request) (SQLReq
 			dec := json.NewDecoder(bytes.NewReader(body))
 			dec.UseNumber()
 			dec.DisallowUnknownFields()
-			err := dec.Decode(&req)
-			if err == nil {
-				err = jsonend.Check(dec)
-			}
-			if err != nil {
+			if err := jsonend.Decode(dec, &req); err != nil {
 				return req, "", sqlguard.Limits{}, fmt.Errorf("%w: JSON body: %v", ErrBadRequest, err)
 			}
 			for i, p := range req.Params {

@@ -91,11 +91,7 @@ func LoadAuthFile(path string) ([]Token, error) {
 	var f authFile
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(&f)
-	if err == nil {
-		err = jsonend.Check(dec)
-	}
-	if err != nil {
+	if err := jsonend.Decode(dec, &f); err != nil {
 		return nil, fmt.Errorf("%w: auth file %s: %v", ErrConfig, path, err)
 	}
 	for _, t := range f.Tokens {
