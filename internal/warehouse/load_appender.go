@@ -23,9 +23,18 @@ const LoadPath = "appender"
 // appender (the Arrow build registers a view instead).
 type eventLoader struct {
 	conn *sql.Conn
+	// types and columns are the query appender's temporary table ingest_batch (see load).
+	types   []duckdb.TypeInfo
+	columns []string
 }
 
-func newEventLoader(conn *sql.Conn) (*eventLoader, error) { return &eventLoader{conn: conn}, nil }
+func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
+	types, err := eventsAppendTypes()
+	if err != nil {
+		return nil, err
+	}
+	return &eventLoader{conn: conn, types: types, columns: eventsColumns()}, nil
+}
 
 func (l *eventLoader) close() {}
 
@@ -57,12 +66,7 @@ func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
 // cast to JSON the bytes are kept.
 func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
 	return l.conn.Raw(func(dc any) error {
-		types, err := eventsAppendTypes()
-		if err != nil {
-			return err
-		}
-		app, err := duckdb.NewQueryAppender(dc.(driver.Conn), queries.IngestEvents.SQL, "ingest_batch", types, eventsColumns())
-
+		app, err := duckdb.NewQueryAppender(dc.(driver.Conn), queries.IngestEvents.SQL, "ingest_batch", l.types, l.columns)
 		if err != nil {
 			return err
 		}
