@@ -142,10 +142,36 @@ func checkSameDecode(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Decode(%q) =\n%#v\nwant\n%#v", data, got, want)
 	}
+	if gotErr != nil {
+		return
+	}
+	// The payload a store keeps: the member's bytes as encoding/json bounds them.
+	_, payload, err := DecodeWithPayload(data)
+	var w wire.Envelope
+	if jerr := json.Unmarshal(data, &w); err != nil || jerr != nil {
+		t.Fatalf("DecodeWithPayload(%q): %v; encoding/json: %v", data, err, jerr)
+	}
+	if !bytes.Equal(payload, w.Payload) {
+		t.Fatalf("DecodeWithPayload(%q) payload = %q, want %q", data, payload, w.Payload)
+	}
 }
 
 // fastPathSeeds are inputs at the edges of what the fast path reads itself.
 var fastPathSeeds = []string{
+	// The in-order path's edges (wire.scanInOrder): white space around and inside the payload,
+	// optional members in and out of their places, a payload that is not one value up to the
+	// closing brace, keys that only begin like the expected ones.
+	"{\"schema\":1,\"id\":\"x\",\"type\":\"state.entered\",\"time\":\"2026-11-30T09:00:00Z\",\"study\":\"s\",\"run\":\"r\",\"attempt\":1,\"seq\":1,\"source\":{\"kind\":\"harness\",\"id\":\"w\"},\"payload\": {\"state\":\"A\"}\t}\n",
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"} }`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"trace_id":"t","span_id":"u","ignorable":false,"payload":{"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"span_id":"u","trace_id":"t","payload":{"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"},"payload":{"state":"B"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"},"trace_id":"t"}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"}"}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w","id":"v"},"payload":{"state":"A"}}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":"A"}`,
+	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":}`,
+	`{"schema": 1,"id": "x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payloads":{"state":"A"}}`,
 	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}`,
 	` {"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}} `,
 	`{"schema":1,"id":"x","type":"state.entered","time":"2026-11-30T09:00:00Z","study":"s","run":"r","attempt":1,"seq":1,"source":{"kind":"harness","id":"w"},"payload":{"state":"A"}}}`,

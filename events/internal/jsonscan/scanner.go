@@ -405,6 +405,26 @@ func (s *Scanner) Literal(lit string) {
 	s.i += len(lit)
 }
 
+// Next consumes lit if the input goes on with it, byte for byte (no white space before it),
+// and reports whether it did; else it leaves the scanner as it was.
+func (s *Scanner) Next(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+// Rest consumes and returns the rest of the input (nil once failed).
+func (s *Scanner) Rest() []byte {
+	if s.failed {
+		return nil
+	}
+	r := s.b[s.i:]
+	s.i = len(s.b)
+	return r
+}
+
 // Skip reads one value of any kind, checking its syntax, and returns its bytes (which alias
 // the input).
 func (s *Scanner) Skip(depth int) []byte {

@@ -18,6 +18,10 @@ import "github.com/dittolab/ditto/events/internal/jsonscan"
 // value, equal), so that the usual ones are not allocated anew for every event; the study,
 // run and source id from strs (nil: allocated).
 func Scan(b []byte, known map[string]string, strs *jsonscan.Strings) (w Envelope, ok bool) {
+	if w, ok = scanInOrder(b, known, strs); ok {
+		return w, true
+	}
+	w = Envelope{}
 	s := jsonscan.New(b)
 	s.Share(strs)
 	var seen uint64
@@ -38,10 +42,7 @@ func Scan(b []byte, known map[string]string, strs *jsonscan.Strings) (w Envelope
 			w.Type = s.PlainStrOf(known)
 		case "time":
 			s.Once(&seen, 3)
-			// encoding/json hands the literal to time.Time.UnmarshalJSON; so does this.
-			if lit, clean := s.StrLit(); !clean || w.Time.UnmarshalJSON(lit) != nil {
-				s.Fail()
-			}
+			scanTime(&s, &w)
 		case "study":
 			s.Once(&seen, 4)
 			w.Study = s.SharedStr()
@@ -98,3 +99,71 @@ func scanSource(s *jsonscan.Scanner, known map[string]string) (src Source) {
 	}
 	return src
 }
+
+// scanInOrder is Scan for the usual envelope, written as Append writes one: its members in
+// their declaration order, the optional ones left out or in their places, and the payload
+// last. It matches each key, with the punctuation around it, as one literal instead of reading
+// keys one by one, and bounds the payload by the envelope's closing brace instead of by its
+// brackets (Scan's condition that the caller reads the payload as one value covers both: a
+// payload that is not one value up to that brace is not one value). The values are read as
+// Scan reads them, so what it returns is what Scan's member-by-member reading would; ok
+// false says only that b is not laid out so, and Scan then reads it member by member.
+func scanInOrder(b []byte, known map[string]string, strs *jsonscan.Strings) (w Envelope, ok bool) {
+	end := len(b)
+	for end > 0 && isSpace(b[end-1]) {
+		end--
+	}
+	if end == 0 || b[end-1] != '}' {
+		return w, false
+	}
+	s := jsonscan.New(b[:end-1]) // the envelope without its closing brace
+	s.Share(strs)
+	s.Expect('{')
+	s.Literal(`"schema":`)
+	w.Schema = s.Int()
+	s.Literal(`,"id":`)
+	w.ID = s.PlainStr()
+	s.Literal(`,"type":`)
+	w.Type = s.PlainStrOf(known)
+	s.Literal(`,"time":`)
+	scanTime(&s, &w)
+	s.Literal(`,"study":`)
+	w.Study = s.SharedStr()
+	s.Literal(`,"run":`)
+	w.Run = s.SharedStr()
+	s.Literal(`,"attempt":`)
+	w.Attempt = s.Int()
+	s.Literal(`,"seq":`)
+	w.Seq = s.Int64()
+	s.Literal(`,"source":{"kind":`)
+	w.Source.Kind = s.PlainStrOf(known)
+	s.Literal(`,"id":`)
+	w.Source.ID = s.SharedStr()
+	s.Literal(`}`)
+	if s.Next(`,"trace_id":`) {
+		w.TraceID = s.PlainStr()
+	}
+	if s.Next(`,"span_id":`) {
+		w.SpanID = s.PlainStr()
+	}
+	if s.Next(`,"ignorable":`) {
+		w.Ignorable = s.Bool()
+	}
+	s.Literal(`,"payload":`)
+	// Bare, as Scan's bounds are: white space around the value is the envelope's.
+	w.Payload = s.Rest()
+	if s.Failed() || len(w.Payload) == 0 || isSpace(w.Payload[0]) || isSpace(w.Payload[len(w.Payload)-1]) {
+		return Envelope{}, false
+	}
+	return w, true
+}
+
+// scanTime reads the time member's value: encoding/json hands the literal to
+// time.Time.UnmarshalJSON, and so does this.
+func scanTime(s *jsonscan.Scanner, w *Envelope) {
+	if lit, clean := s.StrLit(); !clean || w.Time.UnmarshalJSON(lit) != nil {
+		s.Fail()
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
