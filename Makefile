@@ -100,8 +100,9 @@ bench: ## benchmarks, each printed as a ratio against a reference measured in th
 	$(GO) test -run '^$$' -bench Step -benchtime 2000x ./internal/harness/
 	@echo "== worker: overhead per step with NATS publishing, runs per second per worker =="
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/worker/
-	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream =="
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkLoad' -benchtime 1x ./internal/warehouse/
+	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream (medians of 3 passes) =="
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$' -benchtime 3x ./internal/warehouse/
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkLoad' -benchtime 1x ./internal/warehouse/
 	@echo "== producer serve: events/s over HTTP vs direct publishing with the bus =="
 	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/receiver/
 
