@@ -25,6 +25,7 @@ import (
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/samples"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
@@ -146,6 +147,7 @@ func TestMetricsCommand(t *testing.T) {
 // analyzer computes the same report as the file gives and stores it (FROM metrics answers);
 // with --no-wait the command says how far behind ingestion is and computes on what is stored.
 func TestMetricsThroughServe(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	path := metricsDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

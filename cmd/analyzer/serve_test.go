@@ -21,6 +21,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/receiver"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 )
 
 // serveTestLines are events of two planned studies, without tool calls: alpha expects 5 runs
@@ -94,6 +95,7 @@ func findStudy(st []queryapi.Study, name string) *queryapi.Study {
 // file, and uses sql, status and export through it while it ingests; then, with serve
 // stopped, the same commands open the file read-only and agree.
 func TestServeEndToEnd(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	srv := bustest.NewServer(t)
 	b := srv.Connect(t)
 	publishLines(t, b, serveTestLines(t))

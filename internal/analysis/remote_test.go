@@ -8,6 +8,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
@@ -15,6 +16,7 @@ import (
 // the same database, statements sent with their parameters) the result is identical to the
 // one read from the database.
 func TestComputeThroughAPI(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	envs, _ := harnessStudy("s1")
 	w := ingest(t, envs)
 	srv, err := queryapi.NewServer(w.DB(), queryapi.Config{Token: "secret"})

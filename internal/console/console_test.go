@@ -22,6 +22,7 @@ import (
 	"github.com/dittolab/ditto/internal/console"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
@@ -115,6 +116,7 @@ var pages = []string{
 // sets an HttpOnly, SameSite=Strict cookie that does not hold the token, and with it every page
 // answers; the API takes the header (or the cookie) and refuses neither.
 func TestLoginRequired(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	s := newSite(t)
 	for _, p := range append(pages, "/studies/progress", "/studies/nope") {
 		resp, _ := get(t, s.url, p, nil)
@@ -240,6 +242,7 @@ func TestAssetsAreLocal(t *testing.T) {
 // TestHostileValuesAreText: markup in tool arguments, tool results and final outputs is
 // escaped on the Run, Compare and Cell pages (the browser walk shows it renders as text).
 func TestHostileValuesAreText(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	s := newSite(t)
 	for _, p := range []string{
 		"/studies/hostile/runs/x-0",
@@ -281,6 +284,7 @@ func hostileGroup(t *testing.T, s *site) string {
 
 // TestLongRun: a run of 1,000 events renders, every event in the timeline.
 func TestLongRun(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	s := newSite(t)
 	resp, body := get(t, s.url, "/studies/big/runs/long", bearer())
 	if resp.StatusCode != http.StatusOK {
@@ -296,6 +300,7 @@ func TestLongRun(t *testing.T) {
 
 // TestNotFound: an unknown study, run or cell is a 404 page, a malformed one a 400.
 func TestNotFound(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	s := newSite(t)
 	for _, tc := range []struct {
 		path string
@@ -387,6 +392,7 @@ func longRun() []events.Envelope {
 // start times once its metrics are computed; each window's run count and success rate are
 // those the runs view gives for the window's bounds.
 func TestDriftChart(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	s := newSite(t)
 	var body string
 	deadline := time.Now().Add(3 * time.Minute)

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 	"github.com/dittolab/ditto/queries"
 )
 
@@ -38,6 +39,7 @@ const formatsQuery = `SELECT * FROM (VALUES
 // TestFormatsAgree reads one answer in every format with a reader of that format and checks
 // that each gives the same values, the integer above 2^53 exact in all of them.
 func TestFormatsAgree(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	fetch := func(f Format) *http.Response {
 		resp := get(t, ts.URL+"/v1/sql?"+url.Values{"q": {formatsQuery}, "format": {string(f)}}.Encode(), "")
@@ -173,6 +175,7 @@ func mustJSON(v any) string {
 // TestRequestShapes: GET with q or sql, POST with a JSON body (with or without its
 // Content-Type) or a text body, and the format from the Accept header.
 func TestRequestShapes(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	tests := []struct {
 		name      string
@@ -227,6 +230,7 @@ func TestRequestShapes(t *testing.T) {
 // TestTruncationReported: an answer cut by the row limit or the byte limit says so, in
 // headers when it fits the server's first buffer and in trailers when it streams.
 func TestTruncationReported(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	tests := []struct {
 		name        string
@@ -288,6 +292,7 @@ func TestTruncationReported(t *testing.T) {
 // TestSchemaAndHints: GET /v1/schema lists the public tables and views with their columns and
 // descriptions, none of the internal ones; an error's hint never names an internal table.
 func TestSchemaAndHints(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	db, spool := newProjectionDB(t)
 	s, err := NewServer(db, Config{ExportSpool: spool})
 	if err != nil {

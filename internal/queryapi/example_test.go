@@ -1,3 +1,8 @@
+//go:build duckdb_arrow
+
+// The example answers a query, which only a build with the duckdb_arrow tag can (an example
+// cannot skip itself as the tests do with sqlguardtest.NeedsQueries).
+
 package queryapi_test
 
 import (

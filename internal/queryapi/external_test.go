@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 )
 
 // nodeDuckDBVersion and nodeArrowVersion pin the npm packages used as independent readers of
@@ -164,6 +166,7 @@ console.log(JSON.stringify({ types: table.schema.fields.map(f => f.name + ':' + 
 // TestNodeArrowReadsListsAndStructs is the acceptance test "apache-arrow from npm reads list
 // and struct columns as lists and structs", with the BIGINT above 2^53 exact.
 func TestNodeArrowReadsListsAndStructs(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	nodeDir := nodePackage(t, "apache-arrow", nodeArrowVersion)
 	ts, _ := newTestServer(t, "")
 	script := filepath.Join(nodeDir, "arrow.mjs")

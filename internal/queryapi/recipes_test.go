@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 )
 
 // recipeServer serves a database shaped like the projection's runs and studies (the columns
@@ -87,6 +88,7 @@ func pythonWithPandas() string {
 // TestRecipes runs every recipe of docs/query-api.md against a served database: each must
 // exit 0 and print something.
 func TestRecipes(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	recipes := readRecipes(t)
 	if len(recipes) < 8 {
 		t.Fatalf("docs/query-api.md has %d recipes, want at least 8", len(recipes))
@@ -201,6 +203,7 @@ print("same DataFrame from json, jsonl and csv:", a.shape, dict(a.dtypes.astype(
 // TestPandasAcceptance is the acceptance test "pandas reads the JSON, JSONL and CSV answers of
 // a 1,000-row query into the same DataFrame", with an int64 above 2^53 exact through each.
 func TestPandasAcceptance(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	py := pythonWithPandas()
 	if py == "" {
 		missingTool(t, "no python3 with pandas (Debian: apt-get install python3-pandas)")

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 )
 
 const testToken = "s3cret-token"
@@ -130,6 +131,7 @@ func get(t *testing.T, url, token string) *http.Response {
 }
 
 func TestAuth(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, testToken)
 	sqlBody := `{"sql":"SELECT 1"}`
 	tests := []struct {
@@ -173,6 +175,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestNoToken(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	resp := post(t, ts.URL+"/v1/sql", "", "text/plain", "SELECT 1 AS one")
 	if resp.StatusCode != http.StatusOK {
@@ -181,6 +184,7 @@ func TestNoToken(t *testing.T) {
 }
 
 func TestJSONFormat(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	c := NewClient(ts.URL, "")
 	tab, err := c.Query(context.Background(), SQLRequest{
@@ -210,6 +214,7 @@ func TestJSONFormat(t *testing.T) {
 }
 
 func TestCSVFormat(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	for _, how := range []struct {
 		name string
@@ -251,6 +256,7 @@ func TestCSVFormat(t *testing.T) {
 
 // TestArrowFormat decodes the answer with arrow-go's own IPC reader.
 func TestArrowFormat(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	resp := post(t, ts.URL+"/v1/sql", "", MediaJSON,
 		`{"sql":"SELECT run, ok, tokens, latency, started, day, cost, tags, attempt FROM runs WHERE run IN ('r5', 'rnull') ORDER BY run","format":"arrow"}`)
@@ -322,6 +328,7 @@ func TestArrowFormat(t *testing.T) {
 }
 
 func TestArrowEmptyAndManyRows(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	for _, tt := range []struct {
 		sql  string
@@ -347,6 +354,7 @@ func TestArrowEmptyAndManyRows(t *testing.T) {
 }
 
 func TestRowLimitHTTP(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	c := NewClient(ts.URL, "")
 	tests := []struct {
@@ -371,6 +379,7 @@ func TestRowLimitHTTP(t *testing.T) {
 }
 
 func TestSQLErrors(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	tests := []struct {
 		name, ctype, body string
@@ -408,6 +417,7 @@ func TestSQLErrors(t *testing.T) {
 }
 
 func TestParams(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ts, _ := newTestServer(t, "")
 	c := NewClient(ts.URL, "")
 	tab, err := c.Query(context.Background(), SQLRequest{
@@ -445,6 +455,7 @@ func TestStudies(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	lag := prometheus.NewGauge(prometheus.GaugeOpts{Name: "ditto_analyzer_consumer_lag", Help: "test stand-in for the warehouse's"})
 	lag.Set(42)
 	ts, _ := newTestServer(t, testToken, lag)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 	_ "github.com/duckdb/duckdb-go/v2"
 )
 
@@ -39,6 +40,7 @@ func TestWriteQueryTable(t *testing.T) {
 // text table `analyzer sql` writes (the path of a local file: guard, columns answer, table),
 // and exactly in its CSV.
 func TestQueryTableRoundsDoubles(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	db, err := sql.Open("duckdb", "")

@@ -244,6 +244,7 @@ func TestEngineLayers(t *testing.T) {
 }
 
 func TestAllowed(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	tests := []struct {
 		name     string
@@ -284,6 +285,7 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestRowLimit(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	tests := []struct {
 		give          string
@@ -328,6 +330,7 @@ func TestRowLimit(t *testing.T) {
 // connection in the pool, the query that follows can only run if DuckDB really stopped the
 // first (an abandoned query would hold the connection).
 func TestTimeoutCancels(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	f.db.SetMaxOpenConns(1)
 	slow := "SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 3"
@@ -348,6 +351,7 @@ func TestTimeoutCancels(t *testing.T) {
 }
 
 func TestParameters(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	res, err := f.guard.Query(context.Background(), "SELECT run FROM runs WHERE study = $1 AND ok = $2", Limits{}, "s1", true)
 	if err != nil {
@@ -364,6 +368,7 @@ func TestParameters(t *testing.T) {
 }
 
 func TestQueryErrorAndEmpty(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	if _, err := f.guard.Query(context.Background(), "SELECT * FROM nosuchtable", Limits{}); !errors.Is(err, ErrQuery) {
 		t.Errorf("unknown table: %v, want ErrQuery", err)
@@ -415,6 +420,7 @@ func TestLeadingKeyword(t *testing.T) {
 // TestConcurrencyLimit: with one slot taken by a slow query, the next query waits and times
 // out within its own timeout; once the slot is free, queries run again.
 func TestConcurrencyLimit(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	g, err := New(f.db, Config{MaxConcurrent: 1})
 	if err != nil {
@@ -447,6 +453,7 @@ func TestConcurrencyLimit(t *testing.T) {
 // TestLimitsHoldForEveryStatement: a statement the row-limit wrapper cannot wrap (a trailing
 // "; -- x") is cut at the row limit all the same, and an answer is cut at its byte limit.
 func TestLimitsHoldForEveryStatement(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	ctx := context.Background()
 	for _, q := range []string{
@@ -475,6 +482,7 @@ func TestLimitsHoldForEveryStatement(t *testing.T) {
 // TestStreamTypes: the answer arrives as Arrow with DuckDB's own type mapping (lists as lists,
 // structs as structs, TIMESTAMPTZ with its zone) and DuckDB's type names.
 func TestStreamTypes(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	rows, err := f.guard.Stream(context.Background(),
 		"SELECT [1, 2] AS l, {'a': 1, 'b': 'x'} AS s, TIMESTAMPTZ '2026-01-01 00:00:00+00' AS tz, 12.5::DECIMAL(6,2) AS d, '{}'::JSON AS j",
@@ -511,6 +519,7 @@ func TestStreamTypes(t *testing.T) {
 // TestStreamTimeoutWhileReading: the timeout stops a query whose reader is slow, and the
 // connection serves the next query.
 func TestStreamTimeoutWhileReading(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	f.db.SetMaxOpenConns(1)
 	rows, err := f.guard.Stream(context.Background(),
@@ -534,6 +543,7 @@ func TestStreamTimeoutWhileReading(t *testing.T) {
 // TestShortQuerySlot: long queries (a timeout above the default) cannot take every slot; a
 // short query still runs while they hold the others.
 func TestShortQuerySlot(t *testing.T) {
+	needsStream(t)
 	f := newFixture(t, true)
 	g, err := New(f.db, Config{MaxConcurrent: 2, Timeout: time.Second, MaxTimeout: time.Minute})
 	if err != nil {
@@ -566,5 +576,15 @@ func TestShortQuerySlot(t *testing.T) {
 	res, err := g.Query(context.Background(), "SELECT 42", Limits{})
 	if err != nil || res.Rows[0][0] != int32(42) {
 		t.Errorf("short query beside a long one = %v, %v; want 42", res, err)
+	}
+}
+
+// needsStream skips a test that answers queries in a build without the duckdb_arrow tag, where
+// Stream fails with ErrNoArrow (sqlguardtest.NeedsQueries, which imports this package, for
+// the other packages' tests).
+func needsStream(tb testing.TB) {
+	tb.Helper()
+	if !CanStream {
+		tb.Skip("answers SQL queries, which needs the duckdb_arrow build tag (make test, or go test -tags duckdb_arrow)")
 	}
 }
