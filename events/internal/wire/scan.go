@@ -18,10 +18,9 @@ import "github.com/dittolab/ditto/events/internal/jsonscan"
 // value, equal), so that the usual ones are not allocated anew for every event; the study,
 // run and source id from strs (nil: allocated).
 func Scan(b []byte, known map[string]string, strs *jsonscan.Strings) (w Envelope, ok bool) {
-	if w, ok = scanInOrder(b, known, strs); ok {
+	if w, ok := scanInOrder(b, known, strs); ok {
 		return w, true
 	}
-	w = Envelope{}
 	s := jsonscan.New(b)
 	s.Share(strs)
 	var seen uint64
