@@ -158,9 +158,19 @@ func scanInOrder(b []byte, known map[string]string, strs *jsonscan.Strings) (w E
 }
 
 // scanTime reads the time member's value: encoding/json hands the literal to
-// time.Time.UnmarshalJSON, and so does this.
+// time.Time.UnmarshalJSON, and so does this, unless it is a time in UTC as producers write
+// one (utcTime reads those to the same value).
 func scanTime(s *jsonscan.Scanner, w *Envelope) {
-	if lit, clean := s.StrLit(); !clean || w.Time.UnmarshalJSON(lit) != nil {
+	lit, clean := s.StrLit()
+	if !clean {
+		s.Fail()
+		return
+	}
+	if t, ok := utcTime(lit); ok {
+		w.Time = t
+		return
+	}
+	if w.Time.UnmarshalJSON(lit) != nil {
 		s.Fail()
 	}
 }
