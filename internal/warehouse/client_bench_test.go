@@ -23,7 +23,8 @@ import (
 // message, as the analyzer's fetcher does) and "fetch" (Fetch of a batch at a time). The modes
 // run one after the other, after a pass that reads the stream once: DITTO_BENCH_CLIENT_MODES
 // lists them (default three rounds of next, nextctx, consume, fetch), each optionally with its
-// pull-ahead in messages ("consume:10000"; default 2,000, the analyzer's). DITTO_BENCH_EVENTS
+// pull-ahead in messages ("consume:10000"; default 2,000, the analyzer's until it pulled about
+// 4 MiB ahead, 10,000 of these events). DITTO_BENCH_EVENTS
 // sets the number of events (default 200,000). It prints one line a mode.
 func BenchmarkClientAPI(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)

@@ -76,8 +76,9 @@ type IngestConfig struct {
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
 	// flow control (default (TxnBatches + 2) × BatchSize: the TxnBatches batches an open
 	// transaction holds unacknowledged, the one being gathered, and room for the client's pull
-	// of 2,000 messages ahead). It does not size what the analyzer holds: the messages of a
-	// transaction's stored batches are let go, and the client pulls at most 2,000 ahead.
+	// ahead, at most a batch). It does not size what the analyzer holds: the messages of a
+	// transaction's stored batches are let go, and the client pulls about 4 MiB of messages
+	// ahead (a count from the stream's mean message size, at most a batch).
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.

@@ -55,7 +55,7 @@ func fetchBatches(t *testing.T, b *bus.Bus, cfg IngestConfig, n int) []*batch {
 	fctx, stop := context.WithCancel(ctx)
 	out := make(chan *batch)
 	errc := make(chan error, 1)
-	go func() { errc <- ing.fetch(fctx, cons, out) }()
+	go func() { errc <- ing.fetch(fctx, cons, pullAhead(jetstream.StreamState{}, ing.cfg.BatchSize), out) }()
 	var got []*batch
 	for seen := 0; seen < n; {
 		select {
@@ -150,7 +150,7 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 	ing := &ingester{cfg: IngestConfig{BatchWait: 20 * time.Millisecond}.withDefaults()}
 	out := make(chan *batch)
 	errc := make(chan error, 1)
-	go func() { errc <- ing.fetch(ctx, cons, out) }()
+	go func() { errc <- ing.fetch(ctx, cons, pullAhead(jetstream.StreamState{}, ing.cfg.BatchSize), out) }()
 	// An idle batch first: the client's pull is waiting on the server.
 	select {
 	case bt := <-out:

@@ -192,3 +192,27 @@ func checkAllAcked(t *testing.T, b *bus.Bus, last uint64) {
 		t.Errorf("consumer ack floor %d, pending %d; want %d and 0", info.AckFloor.Stream, info.NumAckPending, last)
 	}
 }
+
+// TestLargestMessageIsIngested: a message about as large as the stream takes (its MaxMsgSize,
+// events.MaxEventSize, headers included), among ordinary events, reaches the analyzer (here
+// rejected as malformed) and the events after it are stored. The client's pull ahead is a count
+// of messages, from the stream's mean size (warehouse's pullAhead): a byte bound below the
+// message's size would stall the consumer on it for good.
+func TestLargestMessageIsIngested(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	good := warehousetest.SampleMsgs(t)
+	big := msg{Subject: "ditto.events.s1.big.run.started", ID: "big-1",
+		Data: []byte(`{"schema":1,"payload":"` + strings.Repeat("x", events.MaxEventSize-256) + `"`)}
+	all := append(append(append([]msg(nil), good[:len(good)/2]...), big), good[len(good)/2:]...)
+	warehousetest.Publish(t, b, all)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, warehouse.IngestConfig{BatchWait: 20 * time.Millisecond})
+	checkExact(t, w, good)
+	checkRejected(t, w.DB(), 1, func(_ int, subject, msgID, class, reason string, raw []byte) {
+		if subject != big.Subject || msgID != big.ID || class != "malformed" || reason == "" || len(raw) != len(big.Data) {
+			t.Errorf("rejected = (%q, %q, %s, %q, %d bytes), want (%q, %q, malformed) with a reason and its %d bytes",
+				subject, msgID, class, reason, len(raw), big.Subject, big.ID, len(big.Data))
+		}
+	})
+	checkAllAcked(t, b, uint64(len(all)))
+}

@@ -217,9 +217,10 @@ func (ing *ingester) session(ctx context.Context) error {
 	// that a batch waits for the committer decoded, not raw as well as decoded.
 	batches := make(chan *batch, 1)
 	fetchErr := make(chan error, 1)
+	ahead := pullAhead(state, ing.cfg.BatchSize)
 	go func() {
 		defer close(batches)
-		fetchErr <- ing.fetch(sctx, cons, batches)
+		fetchErr <- ing.fetch(sctx, cons, ahead, batches)
 	}()
 	drain := func(err error) error {
 		ing.abandon(ctx) // an open transaction: its messages are delivered again
@@ -399,9 +400,9 @@ func lastSeq(ctx context.Context, s *bus.Stream) (uint64, error) {
 // over. Taking each message from the client's iterator instead (Messages, then Next per
 // message) cost the client about 0.45 µs more an event: every Next call arms and stops a
 // heartbeat timer of its own.
-func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- *batch) error {
+func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, ahead int, out chan<- *batch) error {
 	g := newGatherer(ing.cfg, &ing.delivered)
-	cc, err := cons.Consume(g.add, jetstream.PullMaxMessages(min(ing.cfg.BatchSize, pullAhead)),
+	cc, err := cons.Consume(g.add, jetstream.PullMaxMessages(ahead),
 		jetstream.ConsumeErrHandler(g.fail))
 	if err != nil {
 		return fmt.Errorf("warehouse: pull: %w", err)
@@ -614,10 +615,29 @@ func (d *chunkDecoder) start(items []*item) {
 // wait returns when every chunk started is decoded.
 func (d *chunkDecoder) wait() { d.wg.Wait() }
 
-// pullAhead bounds the messages the client fetches ahead of the batch being gathered. Its
-// buffer only has to cover a pull's round trip; at a whole batch (it was BatchSize) it held a
-// fourth batch of messages, with their client state, beside the three in the pipeline.
-const pullAhead = 2_000
+// pullAheadBytes is about how many bytes of messages the client fetches ahead of the batch
+// being gathered (pullAhead makes it a count). Its buffer has to cover a pull's round trip and
+// what the broker delivers while the callback waits, the fetcher handing a batch over (the
+// decoding of its last chunk and its record: 5–15 ms an idle 10,000-event batch, some 600 to
+// 2,000 messages at the rate a backlog is delivered). At 2,000 messages it did not, and the
+// broker stopped there: BenchmarkIngest's ratio to the reference rose from a median of 0.535
+// to 0.584–0.607 at 5,000 and 10,000 messages (docs/benchmarks.md, eighth session). At a whole
+// batch of messages whatever their size (before it was 2,000) it held a fourth batch beside
+// the three in the pipeline; a count from bytes holds a few MiB whatever the events' size.
+const pullAheadBytes = 4 << 20
+
+// pullAhead is the count of messages the client pulls ahead (its PullMaxMessages):
+// pullAheadBytes in the stream's mean stored message (1 KiB for an empty stream), at most a
+// batch and at least 16. A count, not the client's byte bound (PullMaxBytes): a byte bound
+// below the largest message the stream holds stalls the consumer at that message for good, and
+// a stream need not have been made with ditto's MaxMsgSize (an operator's, an older one).
+func pullAhead(state jetstream.StreamState, batch int) int {
+	mean := uint64(1 << 10)
+	if state.Msgs > 0 && state.Bytes > 0 {
+		mean = max(state.Bytes/state.Msgs, 1)
+	}
+	return max(min(batch, int(pullAheadBytes/mean)), 16)
+}
 
 // newItem keeps what the committer needs of a delivered message: its subject, reply subject,
 // body and Nats-Msg-Id. The client's message itself (its parsed headers, a map, and the
