@@ -621,9 +621,10 @@ func (d *chunkDecoder) wait() { d.wg.Wait() }
 // decoding of its last chunk and its record: 5–15 ms an idle 10,000-event batch, some 600 to
 // 2,000 messages at the rate a backlog is delivered). At 2,000 messages it did not, and the
 // broker stopped there: BenchmarkIngest's ratio to the reference rose from a median of 0.535
-// to 0.584–0.607 at 5,000 and 10,000 messages (docs/benchmarks.md, eighth session). At a whole
-// batch of messages whatever their size (before it was 2,000) it held a fourth batch beside
-// the three in the pipeline; a count from bytes holds a few MiB whatever the events' size.
+// to 0.584–0.607 at 5,000 and 10,000 messages (docs/benchmarks.md, eighth session). A whole
+// batch of messages (before it was 2,000) held a fourth batch beside the three in the
+// pipeline however large the events; the count from bytes holds about 4 MiB of messages of
+// the stream's mean size (more when the messages ahead are larger than the mean).
 const pullAheadBytes = 4 << 20
 
 // pullAhead is the count of messages the client pulls ahead (its PullMaxMessages):
