@@ -97,7 +97,9 @@ func BenchmarkFold(b *testing.B) {
 // load, watermark and commit, no fold), each with the last checkpoint of the database's close
 // (what the WAL still holds when the storing ends). DITTO_BENCH_EVENTS sets the events (default 200,000),
 // DITTO_BENCH_TXN_BATCHES the batches a transaction (default warehouse.DefaultTxnBatches),
-// DITTO_BENCH_CPUPROFILE a file for a CPU profile of the committer.
+// DITTO_BENCH_CPUPROFILE a file for a CPU profile of the committer. c-heap-left-B/event is
+// the C heap in use beyond the events' records that the storing leaves behind while the
+// database stays open (glibc's account, where the C library is glibc), per event stored.
 func BenchmarkStore(b *testing.B) {
 	n := envInt("DITTO_BENCH_EVENTS", 200_000)
 	batch := envInt("DITTO_BENCH_BATCH", warehouse.DefaultBatchSize)
@@ -115,10 +117,18 @@ func BenchmarkStore(b *testing.B) {
 		}
 		return w
 	}
+	// The C heap in use beyond the events' Arrow records (glibc's account; DuckDB's buffers are
+	// in its own allocator): what storing leaves in the process until the database closes.
+	cHeap := func(w *warehouse.Warehouse) int64 {
+		m := w.Memory(context.Background())
+		return int64(m.MallocInUse) - int64(m.Records)
+	}
 	b.ResetTimer()
 	var store, only time.Duration
+	var left int64
 	for i := 0; i < b.N; i++ {
 		w := open()
+		c0 := cHeap(w)
 		stop := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
 		cpu, err := warehouse.StoreForBench(context.Background(), w, subjects, raws, batch, envInt("DITTO_BENCH_TXN_BATCHES", 0))
 		stop()
@@ -128,6 +138,7 @@ func BenchmarkStore(b *testing.B) {
 		if got := w.Stats().Events; got != uint64(n) {
 			b.Fatalf("stored %d events, want %d", got, n)
 		}
+		left += cHeap(w) - c0
 		store += cpu + closeCPU(b, w)
 		w = open()
 		cpu, err = warehouse.StoreOnlyForBench(context.Background(), w, subjects, raws, batch)
@@ -139,4 +150,7 @@ func BenchmarkStore(b *testing.B) {
 	perEvent := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(n*b.N) }
 	b.ReportMetric(perEvent(store), "cpu-µs/event")
 	b.ReportMetric(perEvent(only), "duckdb-only-cpu-µs/event")
+	if _, _, _, ok := warehouse.ReadMalloc(); ok {
+		b.ReportMetric(float64(left)/float64(n*b.N), "c-heap-left-B/event")
+	}
 }
