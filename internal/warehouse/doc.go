@@ -26,7 +26,8 @@
 // ships (make sets it): the events' view ingest_batch and the run_folds rows' ingest_folds, each
 // registered once a connection over a record reader re-armed with every batch, and scanned by
 // an INSERT … SELECT prepared once (eventLoader; DuckDB keeps C memory at every registration
-// and every bind, TestLoadLeavesNoCMemory). Without the tag the same record batches and rows go
+// and every bind, TestLoadLeavesNoCMemory). The views live in an in-memory database attached
+// beside the warehouse's (ditto_feeds), never in its file. Without the tag the same record batches and rows go
 // through DuckDB's appenders, slower (BenchmarkLoad) but buildable by a plain go test: the
 // events through a query appender running the same INSERT over a VARCHAR payload (a table
 // appender re-encodes a JSON column's values with encoding/json, which escapes '<', '>' and

@@ -203,7 +203,10 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 
 // TestLoaderRefusesAnotherLoadersView checks that a loader whose view another loader on the
 // same database has since registered under the same name (views are the database's, not the
-// connection's) fails its load instead of storing the other's empty batch.
+// connection's) never stores the other's empty batch: either its INSERT, prepared before,
+// still scans its own stream and stores its own batch, or DuckDB binds it again to the other's
+// view and the load fails. DuckDB 1.5 and 2.0 do the first for a view in the attached
+// feedsDatabase; they did the second when the views were the warehouse's own.
 func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	ctx := context.Background()
 	w := probeWarehouse(ctx, t)
@@ -221,13 +224,18 @@ func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	if err := loaders[1].load(ctx, br.rec); err != nil {
 		t.Fatalf("the loader that registered last: %v", err)
 	}
+	want := 2 * len(items)
 	err := loaders[0].load(ctx, br.rec)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("stored 0 of %d rows", len(items))) {
-		t.Fatalf("the first loader: err = %v, want the INSERT to have stored 0 of %d rows", err, len(items))
+	if err != nil {
+		if !strings.Contains(err.Error(), fmt.Sprintf("stored 0 of %d rows", len(items))) {
+			t.Fatalf("the first loader: err = %v, want its batch stored or the INSERT to have stored 0 of %d rows", err, len(items))
+		}
+		t.Logf("the first loader refused: %v", err)
+		want = len(items)
 	}
 	var n int
-	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != len(items) {
-		t.Fatalf("events hold %d rows (%v), want %d", n, err, len(items))
+	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != want {
+		t.Fatalf("events hold %d rows (%v), want %d", n, err, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,6 +31,11 @@ const LoadPath = "arrow"
 // scans the view takes it again and drops the root's release, about 12-16 KB a batch
 // (TestLeakProbe). A statement prepared once is bound once.
 //
+// The views live in feedsDatabase, an in-memory database attached beside the warehouse's, and
+// the connection finds them through its search path: a view over an Arrow stream is this
+// process's raw pointers, which have no place in the warehouse's file. DuckDB 1.x wrote them
+// there; DuckDB 2.0's arrow scan API fails on a persistent database.
+//
 // newEventLoader must run outside a transaction, so that the views are committed: a view
 // registered in a transaction that rolls back would leave its name on an earlier stream.
 type eventLoader struct {
@@ -42,12 +48,8 @@ type eventLoader struct {
 // transaction.
 func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
 	l := &eventLoader{conn: conn}
-	var err error
-	if l.events, err = registerView(conn, "ingest_batch", eventsViewSchema); err != nil {
-		return nil, err
-	}
-	if l.folds, err = registerView(conn, "ingest_folds", foldsSchema); err != nil {
-		l.events.close()
+	err := l.register()
+	if err != nil {
 		return nil, err
 	}
 	// Prepared after both views exist: a statement prepared before a change of the catalog is
@@ -62,13 +64,52 @@ func newEventLoader(conn *sql.Conn) (*eventLoader, error) {
 	return l, nil
 }
 
+// feedsDatabase is the in-memory database the loaders' views are registered in.
+const feedsDatabase = "ditto_feeds"
+
+// register registers the loader's views in feedsDatabase (attached if it is not yet) and sets
+// the connection's search path to its own database, then feedsDatabase.
+func (l *eventLoader) register() (err error) {
+	ctx := context.Background()
+	var home string
+	if err := l.conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&home); err != nil {
+		return fmt.Errorf("register arrow views: %w", err)
+	}
+	if _, err := l.conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+feedsDatabase); err != nil {
+		return fmt.Errorf("register arrow views: attach %s: %w", feedsDatabase, err)
+	}
+	if _, err := l.conn.ExecContext(ctx, "USE "+feedsDatabase); err != nil {
+		return fmt.Errorf("register arrow views: %w", err)
+	}
+	defer func() {
+		// The search path's first entry is the database new tables go to: the warehouse's.
+		path := quoteIdent(home) + ".main," + feedsDatabase + ".main"
+		_, perr := l.conn.ExecContext(ctx, "SET search_path = '"+strings.ReplaceAll(path, "'", "''")+"'")
+		if perr != nil && err == nil {
+			err = fmt.Errorf("register arrow views: set the search path back: %w", perr)
+		}
+		if err != nil {
+			l.events.close()
+			l.folds.close()
+			l.events, l.folds = nil, nil
+		}
+	}()
+	if l.events, err = registerView(l.conn, "ingest_batch", eventsViewSchema); err != nil {
+		return err
+	}
+	l.folds, err = registerView(l.conn, "ingest_folds", foldsSchema)
+	return err
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
 // close drops the views, when the connection is still open, and releases their streams. A
 // view left behind (the connection closed first, or the process killed) names a freed stream,
 // and binding it crashes the process that does: sqlguard refuses such views in users' SQL, and
 // the next loader on the database registers them again.
 func (l *eventLoader) close() {
 	for _, v := range []*arrowView{l.events, l.folds} {
-		_, _ = l.conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+v.name)
+		_, _ = l.conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+feedsDatabase+".main."+v.name)
 	}
 	l.events.close()
 	l.folds.close()
@@ -133,6 +174,9 @@ func (v *arrowView) prepare(conn *sql.Conn, insert string) error {
 }
 
 func (v *arrowView) close() {
+	if v == nil {
+		return
+	}
 	if v.insert != nil {
 		_ = v.insert.Close()
 		v.insert = nil
