@@ -290,6 +290,46 @@ func TestLoaderCloseDropsItsViews(t *testing.T) {
 	}
 }
 
+// TestLoaderDropsLeftoverViews: a warehouse written before the views moved to their own
+// in-memory database holds ingest_batch and ingest_folds in its own catalog (over streams long
+// freed, which crash whatever binds them). A new loader drops them, and its INSERTs scan its
+// own views, not those.
+func TestLoaderDropsLeftoverViews(t *testing.T) {
+	ctx := context.Background()
+	w := probeWarehouse(ctx, t)
+	// Stand-ins of the right names but the wrong shape: an INSERT that bound one would fail.
+	for _, q := range []string{
+		"CREATE VIEW main.ingest_batch AS SELECT 1 AS leftover",
+		"CREATE VIEW main.ingest_folds AS SELECT 1 AS leftover",
+	} {
+		if _, err := w.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := newEventLoader(probeConn(ctx, t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	var home int
+	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND view_name IN ('ingest_batch', 'ingest_folds')").Scan(&home); err != nil {
+		t.Fatal(err)
+	}
+	if home != 0 {
+		t.Fatalf("%d leftover views still in the warehouse's catalog, want 0", home)
+	}
+	items := goodSampleItems(t)
+	br := buildFor(items)
+	defer br.release()
+	if err := l.load(ctx, br.rec); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != len(items) {
+		t.Fatalf("events hold %d rows (%v), want %d", n, err, len(items))
+	}
+}
+
 // goodSampleItems decodes the sample traces' lines as the fetcher would and returns the ones
 // that decode, in stream order; it fails the test if none does.
 func goodSampleItems(t *testing.T) []*item {

@@ -75,6 +75,14 @@ func (l *eventLoader) register() (err error) {
 	if err := l.conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&home); err != nil {
 		return fmt.Errorf("register arrow views: %w", err)
 	}
+	// A warehouse written before the views moved to feedsDatabase may still hold them in its
+	// own catalog, over streams long freed; first on the search path, they would shadow the
+	// loader's own, and binding them crashes the process.
+	for _, name := range []string{"ingest_batch", "ingest_folds"} {
+		if _, err := l.conn.ExecContext(ctx, "DROP VIEW IF EXISTS "+quoteIdent(home)+".main."+name); err != nil {
+			return fmt.Errorf("register arrow views: drop the leftover view %s: %w", name, err)
+		}
+	}
 	if _, err := l.conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+feedsDatabase); err != nil {
 		return fmt.Errorf("register arrow views: attach %s: %w", feedsDatabase, err)
 	}
@@ -105,8 +113,9 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 // close drops the views, when the connection is still open, and releases their streams. A
 // view left behind (the connection closed first, or the process killed) names a freed stream,
-// and binding it crashes the process that does: sqlguard refuses such views in users' SQL, and
-// the next loader on the database registers them again.
+// and binding it crashes the process that does: sqlguard refuses such views in users' SQL. Since
+// the views live in feedsDatabase, in memory, none outlives the process; the next loader on a
+// warehouse written before that drops those its catalog still holds.
 func (l *eventLoader) close() {
 	for _, v := range []*arrowView{l.events, l.folds} {
 		_, _ = l.conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+feedsDatabase+".main."+v.name)
