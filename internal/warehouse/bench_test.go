@@ -199,6 +199,11 @@ type ingestFigures struct {
 	peakLive  uint64 // the largest heap a collection marked live during ingestion
 	baseLive  uint64 // the heap marked live by the GC before ingestion
 	fileBytes int64
+	// cHeapLeft is the C heap in use beyond the events' records that ingestion left behind
+	// while the database stays open (glibc's account; DuckDB's buffers are in its own
+	// allocator): what the analyzer's process under load was seen to grow by, about 2 bytes an
+	// event (deploy/README.md, "Five minutes and twelve").
+	cHeapLeft int64
 }
 
 func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg warehouse.IngestConfig) ingestFigures {
@@ -214,6 +219,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	samples := heapSamples()
 	base := heapInUse(samples)
 	baseLive := samples[2].Value.Uint64()
+	c0 := cHeapBeyondRecords(w)
 	mem := watchMemory()
 	cfg.Durable = durable
 	start, cpu0 := time.Now(), cpuTime()
@@ -230,6 +236,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	if got := w.Stats().Events; got != uint64(n) {
 		tb.Fatalf("stored %d events, want %d", got, n)
 	}
+	left := cHeapBeyondRecords(w) - c0
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
@@ -241,7 +248,14 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 			size += fi.Size()
 		}
 	}
-	return ingestFigures{took: took, cpu: cpu, peakHeap: peak, baseHeap: base, peakLive: mem.live.Load(), baseLive: baseLive, fileBytes: size}
+	return ingestFigures{took: took, cpu: cpu, peakHeap: peak, baseHeap: base, peakLive: mem.live.Load(), baseLive: baseLive, fileBytes: size, cHeapLeft: left}
+}
+
+// cHeapBeyondRecords is the C heap in use beyond the events' Arrow records (glibc's account,
+// 0 where the C library is not glibc).
+func cHeapBeyondRecords(w *warehouse.Warehouse) int64 {
+	m := w.Memory(context.Background())
+	return int64(m.MallocInUse) - int64(m.Records)
 }
 
 // BenchmarkIngest measures the whole analyzer path (fetch, decode, Arrow, DuckDB commit, ack)
@@ -297,7 +311,9 @@ func BenchmarkIngest(b *testing.B) {
 		stopBroker()
 		stopProfile()
 		b2 := procCPU(brokerPID)
-		passes = append(passes, newIngestPass(n, runtime.NumCPU(), storeCPU, ref, c1-c0, b1-b0, f.took, f.cpu, b2-b1))
+		p := newIngestPass(n, runtime.NumCPU(), storeCPU, ref, c1-c0, b1-b0, f.took, f.cpu, b2-b1)
+		p.cHeapLeft = float64(f.cHeapLeft) / float64(n)
+		passes = append(passes, p)
 		fig.peakHeap = max(fig.peakHeap, f.peakHeap-min(f.baseHeap, f.peakHeap))
 		fig.peakLive = max(fig.peakLive, f.peakLive-min(f.baseLive, f.peakLive))
 		fig.fileBytes = f.fileBytes
@@ -336,6 +352,9 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(beyond, "beyond-floor-cpu-µs/event")
 	b.ReportMetric(ceilingRatio, "ceiling-ratio")
 	b.ReportMetric(ofCeiling, "of-ceiling")
+	if _, _, _, ok := warehouse.ReadMalloc(); ok {
+		b.ReportMetric(med(func(p ingestPass) float64 { return p.cHeapLeft }), "c-heap-left-B/event")
+	}
 	fmt.Printf("ingest bench ceiling (median of %d passes): DuckDB's part alone (load + watermark + commit of the same events in batches of %d, decoded beforehand) costs %.1f µs CPU/event; with the reference's %.1f µs (client) + %.1f µs (broker), no analyzer storing in DuckDB can exceed %d cores / %.1f µs = %.0f events/s here, a ratio of %.2f to the reference\n",
 		len(passes), batch, storeUS, refCPU, refBroker, runtime.NumCPU(), floor, ceiling, ceilingRatio)
 	fmt.Printf("ingest bench CPU floor: no analyzer storing in DuckDB spends less than the reference's client plus DuckDB's part alone, %.1f µs CPU/event here; this one spends %.1f, %.1f beyond the floor\n",
@@ -352,6 +371,7 @@ type ingestPass struct {
 	rate, refRate                  float64 // events/s
 	cpu, broker, refCPU, refBroker float64 // µs CPU per event
 	floor, cpuFloor, ceiling       float64 // µs, µs, events/s
+	cHeapLeft                      float64 // bytes of C heap left in use an event (ingestFigures.cHeapLeft)
 }
 
 func newIngestPass(n, cores int, store, ref, refCPU, refBroker, took, cpu, broker time.Duration) ingestPass {

@@ -119,10 +119,7 @@ func BenchmarkStore(b *testing.B) {
 	}
 	// The C heap in use beyond the events' Arrow records (glibc's account; DuckDB's buffers are
 	// in its own allocator): what storing leaves in the process until the database closes.
-	cHeap := func(w *warehouse.Warehouse) int64 {
-		m := w.Memory(context.Background())
-		return int64(m.MallocInUse) - int64(m.Records)
-	}
+	cHeap := cHeapBeyondRecords
 	b.ResetTimer()
 	var store, only time.Duration
 	var left int64
