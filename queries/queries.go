@@ -81,6 +81,7 @@ var (
 	IngestEvents          = load("ingest_events", Ingest)
 	IngestFolds           = load("ingest_folds", Ingest)
 	IngestExistingIDs     = load("ingest_existing_ids", Ingest)
+	IngestExistingIDsFew  = load("ingest_existing_ids_few", Ingest)
 	IngestMaxID           = load("ingest_max_id", Ingest)
 	IngestRejected        = load("ingest_rejected", Ingest)
 	IngestWatermarkGet    = load("ingest_watermark_get", Ingest)
@@ -156,7 +157,7 @@ func Schema() []Statement {
 // All returns every embedded statement.
 func All() []Statement {
 	return append(Schema(),
-		IngestEvents, IngestFolds, IngestExistingIDs, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
+		IngestEvents, IngestFolds, IngestExistingIDs, IngestExistingIDsFew, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
 		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,

@@ -205,3 +205,6 @@ func KeepFreed(keep bool) bool {
 	keepFreed = keep
 	return old
 }
+
+// ExistingIDsFew is existingIDsFew: the most candidate ids tested against a list instead of joined.
+const ExistingIDsFew = existingIDsFew

@@ -165,31 +165,46 @@ func TestIngestProjection(t *testing.T) {
 	checkSignatures(t, db, msgs)
 }
 
+// TestDuplicatePublishesAndResends checks the duplicates the broker drops and those it stores
+// again (re-sent after its window), found by their ids: in batches of 37, each batch's stored
+// ids are fewer than existingIDsFew and tested against the list row by row; in batches of 500,
+// the 120 re-sent ids arrive together and are joined.
 func TestDuplicatePublishesAndResends(t *testing.T) {
-	b := bustest.NewServer(t).Connect(t)
-	msgs := testMsgs(t)
-	warehousetest.Publish(t, b, msgs)
-	warehousetest.Publish(t, b, msgs[:50]) // within the duplicate window: the broker drops them
-	// The same events re-sent after the window: new msg ids, so the broker stores them again.
-	var resent []msg
-	for i, m := range msgs[:120] {
-		resent = append(resent, msg{Subject: m.Subject, ID: fmt.Sprintf("later-%d", i), Data: m.Data})
+	for _, batch := range []int{37, 500} {
+		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
+			cfg := small()
+			cfg.BatchSize = batch
+			b := bustest.NewServer(t).Connect(t)
+			msgs := testMsgs(t)
+			warehousetest.Publish(t, b, msgs)
+			warehousetest.Publish(t, b, msgs[:50]) // within the duplicate window: the broker drops them
+			// The same events re-sent after the window: new msg ids, so the broker stores them again.
+			var resent []msg
+			for i, m := range msgs[:120] {
+				resent = append(resent, msg{Subject: m.Subject, ID: fmt.Sprintf("later-%d", i), Data: m.Data})
+			}
+			w := openWH(t, tempDB(t))
+			if batch > warehouse.ExistingIDsFew {
+				// Stored before the re-sent ones arrive, so that these are found among the
+				// stored ids (not as repeats within a batch), all 120 in one batch.
+				catchUp(t, w, b, cfg)
+			}
+			warehousetest.Publish(t, b, resent)
+			catchUp(t, w, b, cfg)
+			checkExact(t, w, msgs)
+			if s := w.Stats(); s.Duplicates != 120 {
+				t.Errorf("Stats().Duplicates = %d, want 120", s.Duplicates)
+			}
+			pos, _ := w.Position(warehousetest.Context(t, 5*time.Second), "")
+			if pos.Watermark != uint64(len(msgs)+120) || pos.Duplicates != 120 {
+				t.Errorf("Position() = %+v, want watermark %d and 120 duplicates", pos, len(msgs)+120)
+			}
+			// The re-sent ones arrive together in one later batch as well as spread: resend inside one batch.
+			warehousetest.Publish(t, b, append(resent[:0:0], msg{Subject: msgs[0].Subject, ID: "again-1", Data: msgs[0].Data}, msg{Subject: msgs[0].Subject, ID: "again-2", Data: msgs[0].Data}))
+			catchUp(t, w, b, cfg)
+			checkExact(t, w, msgs)
+		})
 	}
-	warehousetest.Publish(t, b, resent)
-	w := openWH(t, tempDB(t))
-	catchUp(t, w, b, small())
-	checkExact(t, w, msgs)
-	if s := w.Stats(); s.Duplicates != 120 {
-		t.Errorf("Stats().Duplicates = %d, want 120", s.Duplicates)
-	}
-	pos, _ := w.Position(warehousetest.Context(t, 5*time.Second), "")
-	if pos.Watermark != uint64(len(msgs)+120) || pos.Duplicates != 120 {
-		t.Errorf("Position() = %+v, want watermark %d and 120 duplicates", pos, len(msgs)+120)
-	}
-	// The re-sent ones arrive together in one later batch as well as spread: resend inside one batch.
-	warehousetest.Publish(t, b, append(resent[:0:0], msg{Subject: msgs[0].Subject, ID: "again-1", Data: msgs[0].Data}, msg{Subject: msgs[0].Subject, ID: "again-2", Data: msgs[0].Data}))
-	catchUp(t, w, b, small())
-	checkExact(t, w, msgs)
 }
 
 func TestRedeliveriesStoredOnce(t *testing.T) {

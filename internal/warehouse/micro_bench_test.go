@@ -2,13 +2,16 @@ package warehouse_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/warehouse"
+	"github.com/dittolab/ditto/queries"
 )
 
 // BenchmarkDecode is the fetcher's CPU per event: decode and validate (keeping the payload's bytes), and
@@ -150,4 +153,72 @@ func BenchmarkStore(b *testing.B) {
 	if _, _, _, ok := warehouse.ReadMalloc(); ok {
 		b.ReportMetric(float64(left)/float64(n*b.N), "c-heap-left-B/event")
 	}
+}
+
+// BenchmarkExistingIDs runs the stored-id probe (ingest_existing_ids, a join, and
+// ingest_existing_ids_few, a test against the list) on a database of DITTO_BENCH_EVENTS events
+// (default 200,000) with DITTO_BENCH_IDS candidate ids (default 20; spread over the later half of
+// the events, so that their range holds that half), and reports the C heap in use beyond the events'
+// records that each call leaves behind while the database stays open (c-heap-left-B/call,
+// glibc's account): what a probe a batch adds to the analyzer's process for good.
+func BenchmarkExistingIDs(b *testing.B) {
+	n := envInt("DITTO_BENCH_EVENTS", 200_000)
+	msgs := benchMsgs(b, n)[:n]
+	subjects := make([]string, n)
+	raws := make([][]byte, n)
+	ids := make([]string, 0, envInt("DITTO_BENCH_IDS", 20))
+	for i, m := range msgs {
+		subjects[i], raws[i] = m.Subject, m.Data
+	}
+	step := max(1, n/2/cap(ids))
+	for i := n / 2; len(ids) < cap(ids); i += step {
+		ids = append(ids, msgID(b, msgs[i]))
+	}
+	lo, hi := slices.Min(ids), slices.Max(ids)
+	for _, q := range []queries.Statement{queries.IngestExistingIDs, queries.IngestExistingIDsFew} {
+		b.Run(q.Name, func(b *testing.B) {
+			w, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(b.TempDir(), "ids.duckdb"), Threads: benchThreads()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			if _, err := warehouse.StoreForBench(context.Background(), w, subjects, raws, warehouse.DefaultBatchSize, 0); err != nil {
+				b.Fatal(err)
+			}
+			call := func() {
+				rows, err := w.DB().QueryContext(context.Background(), q.SQL, lo, hi, ids)
+				if err != nil {
+					b.Fatal(err)
+				}
+				found := 0
+				for rows.Next() {
+					found++
+				}
+				if err := rows.Close(); err != nil || found != len(ids) {
+					b.Fatalf("%s found %d of %d stored ids (%v)", q.Name, found, len(ids), err)
+				}
+			}
+			for i := 0; i < 100; i++ { // warm: DuckDB's caches and pools
+				call()
+			}
+			c0 := cHeapBeyondRecords(w)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				call()
+			}
+			b.StopTimer()
+			if _, _, _, ok := warehouse.ReadMalloc(); ok {
+				b.ReportMetric(float64(cHeapBeyondRecords(w)-c0)/float64(b.N), "c-heap-left-B/call")
+			}
+		})
+	}
+}
+
+// msgID is the event id of m's envelope.
+func msgID(tb testing.TB, m msg) string {
+	var env struct{ ID string }
+	if err := json.Unmarshal(m.Data, &env); err != nil || env.ID == "" {
+		tb.Fatalf("no id in %s: %v", m.Data, err)
+	}
+	return env.ID
 }
