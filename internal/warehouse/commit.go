@@ -703,8 +703,8 @@ func sameItems(recs []*builtRecord, items []*item) bool {
 // id range (ingest_existing_ids_few); more are joined (ingest_existing_ids). Each join builds a
 // hash table whose blocks' handles DuckDB's buffer manager keeps for good: 4.6–6.0 KB of C heap
 // a call against 0.2–0.3 KB for the list (BenchmarkExistingIDs); the list costs its length a row
-// of the range, hence the small bound. A batch of a trickle of events (a
-// few a batch, as production traces and studies usually arrive) now leaves none; a batch of
+// of the range, hence the small bound. A batch of a trickle of events (a few a batch, as
+// production traces and studies usually arrive) now leaves a twentieth of that; a batch of
 // thousands with ids below the largest stored one (the load generator's events carry times
 // ahead of their publishing) is still joined (deploy/README.md, "A join a batch").
 const existingIDsFew = 64
