@@ -127,6 +127,9 @@ try {
   // A group: its runs.
   const groupIndex = want.cell.groups > 1 ? 1 : 0;
   await page.locator("#lanes tr.group a.group-link").nth(groupIndex).click();
+  // count() does not wait: right after the click it counted the cell page still shown (0 rows,
+  // once in CI). Wait for the group page's first row, then count.
+  await page.locator("#group-runs tbody tr").first().waitFor();
   const groupRuns = await page.locator("#group-runs tbody tr").count();
   check(groupRuns === want.cell.sizes[groupIndex], `Group: lists its ${want.cell.sizes[groupIndex]} runs (got ${groupRuns})`);
   await shot("group");
