@@ -13,14 +13,17 @@ import (
 	"github.com/dittolab/ditto/queries"
 )
 
+// existingIDsCase is the stored-id probe's case, the same for its two forms.
+var existingIDsCase = []any{"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}}
+
 // ingestCases give each ingester statement parameters for the golden test. Statements that
 // need the Arrow views ingest_batch and ingest_folds get temporary tables of those names instead.
 var ingestCases = map[string][]any{
 	"ingest_events":           nil,
 	"ingest_folds":            nil,
 	"ingest_max_id":           nil,
-	"ingest_existing_ids":     {"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}},
-	"ingest_existing_ids_few": {"01SAMPLE000000000000000001", "01SYNstudy1000000000009", []string{"01SAMPLE000000000000000002", "01SYNstudy1000000000003", "nope"}},
+	"ingest_existing_ids":     existingIDsCase,
+	"ingest_existing_ids_few": existingIDsCase, // the same answer as the join's
 	"ingest_rejected":         {int64(999), "ditto.events.a.b.c", "m1", []byte("x"), "bad", "malformed"},
 	"ingest_watermark_get":    {"DITTO_EVENTS"},
 	"ingest_watermark_set":    {"DITTO_EVENTS", int64(1000), int64(1), int64(2), int64(3)},
