@@ -320,7 +320,7 @@ func (ing *ingester) done() (uint64, error) {
 	ing.w.stats.batchDone(batchStats{
 		at: time.Now(), took: time.Since(tx.start), watermark: tx.next, lag: tx.lag, messages: tx.messages,
 		events: tx.res.stored, rejected: uint64(len(tx.rejected)), duplicates: tx.res.duplicates,
-		redelivered: tx.redeliv, foldErrors: tx.res.foldErrors, folded: tx.res.folded,
+		idLookups: tx.res.idLookups, redelivered: tx.redeliv, foldErrors: tx.res.foldErrors, folded: tx.res.folded,
 		openRuns: len(ing.tracker.open), openEvents: ing.tracker.events,
 	})
 	if tx.gap {
@@ -426,6 +426,7 @@ func (ing *ingester) forget() {
 	ing.tracker.reset()
 	ing.pending.reset()
 	ing.maxIDKnown = false
+	ing.recent.reset()
 	if conn, err := ing.w.db.Conn(context.Background()); err == nil {
 		_ = ing.conn.Close()
 		ing.conn = conn
@@ -475,6 +476,7 @@ func truncate(s string, n int) string {
 
 type storeResult struct {
 	stored, duplicates, folded, foldErrors uint64
+	idLookups                              uint64 // existingIDs' queries
 }
 
 func (r *storeResult) add(o storeResult) {
@@ -482,6 +484,7 @@ func (r *storeResult) add(o storeResult) {
 	r.duplicates += o.duplicates
 	r.folded += o.folded
 	r.foldErrors += o.foldErrors
+	r.idLookups += o.idLookups
 }
 
 // store stores good events and rejected messages in one transaction of their own that sets
@@ -519,10 +522,13 @@ func (ing *ingester) load(ctx context.Context, good, rejected []*item, inBatchDu
 	tr := newTrace()
 	defer tr.print(len(good))
 	if len(good) > 0 {
-		existing, err := ing.existingIDs(ctx, good)
+		existing, looked, err := ing.existingIDs(ctx, good)
 		tr.mark("ids")
 		if err != nil {
 			return res, fmt.Errorf("existing ids: %w", err)
+		}
+		if looked {
+			res.idLookups++
 		}
 		if len(existing) > 0 {
 			kept := good[:0:0]
@@ -561,8 +567,9 @@ func (ing *ingester) load(ctx context.Context, good, rejected []*item, inBatchDu
 	for _, it := range good {
 		ing.tracker.add(it)
 		// The transaction's own rows: the duplicate-id probe of its next batch sees them. A
-		// failed transaction forgets the largest id (forget).
+		// failed transaction forgets the largest id and the recent ids (forget).
 		ing.maxID = max(ing.maxID, it.env.ID)
+		ing.recent.stored(it.env.ID, ing.maxID)
 	}
 	res.stored = uint64(len(good))
 	return res, nil
@@ -711,19 +718,24 @@ const existingIDsFew = 64
 
 // existingIDs returns the ids of good that are already stored.
 // Only ids at or below the largest stored id can be stored already: with time-sortable ids
-// that is usually none or a few of a batch, and the query is skipped.
-func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]struct{}, error) {
+// that is usually none or a few of a batch. Of those, the ones in the window of recently stored
+// ids (recentIDs) whose hash it does not hold are not stored either. The query runs for the
+// rest, if any: the ids older than the window, and the window's "perhaps" (real duplicates,
+// mostly).
+// looked is whether it queried DuckDB for them.
+func (ing *ingester) existingIDs(ctx context.Context, good []*item) (found map[string]struct{}, looked bool, err error) {
 	if !ing.maxIDKnown {
 		if err := ing.conn.QueryRowContext(ctx, queries.IngestMaxID.SQL).Scan(&ing.maxID); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		ing.maxIDKnown = true
+		ing.recent.start(ing.maxID)
 	}
 	var ids []string
 	var lo, hi string
 	for _, it := range good {
 		id := it.env.ID
-		if id > ing.maxID {
+		if id > ing.maxID || ing.recent.notStored(id) {
 			continue
 		}
 		if len(ids) == 0 || id < lo {
@@ -733,7 +745,7 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	q := queries.IngestExistingIDs
 	if len(ids) <= existingIDsFew {
@@ -741,21 +753,20 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (map[string]
 	}
 	rows, err := ing.conn.QueryContext(ctx, q.SQL, lo, hi, ids)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	defer rows.Close()
-	var found map[string]struct{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if found == nil {
 			found = map[string]struct{}{}
 		}
 		found[id] = struct{}{}
 	}
-	return found, rows.Err()
+	return found, true, rows.Err()
 }
 
 // foldFinished folds the attempts that finished in this batch and the finished attempts that

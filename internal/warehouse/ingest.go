@@ -150,6 +150,7 @@ type ingester struct {
 	maxID         string         // the largest stored event id, once maxIDKnown
 	walSize       int64          // the WAL's size after the last commit (releaseAfterCheckpoint)
 	maxIDKnown    bool
+	recent        recentIDs           // the ids stored recently, started with maxID (existingIDs)
 	seen          map[string]struct{} // partition's ids of a batch, kept for the next one's
 
 	gapAt    uint64 // watermark at the last gap, to detect a gap that does not heal

@@ -103,7 +103,7 @@ func BenchmarkLoad(b *testing.B) {
 						b.Fatal(err)
 					}
 					if variant == "watermark+antijoin" {
-						if _, err := ing.existingIDs(ctx, part); err != nil {
+						if _, _, err := ing.existingIDs(ctx, part); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -15,6 +15,7 @@ type Stats struct {
 	Events      uint64    // events stored by this process
 	Rejected    uint64    // messages stored in rejected_events by this process
 	Duplicates  uint64    // events skipped because their id was already stored
+	IDLookups   uint64    // batches whose ids were looked up among the stored ones (not all newer than the largest stored id or in the window of recent ids)
 	Redelivered uint64    // redeliveries at or below the watermark, acknowledged without storing
 	Batches     uint64    // transactions committed (each of one or more fetched batches)
 	Restarts    uint64    // consumer restarts (gaps, errors, stalls)
@@ -99,6 +100,7 @@ func (r *statsRecorder) batchDone(b batchStats) {
 	s.Events += b.events
 	s.Rejected += b.rejected
 	s.Duplicates += b.duplicates
+	s.IDLookups += b.idLookups
 	s.Redelivered += b.redelivered
 	s.Batches++
 	s.LastCommit = b.at
@@ -195,6 +197,7 @@ type batchStats struct {
 	watermark, lag                  uint64
 	messages                        int
 	events, rejected, duplicates    uint64
+	idLookups                       uint64
 	redelivered, foldErrors, folded uint64
 	openRuns, openEvents            int
 }

@@ -1,0 +1,90 @@
+package warehouse
+
+import "hash/maphash"
+
+// recentWindow is how many stored ids each of recentIDs' two generations holds before they
+// rotate: the window answers for at least the last recentWindow ids stored (three seconds at
+// 20,000 events a second) and at most twice that, in two maps of 64-bit hashes that together
+// take about 2.5 MB and are reused, never reallocated. An out-of-order event usually lands
+// milliseconds behind the largest stored id (the load generator's run stamps its fifteen events
+// up to 75 ms ahead of their publishing); one further behind is looked up in DuckDB as before.
+const recentWindow = 1 << 16
+
+// recentIDs tells, without a query, that an event id below the largest stored one is not
+// stored, for the ids stored recently: existingIDs then leaves it out of the lookup in DuckDB.
+// A lookup joined the batch's candidates with the stored ids (ingest_existing_ids), and each
+// join left its hash table's block handles in DuckDB's buffer manager until the eviction queue
+// holding them passed 32,768 entries (deploy/README.md, "A join a batch"); batches of events
+// that arrive slightly out of order, as the load generator's and production's do, each paid
+// one.
+//
+// The invariant: cur holds the hash of every stored id at or above curLo, and prev the hash of
+// every stored id in [prevLo, curLo). An id at or above prevLo whose hash is in neither is not
+// stored. A hash that is there says only "perhaps" (two ids can share a hash, and an id of a
+// transaction that failed stays in the maps): existingIDs looks those up in DuckDB, so the
+// maps never make a stored event look new, and an event a stale entry hides costs one lookup.
+// The window starts, with the largest stored id read from DuckDB, as the single id at or above
+// it, and is dropped with that id when a transaction fails (ingester.forget): the ids the
+// ingester added for rows that were rolled back are then forgotten too.
+type recentIDs struct {
+	known         bool
+	seed          maphash.Seed
+	curLo, prevLo string
+	cur, prev     map[uint64]struct{}
+}
+
+// start opens the window at maxID, the largest stored id ("" when none is stored: every id
+// is then at or above the floor, and none is stored).
+func (r *recentIDs) start(maxID string) {
+	if r.cur == nil {
+		r.seed = maphash.MakeSeed()
+		r.cur, r.prev = make(map[uint64]struct{}, recentWindow), make(map[uint64]struct{}, recentWindow)
+	}
+	clear(r.cur)
+	clear(r.prev)
+	r.curLo, r.prevLo, r.known = maxID, maxID, true
+	if maxID != "" {
+		r.cur[r.hash(maxID)] = struct{}{}
+	}
+}
+
+// reset forgets the window until the next start.
+func (r *recentIDs) reset() { r.known = false }
+
+func (r *recentIDs) hash(id string) uint64 { return maphash.String(r.seed, id) }
+
+// notStored reports whether id is known not to be stored: it is in the window and its hash is
+// not. False means "perhaps stored" (look it up).
+func (r *recentIDs) notStored(id string) bool {
+	switch {
+	case !r.known || id < r.prevLo:
+		return false
+	case id >= r.curLo:
+		_, ok := r.cur[r.hash(id)]
+		return !ok
+	default:
+		_, ok := r.prev[r.hash(id)]
+		return !ok
+	}
+}
+
+// stored takes in id, just stored (in the open transaction), with maxID the largest stored id
+// now. Once cur holds recentWindow ids the window moves on: cur becomes prev, covering
+// [curLo, maxID), and the new cur starts at maxID, the only stored id at or above it; the ids
+// below the old curLo leave the window.
+func (r *recentIDs) stored(id, maxID string) {
+	switch {
+	case !r.known || id < r.prevLo:
+		return
+	case id >= r.curLo:
+		r.cur[r.hash(id)] = struct{}{}
+	default:
+		r.prev[r.hash(id)] = struct{}{}
+	}
+	if len(r.cur) >= recentWindow && maxID >= r.curLo {
+		r.cur, r.prev = r.prev, r.cur
+		clear(r.cur)
+		r.prevLo, r.curLo = r.curLo, maxID
+		r.cur[r.hash(maxID)] = struct{}{}
+	}
+}
