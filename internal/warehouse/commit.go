@@ -729,7 +729,6 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (found map[s
 			return nil, false, err
 		}
 		ing.maxIDKnown = true
-		ing.recent.start(ing.maxID)
 	}
 	var ids []string
 	var lo, hi string
@@ -746,6 +745,11 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (found map[s
 	}
 	if len(ids) == 0 {
 		return nil, false, nil
+	}
+	if !ing.recent.known {
+		// Ids arrive out of order: keep the window from now on (the ids of this batch and the
+		// next ones). A stream in order never needs it, and never pays its memory.
+		ing.recent.start(ing.maxID)
 	}
 	q := queries.IngestExistingIDs
 	if len(ids) <= existingIDsFew {

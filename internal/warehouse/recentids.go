@@ -23,8 +23,9 @@ const recentWindow = 1 << 16
 // stored. A hash that is there says only "perhaps" (two ids can share a hash, and an id of a
 // transaction that failed stays in the maps): existingIDs looks those up in DuckDB, so the
 // maps never make a stored event look new, and an event a stale entry hides costs one lookup.
-// The window starts, with the largest stored id read from DuckDB, as the single id at or above
-// it, and is dropped with that id when a transaction fails (ingester.forget): the ids the
+// The window starts at the first lookup (a batch with ids below the largest stored one, which a
+// stream in order never has: it never pays the window's memory) as the single stored id at or
+// above the largest, and is dropped when a transaction fails (ingester.forget): the ids the
 // ingester added for rows that were rolled back are then forgotten too.
 type recentIDs struct {
 	known         bool
