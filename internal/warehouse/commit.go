@@ -711,9 +711,11 @@ func sameItems(recs []*builtRecord, items []*item) bool {
 // hash table whose blocks' handles DuckDB's buffer manager keeps for good: 4.6–6.0 KB of C heap
 // a call against 0.2–0.3 KB for the list (BenchmarkExistingIDs); the list costs its length a row
 // of the range, hence the small bound. A batch of a trickle of events (a few a batch, as
-// production traces and studies usually arrive) now leaves a twentieth of that; a batch of
-// thousands with ids below the largest stored one (the load generator's events carry times
-// ahead of their publishing) is still joined (deploy/README.md, "A join a batch").
+// production traces and studies usually arrive) leaves a twentieth of that. The batches of
+// thousands with ids just below the largest stored one (the load generator's events carry times
+// ahead of their publishing) are answered by the window of recent ids (recentIDs) and not
+// looked up at all; only ids older than the window are still joined (deploy/README.md, "A join
+// a batch" and "A window of recent ids").
 const existingIDsFew = 64
 
 // existingIDs returns the ids of good that are already stored.
