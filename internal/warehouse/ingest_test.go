@@ -238,7 +238,9 @@ func TestOutOfOrderIDsNotLookedUp(t *testing.T) {
 		t.Fatalf("%d of %d ids arrive below the largest before them, want most", below, len(order))
 	}
 	var resent []msg
-	for i, m := range msgs[:20] {
+	// From the middle of the stream: stored after the window started, so found through its
+	// hashes, not because they are older than it.
+	for i, m := range order[len(order)/2 : len(order)/2+20] {
 		resent = append(resent, msg{Subject: m.Subject, ID: fmt.Sprintf("later-%d", i), Data: m.Data})
 	}
 	b := bustest.NewServer(t).Connect(t)
@@ -246,9 +248,10 @@ func TestOutOfOrderIDsNotLookedUp(t *testing.T) {
 	w := openWH(t, tempDB(t))
 	catchUp(t, w, b, small())
 	checkExact(t, w, msgs)
-	// One lookup: the first batch with ids below the largest stored one, which starts the window.
-	if s := w.Stats(); s.IDLookups != 1 {
-		t.Errorf("Stats().IDLookups = %d after %d events, %d of them below the largest id stored before them, want 1",
+	// One lookup: the first batch with ids below the largest stored one, which starts the window
+	// (two if that batch was cut short and the next holds ids older than the window).
+	if s := w.Stats(); s.IDLookups == 0 || s.IDLookups > 2 {
+		t.Errorf("Stats().IDLookups = %d after %d events, %d of them below the largest id stored before them, want 1 or 2",
 			s.IDLookups, len(order), below)
 	}
 	// The same ingester (one CatchUp) stores the rest of a stream and then meets re-sent events.

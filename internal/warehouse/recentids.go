@@ -5,7 +5,8 @@ import "hash/maphash"
 // recentWindow is how many stored ids each of recentIDs' two generations holds before they
 // rotate: the window answers for at least the last recentWindow ids stored (three seconds at
 // 20,000 events a second) and at most twice that, in two maps of 64-bit hashes that together
-// take about 2.5 MB and are reused, never reallocated. An out-of-order event usually lands
+// take a few MB and are reused (prev may hold up to twice recentWindow; beyond that the window
+// is dropped and started again). An out-of-order event usually lands
 // milliseconds behind the largest stored id (the load generator's run stamps its fifteen events
 // up to 75 ms ahead of their publishing); one further behind is looked up in DuckDB as before.
 const recentWindow = 1 << 16
@@ -20,8 +21,7 @@ const recentWindow = 1 << 16
 //
 // The invariant: cur holds the hash of every stored id at or above curLo, and prev the hash of
 // every stored id in [prevLo, curLo). An id at or above prevLo whose hash is in neither is not
-// stored. A hash that is there says only "perhaps" (two ids can share a hash, and an id of a
-// transaction that failed stays in the maps): existingIDs looks those up in DuckDB, so the
+// stored. A hash that is there says only "perhaps" (two ids can share a hash): existingIDs looks those up in DuckDB, so the
 // maps never make a stored event look new, and an event a stale entry hides costs one lookup.
 // The window starts at the first lookup (a batch with ids below the largest stored one, which a
 // stream in order never has: it never pays the window's memory) as the single stored id at or
@@ -81,6 +81,13 @@ func (r *recentIDs) stored(id, maxID string) {
 		r.cur[r.hash(id)] = struct{}{}
 	default:
 		r.prev[r.hash(id)] = struct{}{}
+	}
+	if len(r.prev) >= 2*recentWindow {
+		// prev fills only with ids below curLo, and moves on only when cur fills: after one id
+		// far ahead of the others (a clock ahead, an id that sorts high) cur would stay nearly
+		// empty and prev take every id. Drop the window; the next lookup starts it again.
+		r.known = false
+		return
 	}
 	if len(r.cur) >= recentWindow && maxID >= r.curLo {
 		r.cur, r.prev = r.prev, r.cur

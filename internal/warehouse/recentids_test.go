@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -29,17 +30,18 @@ func TestRecentIDs(t *testing.T) {
 	var storedOrder []string // the ids in the order stored
 	var maxAt []string       // maxAt[i]: the largest stored id after storing storedOrder[i]
 	// A first stored id before the window starts, as a database that already holds events.
-	first := events.NewID(base)
+	first := events.DerivedID(base, "first")
 	stored[first], maxID = true, first
 	r.start(maxID)
 	rotations := 0
 	at := base
 	var unstored []string // ids made and held back, stored some batches later or never
-	for batch := 0; len(storedOrder) < 4*recentWindow+1000; batch++ {
+	for batch := 0; len(storedOrder) < 6*recentWindow; batch++ {
 		var ids []string
 		for range 200 + rng.IntN(800) {
 			at = at.Add(time.Duration(rng.IntN(50)) * time.Microsecond)
-			id := events.NewID(at.Add(time.Duration(rng.IntN(75)) * time.Millisecond))
+			// DerivedID, not NewID: NewID never goes below the last id it made.
+			id := events.DerivedID(at.Add(time.Duration(rng.IntN(75))*time.Millisecond), fmt.Sprint(len(stored), "-", rng.Uint64()))
 			if rng.IntN(50) == 0 {
 				unstored = append(unstored, id)
 				continue
@@ -99,5 +101,24 @@ func TestRecentIDs(t *testing.T) {
 	r.start("")
 	if !r.notStored(first) {
 		t.Errorf("notStored(%s) on an empty database = false, want true", first)
+	}
+}
+
+// TestRecentIDsBounded: after one id far ahead of the others, every later id falls below the
+// current generation's floor; the window must not keep them all.
+func TestRecentIDsBounded(t *testing.T) {
+	var r recentIDs
+	base := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	maxID := events.DerivedID(base, "start")
+	r.start(maxID)
+	ahead := events.DerivedID(base.Add(time.Hour), "ahead")
+	maxID = ahead
+	r.stored(ahead, maxID)
+	for i := range 5 * recentWindow {
+		r.stored(events.DerivedID(base.Add(time.Duration(i)*time.Millisecond), fmt.Sprint(i)), maxID)
+		if len(r.prev) > 2*recentWindow || len(r.cur) > recentWindow {
+			t.Fatalf("after %d ids below one an hour ahead the window holds %d + %d hashes, want at most %d + %d",
+				i+1, len(r.cur), len(r.prev), recentWindow, 2*recentWindow)
+		}
 	}
 }
