@@ -6,8 +6,8 @@ import "hash/maphash"
 // rotate: the window answers for at least the last recentWindow ids stored (three seconds at
 // 20,000 events a second) and at most twice that, in two maps of 64-bit hashes that together
 // take a few MB and are reused (prev may hold up to twice recentWindow; beyond that the window
-// is dropped and started again). An out-of-order event usually lands
-// milliseconds behind the largest stored id (the load generator's run stamps its fifteen events
+// is dropped and started again). An out-of-order event usually lands milliseconds behind the
+// largest stored id (the load generator's run stamps its fifteen events
 // up to 75 ms ahead of their publishing); one further behind is looked up in DuckDB as before.
 const recentWindow = 1 << 16
 
@@ -21,8 +21,8 @@ const recentWindow = 1 << 16
 //
 // The invariant: cur holds the hash of every stored id at or above curLo, and prev the hash of
 // every stored id in [prevLo, curLo). An id at or above prevLo whose hash is in neither is not
-// stored. A hash that is there says only "perhaps" (two ids can share a hash): existingIDs looks those up in DuckDB, so the
-// maps never make a stored event look new, and an event a stale entry hides costs one lookup.
+// stored. A hash that is there says only "perhaps" (two ids can share a hash): existingIDs
+// looks those up in DuckDB, so the maps never make a stored event look new.
 // The window starts at the first lookup (a batch with ids below the largest stored one, which a
 // stream in order never has: it never pays the window's memory) as the single stored id at or
 // above the largest, and is dropped when a transaction fails (ingester.forget): the ids the
@@ -54,19 +54,27 @@ func (r *recentIDs) reset() { r.known = false }
 
 func (r *recentIDs) hash(id string) uint64 { return maphash.String(r.seed, id) }
 
+// gen returns the generation that answers for id, or nil when id is outside the window.
+func (r *recentIDs) gen(id string) map[uint64]struct{} {
+	switch {
+	case !r.known || id < r.prevLo:
+		return nil
+	case id >= r.curLo:
+		return r.cur
+	default:
+		return r.prev
+	}
+}
+
 // notStored reports whether id is known not to be stored: it is in the window and its hash is
 // not. False means "perhaps stored" (look it up).
 func (r *recentIDs) notStored(id string) bool {
-	switch {
-	case !r.known || id < r.prevLo:
+	g := r.gen(id)
+	if g == nil {
 		return false
-	case id >= r.curLo:
-		_, ok := r.cur[r.hash(id)]
-		return !ok
-	default:
-		_, ok := r.prev[r.hash(id)]
-		return !ok
 	}
+	_, ok := g[r.hash(id)]
+	return !ok
 }
 
 // stored takes in id, just stored (in the open transaction), with maxID the largest stored id
@@ -74,14 +82,11 @@ func (r *recentIDs) notStored(id string) bool {
 // [curLo, maxID), and the new cur starts at maxID, the only stored id at or above it; the ids
 // below the old curLo leave the window.
 func (r *recentIDs) stored(id, maxID string) {
-	switch {
-	case !r.known || id < r.prevLo:
+	g := r.gen(id)
+	if g == nil {
 		return
-	case id >= r.curLo:
-		r.cur[r.hash(id)] = struct{}{}
-	default:
-		r.prev[r.hash(id)] = struct{}{}
 	}
+	g[r.hash(id)] = struct{}{}
 	if len(r.prev) >= 2*recentWindow {
 		// prev fills only with ids below curLo, and moves on only when cur fills: after one id
 		// far ahead of the others (a clock ahead, an id that sorts high) cur would stay nearly
