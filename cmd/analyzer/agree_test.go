@@ -127,3 +127,19 @@ func TestStatusHealthzReportAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthzIngestCarriesIDLookups: /healthz's ingest status carries the ingester's count of
+// batches whose ids were looked up in DuckDB, as the stats line does.
+func TestHealthzIngestCarriesIDLookups(t *testing.T) {
+	raw, err := json.Marshal(ingestStatus(warehouse.Stats{Events: 10, Duplicates: 2, IDLookups: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["id_lookups"] != 3.0 || got["duplicates"] != 2.0 {
+		t.Errorf("ingest status = %s, want id_lookups 3 and duplicates 2", raw)
+	}
+}

@@ -230,12 +230,15 @@ func serveBaseURL(a *net.TCPAddr) string {
 
 // ingestStatusJSON is the "ingest" member of /healthz.
 type ingestStatusJSON struct {
-	Running     bool      `json:"running"`
-	Watermark   uint64    `json:"watermark"`
-	Lag         uint64    `json:"lag"`
-	Events      uint64    `json:"events"`
-	Rejected    uint64    `json:"rejected"`
-	Duplicates  uint64    `json:"duplicates"`
+	Running    bool   `json:"running"`
+	Watermark  uint64 `json:"watermark"`
+	Lag        uint64 `json:"lag"`
+	Events     uint64 `json:"events"`
+	Rejected   uint64 `json:"rejected"`
+	Duplicates uint64 `json:"duplicates"`
+	// IDLookups counts the batches whose ids were looked up among the stored ones in DuckDB
+	// (their ids not all newer than the largest stored one or in the window of recent ids).
+	IDLookups   uint64    `json:"id_lookups"`
 	Batches     uint64    `json:"batches"`
 	Rate        float64   `json:"rate_events_per_second"`
 	LastCommit  time.Time `json:"last_commit"`
@@ -249,7 +252,7 @@ type ingestStatusJSON struct {
 func ingestStatus(s warehouse.Stats) ingestStatusJSON {
 	return ingestStatusJSON{
 		Running: s.Running, Watermark: s.Watermark, Lag: s.Lag, Events: s.Events, Rejected: s.Rejected,
-		Duplicates: s.Duplicates, Batches: s.Batches, Rate: s.Rate, LastCommit: s.LastCommit,
+		Duplicates: s.Duplicates, IDLookups: s.IDLookups, Batches: s.Batches, Rate: s.Rate, LastCommit: s.LastCommit,
 		LastBatchMS: float64(s.LastBatch.Microseconds()) / 1000, RefusedFolds: s.FoldErrors,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // small makes batches small so that tests cross many batch boundaries.
@@ -259,10 +260,27 @@ func TestOutOfOrderIDsNotLookedUp(t *testing.T) {
 	warehousetest.Publish(t, b2, order)
 	warehousetest.Publish(t, b2, resent)
 	w2 := openWH(t, tempDB(t))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w2.Collectors()...)
 	catchUp(t, w2, b2, small())
 	checkExact(t, w2, msgs)
-	if s := w2.Stats(); s.Duplicates != uint64(len(resent)) || s.IDLookups == 0 {
+	s := w2.Stats()
+	if s.Duplicates != uint64(len(resent)) || s.IDLookups == 0 {
 		t.Errorf("Stats() = %d duplicates in %d lookups, want %d in at least one", s.Duplicates, s.IDLookups, len(resent))
+	}
+	// The same count in /metrics.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := -1.0
+	for _, f := range families {
+		if f.GetName() == "ditto_analyzer_id_lookups_total" {
+			counted = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if counted != float64(s.IDLookups) {
+		t.Errorf("ditto_analyzer_id_lookups_total = %v (-1: not registered), want %d", counted, s.IDLookups)
 	}
 }
 

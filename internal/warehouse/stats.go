@@ -40,6 +40,7 @@ type statsRecorder struct {
 	ingested   prometheus.Counter
 	rejected   prometheus.Counter
 	duplicates prometheus.Counter
+	idLookups  prometheus.Counter
 	redeliv    prometheus.Counter
 	batchDur   prometheus.Histogram
 	batchSize  prometheus.Histogram
@@ -67,6 +68,8 @@ func newStatsRecorder() *statsRecorder {
 			Help: "Messages stored in rejected_events and terminated."}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_duplicate_events_total",
 			Help: "Events skipped because their id was already stored (re-sent after the duplicate window)."}),
+		idLookups: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_id_lookups_total",
+			Help: "Batches whose event ids were looked up among the stored ones in DuckDB (not all newer than the largest stored id or in the window of recent ids)."}),
 		redeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_redelivered_total",
 			Help: "Redelivered messages at or below the watermark, acknowledged without storing."}),
 		batchDur: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ditto_analyzer_batch_seconds",
@@ -86,7 +89,7 @@ func newStatsRecorder() *statsRecorder {
 }
 
 func (r *statsRecorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.redeliv,
+	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.idLookups, r.redeliv,
 		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets}
 }
 
@@ -119,6 +122,7 @@ func (r *statsRecorder) batchDone(b batchStats) {
 	r.ingested.Add(float64(b.events))
 	r.rejected.Add(float64(b.rejected))
 	r.duplicates.Add(float64(b.duplicates))
+	r.idLookups.Add(float64(b.idLookups))
 	r.redeliv.Add(float64(b.redelivered))
 	r.batchDur.Observe(b.took.Seconds())
 	r.batchSize.Observe(float64(b.messages))
