@@ -427,4 +427,16 @@ func printMemoryTrail(logPath string) {
 		}
 		fmt.Println("  " + strings.Join(top, " "))
 	}
+	if len(lines) > 0 {
+		// The counters of its last stats line: how many batches needed their ids looked up in
+		// DuckDB (a stream in id order needs none), and what was not stored.
+		var parts []string
+		for _, m := range counterField.FindAllStringSubmatch(lines[len(lines)-1], -1) {
+			parts = append(parts, m[1]+"="+m[2])
+		}
+		fmt.Println("analyzer counters (its last stats line): " + strings.Join(parts, " "))
+	}
 }
+
+// counterField is a counter of the analyzer's stats line (cmd/analyzer's ingest).
+var counterField = regexp.MustCompile(`\b(events|rejected|duplicates|id_lookups|fold_errors)=(\d+)`)
