@@ -269,18 +269,8 @@ func TestOutOfOrderIDsNotLookedUp(t *testing.T) {
 		t.Errorf("Stats() = %d duplicates in %d lookups, want %d in at least one", s.Duplicates, s.IDLookups, len(resent))
 	}
 	// The same count in /metrics.
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := -1.0
-	for _, f := range families {
-		if f.GetName() == "ditto_analyzer_id_lookups_total" {
-			counted = f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	if counted != float64(s.IDLookups) {
-		t.Errorf("ditto_analyzer_id_lookups_total = %v (-1: not registered), want %d", counted, s.IDLookups)
+	if counted := gathered(t, reg, "ditto_analyzer_id_lookups_total"); counted != float64(s.IDLookups) {
+		t.Errorf("ditto_analyzer_id_lookups_total = %v, want %d", counted, s.IDLookups)
 	}
 }
 
