@@ -99,9 +99,12 @@ func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, e
 	if err == nil {
 		if !t.gap && ing.keepOpen(b) {
 			t.last, t.held = nil, false // the batch's messages go
-			return wm, nil
+			if err = ing.flushFolds(ctx); err == nil {
+				return wm, nil
+			}
+		} else {
+			err = ing.end(ctx)
 		}
-		err = ing.end(ctx)
 	}
 	if err != nil {
 		if err = ing.failed(ctx, err); err != nil {
@@ -853,8 +856,32 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 	return keys, foldErrors, nil
 }
 
-// pendingFolds are the run_folds rows of the open transaction, appended when it ends with one
-// appender: DuckDB's append of a wide row costs per column and per flush as well as per row.
+// foldFlushRows bounds the run_folds rows an open transaction keeps in memory: beyond it they
+// are appended at once, in the transaction, and the rest when it ends. A transaction of a
+// backlog holds a DuckDB row group of events (DefaultTxnBatches); all of its rows kept to the
+// end were 9-10 MB of the live heap at BenchmarkIngest's peak (its heap profile), 1-4 MB when
+// appended by this bound (docs/benchmarks.md, fourteenth session). 2,048 rows is about what a
+// transaction of 40,000 events of runs of 20 events folded, so the appends cost what they did
+// then. A late event of an attempt whose row is appended already refolds it from the events
+// stored, as one of an attempt folded by an earlier transaction does (ing.folded holds it from
+// its fold on).
+var foldFlushRows = 2048 // a variable for TestLateEventInOpenTransaction
+
+// flushFolds appends the open transaction's pending run_folds rows when they are
+// foldFlushRows or more.
+func (ing *ingester) flushFolds(ctx context.Context) error {
+	if len(ing.pending.rows) < foldFlushRows {
+		return nil
+	}
+	if err := ing.appendFolds(ctx, ing.pending.take()); err != nil {
+		return fmt.Errorf("fold: %w", err)
+	}
+	return nil
+}
+
+// pendingFolds are the run_folds rows of the open transaction, appended with one appender
+// when it ends or when they are foldFlushRows: DuckDB's append of a wide row costs per column
+// and per flush as well as per row.
 type pendingFolds struct {
 	rows []foldRow          // nil where a later fold of the attempt gave no row
 	at   map[attemptKey]int // the index of each attempt's row in rows

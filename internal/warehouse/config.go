@@ -56,18 +56,19 @@ type IngestConfig struct {
 	// Durable names the JetStream durable consumer (default events.AnalyzerConsumer). One
 	// database file, one durable name: two analyzers with different files must not share a name.
 	Durable string
-	// BatchSize bounds the events of one fetched batch (default 10,000): the unit the fetcher
+	// BatchSize bounds the events of one fetched batch (default 10,240): the unit the fetcher
 	// decodes and hands the committer, two at most in flight.
 	BatchSize int
-	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 4). With a
-	// backlog (a batch that filled, messages pending beyond it) the committer keeps the
-	// transaction open after storing a batch and stores the next one in it, up to this many,
-	// then commits and acknowledges them all; each batch's messages and record are let go once
-	// stored, so a transaction of several batches holds no more Go memory than one. Without a
-	// backlog each batch commits alone as soon as it is stored, and an open transaction commits
-	// when no next batch comes within BatchWait. A transaction costs DuckDB a fixed part whatever
-	// its size (the COMMIT, and its run_folds rows above all: a few hundred rows of 49 columns),
-	// which larger transactions share. 1 commits every batch alone.
+	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 12: with the
+	// default BatchSize, one DuckDB row group, RowGroupRows). With a backlog (a batch that
+	// filled, messages pending beyond it) the committer keeps the transaction open after storing
+	// a batch and stores the next one in it, up to this many, then commits and acknowledges them
+	// all; each batch's messages and record are let go once stored (its run_folds rows wait for
+	// the COMMIT). Without a backlog each batch commits alone as soon as it is stored, and an
+	// open transaction commits when no next batch comes within BatchWait. A transaction costs
+	// DuckDB a fixed part whatever its size (the COMMIT, and its run_folds rows above all: a few
+	// hundred rows of 49 columns), which larger transactions share; one of a whole row group
+	// costs DuckDB least (RowGroupRows). 1 commits every batch alone.
 	TxnBatches int
 	// BatchWait bounds how long a batch fills before it is committed anyway (default 500ms).
 	BatchWait time.Duration
@@ -77,7 +78,7 @@ type IngestConfig struct {
 	// flow control (default (TxnBatches + 2) × BatchSize: the TxnBatches batches an open
 	// transaction holds unacknowledged, the one being gathered, and room for the client's pull
 	// ahead, at most a batch). It does not size what the analyzer holds: the messages of a
-	// transaction's stored batches are let go, and the client pulls about 4 MiB of messages
+	// transaction's stored batches are let go, and the client pulls about 3 MiB of messages
 	// ahead (a count from the stream's mean message size, at most a batch).
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
@@ -100,14 +101,26 @@ type IngestConfig struct {
 
 // Defaults.
 const (
-	DefaultBatchSize     = 10_000
+	DefaultBatchSize     = 10_240
 	DefaultBatchWait     = 500 * time.Millisecond
 	DefaultMaxBatchBytes = 32 << 20
-	DefaultTxnBatches    = 4
+	DefaultTxnBatches    = RowGroupRows / DefaultBatchSize
 	DefaultAckWait       = 60 * time.Second
 	DefaultMaxOpenEvents = 50_000
 	DefaultStallTimeout  = 15 * time.Second
 )
+
+// RowGroupRows is DuckDB's row group (122,880 rows), the unit DefaultBatchSize and
+// DefaultTxnBatches are chosen by: a transaction of a backlog, DefaultTxnBatches full batches,
+// appends exactly one. DuckDB's commit then moves the row group it already compressed and wrote
+// into the database file straight into the table (LocalStorage::Flush: a transaction appending
+// at least a row group "bulk appends"), where a smaller transaction's rows go to the WAL first
+// and are compressed and written again at the next checkpoint. Measured on 2026-12-04
+// (docs/benchmarks.md, fourteenth session): BenchmarkIngest's analyzer spent a median of 7.65
+// µs of CPU an event against 9.0 with batches of 10,000 and transactions of 4, runs alternating. A transaction of 12 batches of 10,000 (120,000 rows) stays
+// below the row group and gains nothing; one of 13 writes a row group and a 7,120-row
+// remainder as a row group of its own.
+const RowGroupRows = 122_880
 
 func (c IngestConfig) withDefaults() IngestConfig {
 	if c.Stream == "" {

@@ -12,7 +12,7 @@
 // pending beyond it) the transaction stays open for the next batches, up to
 // IngestConfig.TxnBatches, and commits them together: DuckDB's cost per transaction is shared,
 // and each batch's messages and record are let go as soon as it is stored. Memory is bounded
-// whatever the backlog: the client buffers a pull of about 4 MiB of messages (a count from the
+// whatever the backlog: the client buffers a pull of about 3 MiB of messages (a count from the
 // stream's mean message size, at most a batch), at most three batches exist at once (the one
 // being gathered, one decoded waiting for the committer, and the one being stored), and the
 // broker delivers at most MaxAckPending unacknowledged messages.

@@ -624,9 +624,14 @@ func (d *chunkDecoder) wait() { d.wg.Wait() }
 // broker stopped there: BenchmarkIngest's ratio to the reference rose from a median of 0.535
 // to 0.584–0.607 at 5,000 and 10,000 messages (docs/benchmarks.md, eighth session). A whole
 // batch of messages (before it was 2,000) held a fourth batch beside the three in the
-// pipeline however large the events; the count from bytes holds about 4 MiB of messages of
-// the stream's mean size (more when the messages ahead are larger than the mean).
-const pullAheadBytes = 4 << 20
+// pipeline however large the events; the count from bytes holds about 3 MiB of messages of
+// the stream's mean size (more when the messages ahead are larger than the mean). The client
+// holds a message in about 2.8 times its stored size (its Msg, the header map, the subject and
+// reply strings): 4 MiB were some 11 MB of the heap. With transactions of a DuckDB row group
+// (DefaultTxnBatches) the broker is no longer held back by MaxAckPending while a transaction
+// commits, so the client's buffer fills: BenchmarkIngest's peak heap growth was 62-78 MiB
+// (median 70.5) at 4 MiB, 55-61 at 2 and 58-60 at 3 (docs/benchmarks.md, fourteenth session).
+const pullAheadBytes = 3 << 20
 
 // pullAhead is the count of messages the client pulls ahead (its PullMaxMessages):
 // pullAheadBytes in the stream's mean stored message (1 KiB for an empty stream), at most a

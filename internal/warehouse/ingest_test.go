@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// small makes batches small so that tests cross many batch boundaries.
+// small makes batches and transactions small so that tests cross many batch and transaction
+// boundaries (transactions of at most 4 batches, as the default was before it became a DuckDB
+// row group's 12).
 func small() warehouse.IngestConfig {
-	return warehouse.IngestConfig{BatchSize: 37, BatchWait: 20 * time.Millisecond, AckWait: time.Second}
+	return warehouse.IngestConfig{BatchSize: 37, TxnBatches: 4, BatchWait: 20 * time.Millisecond, AckWait: time.Second}
 }
 
 func testMsgs(t testing.TB) []msg {

@@ -225,6 +225,14 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Errorf("run_folds with the late event in a later batch of the transaction (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
 	}
+	// The rows appended after every batch (foldFlushRows): the late event's attempt has its
+	// row in run_fold_rows already, inside the open transaction, and is refolded from there.
+	defer func(n int) { foldFlushRows = n }(foldFlushRows)
+	foldFlushRows = 1
+	got = store(20)
+	if !slices.Equal(got, want) {
+		t.Errorf("run_folds with the late event in a later batch of the transaction, rows appended every batch (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
+	}
 }
 
 func first(s []string) string {

@@ -322,7 +322,7 @@ func TestReleaseAfterCheckpoint(t *testing.T) {
 	defer w.Close()
 	before := warehouse.Releases()
 	defer warehouse.KeepFreed(warehouse.KeepFreed(false))
-	if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 2000}); err != nil {
+	if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 2000, TxnBatches: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if got := warehouse.Releases() - before; got < 2 {

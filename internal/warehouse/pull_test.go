@@ -13,10 +13,11 @@ func TestPullAhead(t *testing.T) {
 		msgs, bytes uint64
 		batch, want int
 	}{
-		{0, 0, 10_000, 4096},                     // empty: 1 KiB a message
-		{200_000, 200_000 * 400, 10_000, 10_000}, // 400-byte events: a batch
+		{0, 0, 10_000, 3072},                     // empty: 1 KiB a message
+		{200_000, 200_000 * 400, 10_000, 7864},   // 400-byte events: 3 MiB of them
+		{200_000, 200_000 * 300, 10_000, 10_000}, // 300-byte events: a batch
 		{200_000, 200_000 * 400, 2_000, 2_000},
-		{1_000, 1_000 * 2048, 10_000, 2048},
+		{1_000, 1_000 * 2048, 10_000, 1536},
 		{10, 10 << 20, 10_000, 16}, // 1 MiB a message: the least
 	} {
 		if got := pullAhead(jetstream.StreamState{Msgs: c.msgs, Bytes: c.bytes}, c.batch); got != c.want {

@@ -21,9 +21,9 @@ var (
 	recordPool   = newBufferPool(recordMalloc, recordPoolBytes)
 )
 
-// recordPoolBytes bounds the released buffers kept for the next records: about the buffers
-// of a transaction of DefaultTxnBatches batches of 10,000 events of a few hundred bytes (the
-// records of one transaction are released together).
+// recordPoolBytes bounds the released buffers kept for the next records. Each batch's record
+// is released once stored (a batch of 10,240 events of a few hundred bytes needs some 4 MiB of
+// buffers), and a transaction's failure rebuilds none: this keeps those of many batches.
 const recordPoolBytes = 64 << 20
 
 // eventsSchema is the Arrow schema of a batch of events: the columns of table events, in order.
