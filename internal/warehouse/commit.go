@@ -40,10 +40,9 @@ func (r *builtRecord) release() {
 	}
 }
 
-// txn is the DuckDB transaction the committer holds open across fetched batches. With a
-// backlog (a batch that filled, and messages pending beyond it) the committer stores the next
-// batch in the same transaction, up to TxnBatches of them, instead of committing each batch
-// alone: a transaction costs DuckDB a large fixed part whatever its size (the COMMIT, the
+// txn is the DuckDB transaction the committer holds open across fetched batches. While batches
+// fill before BatchWait (keepOpen) the committer stores the next batch in the same transaction,
+// up to TxnBatches of them, instead of committing each batch alone: a transaction costs DuckDB a large fixed part whatever its size (the COMMIT, the
 // run_folds rows' appender and their 49 columns, the watermark). Each batch's messages and
 // Arrow record go once it is stored (its run_folds rows wait in ing.pending): the open
 // transaction keeps what its COMMIT and acknowledgement need, the watermark, the counters, the
@@ -193,16 +192,22 @@ func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 }
 
 // keepOpen reports whether the transaction waits for the next batch after b: while it holds
-// fewer than TxnBatches batches and there is a backlog, b having filled (by count or bytes) with
-// messages pending beyond it, and while the broker may deliver a next batch beside the messages
-// the transaction holds unacknowledged (MaxAckPending). Without a backlog each batch commits as
-// soon as it is stored, so latency at low rates is what it was; and after a failed transaction
+// fewer than TxnBatches batches and b filled (by count or bytes) before BatchWait, with a
+// backlog or at a rate that fills a batch within BatchWait, and while the broker may deliver a
+// next batch beside the messages the transaction holds unacknowledged (MaxAckPending). A batch
+// cut by BatchWait commits as soon as it is stored, so latency at low rates is what it was; at a
+// high rate a transaction of TxnBatches full batches is a DuckDB row group (RowGroupRows), which
+// DuckDB writes once instead of through the WAL (under the 20,000 events/s load the analyzer
+// spent 18.3 µs of CPU an event against 23.4; deploy/README.md, fourteenth session), and its
+// events become visible up to TxnBatches × BatchSize events later (about 6 s at 20,000 events/s).
+// Until 2026-12-04 it also needed messages pending beyond b (a backlog): under a steady 20,000
+// events/s most transactions were then one batch, through the WAL. After a failed transaction
 // of several batches its messages are stored one batch a transaction until the watermark passes
 // them (aloneUntil).
 func (ing *ingester) keepOpen(b *batch) bool {
 	t := &ing.txn
 	full := len(b.items) >= ing.cfg.BatchSize || b.bytes >= ing.cfg.MaxBatchBytes
-	return t.batches < ing.cfg.TxnBatches && full && b.lag > 0 && t.wm >= ing.aloneUntil &&
+	return t.batches < ing.cfg.TxnBatches && full && t.wm >= ing.aloneUntil &&
 		t.messages+ing.cfg.BatchSize <= ing.cfg.MaxAckPending
 }
 

@@ -8,10 +8,11 @@
 // reply subject and id (not the client's message), decodes them in chunks as they arrive
 // (events.DecodeWithPayload, beside the gathering, on every core) and builds an Arrow record
 // batch of the good ones; the committing goroutine stores the batch in a DuckDB transaction
-// and only then acknowledges it, by reply subject. With a backlog (a batch that filled, messages
-// pending beyond it) the transaction stays open for the next batches, up to
-// IngestConfig.TxnBatches, and commits them together: DuckDB's cost per transaction is shared,
-// and each batch's messages and record are let go as soon as it is stored. Memory is bounded
+// and only then acknowledges it, by reply subject. While batches fill before BatchWait (a
+// backlog, or a rate that fills one within it) the transaction stays open for the next batches,
+// up to IngestConfig.TxnBatches (a DuckDB row group), and commits them together: DuckDB's cost
+// per transaction is shared, and each batch's messages and record are let go as soon as it is
+// stored. Memory is bounded
 // whatever the backlog: the client buffers a pull of about 3 MiB of messages (a count from the
 // stream's mean message size, at most a batch), at most three batches exist at once (the one
 // being gathered, one decoded waiting for the committer, and the one being stored), and the
