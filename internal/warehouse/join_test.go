@@ -246,3 +246,46 @@ func first(s []string) string {
 	}
 	return s[0]
 }
+
+// TestFullBatchesKeepTransactionOpenWithoutBacklog: batches that filled keep the transaction
+// open with nothing pending beyond them (a rate that fills a batch within BatchWait), up to
+// TxnBatches, which then commit together; a batch cut short (by BatchWait) commits at once.
+// Until 2026-12-04 a transaction stayed open only with messages pending beyond its batch, so
+// under a steady load each batch went through DuckDB's WAL alone.
+func TestFullBatchesKeepTransactionOpenWithoutBacklog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "s.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := IngestConfig{BatchSize: 10, TxnBatches: 3}.withDefaults()
+	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
+	defer func() { _ = ing.conn.Close() }()
+	batches := sampleBatches(t, 10)
+	if len(batches) < 5 || len(batches[3].items) != 10 {
+		t.Fatalf("the sample gives %d batches of 10: too few", len(batches))
+	}
+	// Batches 1-3 full, nothing pending beyond any; then a batch of 4 events cut by time.
+	batches = batches[:4]
+	batches[3].items = batches[3].items[:4]
+	var wm uint64
+	for i, b := range batches {
+		b.lag = 0
+		if wm, err = ing.commit(ctx, b, wm); err != nil {
+			t.Fatal(err)
+		}
+		want := []uint64{0, 0, 1, 2}[i] // transactions committed after each batch
+		if got := w.Stats().Batches; got != want {
+			t.Fatalf("after batch %d (%d events, none pending): %d transactions committed, want %d", i+1, len(b.items), got, want)
+		}
+	}
+	if wm != 34 || ing.txn.open {
+		t.Errorf("watermark %d, transaction open %v; want 34, false", wm, ing.txn.open)
+	}
+}
