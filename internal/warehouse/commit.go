@@ -790,7 +790,7 @@ func (ing *ingester) existingIDs(ctx context.Context, good []*item) (found map[s
 // attempt folded by an earlier transaction does.
 func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, error) {
 	t := ing.tracker
-	if err := ing.folded.ensure(ctx, ing.conn); err != nil {
+	if err := ing.ensureFolded(ctx); err != nil {
 		return nil, 0, fmt.Errorf("folded attempts: %w", err)
 	}
 	var newKeys, pendingKeys []attemptKey
@@ -859,6 +859,21 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 	}
 	tr.mark("dbfold")
 	return keys, foldErrors, nil
+}
+
+// ensureFolded loads the filter of folded attempts when it must (foldedFilter.ensure) and then
+// adds the attempts whose rows the open transaction still holds (ing.pending): the load reads
+// run_folds, which has not got them yet, and an attempt left out would never be refolded by a
+// late event. Transactions of a row group hold them for up to 12 batches.
+func (ing *ingester) ensureFolded(ctx context.Context) error {
+	reloaded, err := ing.folded.ensure(ctx, ing.conn)
+	if err != nil || !reloaded {
+		return err
+	}
+	for k := range ing.pending.at {
+		ing.folded.add(k)
+	}
+	return nil
 }
 
 // foldFlushRows bounds the run_folds rows an open transaction keeps in memory: beyond it they

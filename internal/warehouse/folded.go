@@ -31,14 +31,16 @@ const (
 	foldedMinKeys    = 1 << 16
 )
 
-// ensure loads the filter from run_folds if it is not loaded or has outgrown its size.
-func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) error {
+// ensure loads the filter from run_folds if it is not loaded or has outgrown its size, and
+// reports whether it did. A load sees the rows appended so far, not those an open transaction
+// still holds in memory (ingester.ensureFolded adds them).
+func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error) {
 	if f.loaded && f.n <= f.limit {
-		return nil
+		return false, nil
 	}
 	rows, err := conn.QueryContext(ctx, queries.IngestFoldedAll.SQL)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer rows.Close()
 	seed := maphash.MakeSeed()
@@ -46,19 +48,19 @@ func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) error {
 	var k attemptKey
 	for rows.Next() {
 		if err := rows.Scan(&k.study, &k.run, &k.attempt); err != nil {
-			return err
+			return false, err
 		}
 		sums = append(sums, keyHash(seed, k))
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return false, err
 	}
 	f.reset(2*len(sums), seed)
 	for _, s := range sums {
 		f.set(s)
 	}
 	f.loaded = true
-	return nil
+	return true, nil
 }
 
 // reset empties the filter and sizes it for limit attempts (at least foldedMinKeys).

@@ -1,9 +1,12 @@
 package warehouse
 
 import (
+	"context"
 	"fmt"
 	"hash/maphash"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The filter of folded attempts never forgets an attempt it was given (a false negative would
@@ -41,5 +44,41 @@ func TestFoldedFilter(t *testing.T) {
 	var unloaded foldedFilter
 	if !unloaded.mayHave(key(0)) {
 		t.Error("a filter not loaded must say maybe")
+	}
+}
+
+// TestFoldedReloadKeepsPendingAttempts: a filter that outgrew its size reloads from run_folds in
+// the middle of a transaction; the attempts whose rows the transaction still holds in memory are
+// not in run_folds yet, and must still be "maybe" after the reload, or a late event in a later
+// transaction would leave their rows stale.
+func TestFoldedReloadKeepsPendingAttempts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "f.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ing := &ingester{w: w, conn: conn}
+	if err := ing.ensureFolded(ctx); err != nil { // the first load: run_folds is empty
+		t.Fatal(err)
+	}
+	pending := attemptKey{study: "s", run: "pending", attempt: 1}
+	ing.pending.put(pending, foldRow{"a row"})
+	ing.folded.add(pending)
+	ing.folded.n = ing.folded.limit + 1 // outgrown: the next batch reloads it
+	if err := ing.ensureFolded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ing.folded.n > ing.folded.limit {
+		t.Fatalf("the filter was not reloaded (%d attempts, limit %d)", ing.folded.n, ing.folded.limit)
+	}
+	if !ing.folded.mayHave(pending) {
+		t.Error("an attempt whose run_folds row the open transaction holds was dropped from the filter by its reload")
 	}
 }

@@ -164,7 +164,9 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	// The first run's second event arrives last, after its run.finished, in the last batch.
 	late := slices.Clone(lines[1])
 	lines = append(slices.Delete(slices.Clone(lines), 1, 2), late)
+	var appendedWhileOpen int64 // the most run_fold_rows rows the open transaction had appended
 	store := func(size int) []string {
+		appendedWhileOpen = 0
 		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "l.duckdb")})
 		if err != nil {
 			t.Fatal(err)
@@ -195,6 +197,13 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 			decodeBatch(b)
 			if wm, err = ing.commit(ctx, b, wm); err != nil {
 				t.Fatal(err)
+			}
+			if ing.txn.open {
+				var n int64
+				if err := ing.conn.QueryRowContext(ctx, "SELECT count(*) FROM run_fold_rows").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				appendedWhileOpen = max(appendedWhileOpen, n)
 			}
 		}
 		if ing.txn.open { // a last batch that filled keeps it open: no next batch comes
@@ -227,6 +236,9 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	}
 	want := store(len(lines))
 	got := store(20)
+	if appendedWhileOpen != 0 {
+		t.Fatalf("%d run_folds rows appended before the COMMIT, with fewer than foldFlushRows (%d) pending", appendedWhileOpen, foldFlushRows)
+	}
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Errorf("run_folds with the late event in a later batch of the transaction (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
 	}
@@ -235,6 +247,9 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	defer func(n int) { foldFlushRows = n }(foldFlushRows)
 	foldFlushRows = 1
 	got = store(20)
+	if appendedWhileOpen == 0 {
+		t.Error("no run_folds row appended while the transaction was open, with foldFlushRows 1")
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("run_folds with the late event in a later batch of the transaction, rows appended every batch (%d rows):\n%.400s\nwant (one batch, %d rows):\n%.400s", len(got), first(got), len(want), first(want))
 	}

@@ -44,7 +44,9 @@ func TestBacklogTransactionsAreRowGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.CatchUp(ctx, b, warehouse.IngestConfig{}); err != nil {
+	// The default batch and transaction sizes; a BatchWait no gathering reaches, so that a batch
+	// slowed by a loaded machine is not cut short (and committed alone, through the WAL).
+	if err := w.CatchUp(ctx, b, warehouse.IngestConfig{BatchWait: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Stats().Events; got != uint64(n) {
