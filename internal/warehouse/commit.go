@@ -204,12 +204,20 @@ func (ing *ingester) partition(ctx context.Context, b *batch) []*item {
 // events/s most transactions were then one batch, through the WAL. After a failed transaction
 // of several batches its messages are stored one batch a transaction until the watermark passes
 // them (aloneUntil).
+//
+// Without a backlog it holds the transaction only when TxnBatches full batches make exactly a
+// row group: with other settings (--batch-size 2000, say) a held transaction would cost the
+// latency and not reach one.
 func (ing *ingester) keepOpen(b *batch) bool {
 	t := &ing.txn
 	full := len(b.items) >= ing.cfg.BatchSize || b.bytes >= ing.cfg.MaxBatchBytes
-	return t.batches < ing.cfg.TxnBatches && full && t.wm >= ing.aloneUntil &&
+	rowGroup := ing.cfg.BatchSize*ing.cfg.TxnBatches == rowGroupRows
+	return t.batches < ing.cfg.TxnBatches && full && (b.lag > 0 || rowGroup) && t.wm >= ing.aloneUntil &&
 		t.messages+ing.cfg.BatchSize <= ing.cfg.MaxAckPending
 }
+
+// rowGroupRows is RowGroupRows, a variable for TestFullBatchesKeepTransactionOpenWithoutBacklog.
+var rowGroupRows = RowGroupRows
 
 // storeBatch stores the accepted messages of one batch in the open transaction (it begins one
 // if none is open). Their part of the fold (the tracker) is taken; the run_folds rows are

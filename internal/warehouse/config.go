@@ -61,8 +61,9 @@ type IngestConfig struct {
 	BatchSize int
 	// TxnBatches bounds the fetched batches one DuckDB transaction stores (default 12: with the
 	// default BatchSize, one DuckDB row group, RowGroupRows). While batches fill (by count or
-	// bytes) before BatchWait, with a backlog or at a rate that fills one within BatchWait, the
-	// committer keeps the transaction open after storing a batch and stores the next one in it,
+	// bytes) before BatchWait, with a backlog or (when TxnBatches × BatchSize is a row group) at
+	// a rate that fills one within BatchWait, the committer keeps the transaction open after
+	// storing a batch and stores the next one in it,
 	// up to this many, then commits and acknowledges them all; each batch's messages and record
 	// are let go once stored (its run_folds rows wait for the COMMIT, at most foldFlushRows of
 	// them). A batch cut by BatchWait commits alone as soon as it is stored, and an open

@@ -264,7 +264,8 @@ func first(s []string) string {
 
 // TestFullBatchesKeepTransactionOpenWithoutBacklog: batches that filled keep the transaction
 // open with nothing pending beyond them (a rate that fills a batch within BatchWait), up to
-// TxnBatches, which then commit together; a batch cut short (by BatchWait) commits at once.
+// TxnBatches, which then commit together, when they make a row group; a batch cut short (by
+// BatchWait) commits at once, and so does a full one when they would not make a row group.
 // Until 2026-12-04 a transaction stayed open only with messages pending beyond its batch, so
 // under a steady load each batch went through DuckDB's WAL alone.
 func TestFullBatchesKeepTransactionOpenWithoutBacklog(t *testing.T) {
@@ -279,6 +280,9 @@ func TestFullBatchesKeepTransactionOpenWithoutBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Three batches of 10 make this test's row group.
+	defer func(n int) { rowGroupRows = n }(rowGroupRows)
+	rowGroupRows = 30
 	cfg := IngestConfig{BatchSize: 10, TxnBatches: 3}.withDefaults()
 	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
 	defer func() { _ = ing.conn.Close() }()
@@ -302,5 +306,21 @@ func TestFullBatchesKeepTransactionOpenWithoutBacklog(t *testing.T) {
 	}
 	if wm != 34 || ing.txn.open {
 		t.Errorf("watermark %d, transaction open %v; want 34, false", wm, ing.txn.open)
+	}
+	// Settings whose transaction is no row group (4 batches of 10) hold it only with a backlog.
+	ing.cfg.TxnBatches = 4
+	all := sampleBatches(t, 1000)[0] // every event of the sample, in stream order
+	if len(all.items) < 44 {
+		t.Fatalf("the sample has %d events: too few", len(all.items))
+	}
+	b := &batch{items: all.items[34:44]} // stream sequences 35..44, after the watermark
+	for _, it := range b.items {
+		b.bytes += len(it.raw)
+	}
+	if wm, err = ing.commit(ctx, b, wm); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats().Batches; got != 3 || ing.txn.open {
+		t.Errorf("a full batch with nothing pending, 4 batches of 10 a transaction: %d transactions committed (open %v), want 3", got, ing.txn.open)
 	}
 }
