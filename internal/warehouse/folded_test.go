@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -54,17 +53,7 @@ func TestFoldedFilter(t *testing.T) {
 func TestFoldedReloadKeepsPendingAttempts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "f.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ing := &ingester{w: w, conn: conn}
+	_, ing := testIngester(t, ctx, IngestConfig{})
 	if err := ing.ensureFolded(ctx); err != nil { // the first load: run_folds is empty
 		t.Fatal(err)
 	}

@@ -42,6 +42,25 @@ func sampleBatches(t *testing.T, size int) []*batch {
 	return out
 }
 
+// testIngester opens a database in a temporary directory and an ingester with cfg (its
+// defaults filled in) on a connection of it; both close when the test ends.
+func testIngester(t *testing.T, ctx context.Context, cfg IngestConfig) (*Warehouse, *ingester) {
+	t.Helper()
+	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "ingest.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.withDefaults()
+	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
+	t.Cleanup(func() { _ = ing.conn.Close() })
+	return w, ing
+}
+
 // TestBatchesOneOpenTransaction stores fetched batches with a backlog in one transaction held
 // open across them: each batch's record is loaded and let go as it comes, nothing is visible
 // (or acknowledged) before the COMMIT after the last, every hook runs once per fetched batch,
@@ -53,19 +72,7 @@ func TestBatchesOneOpenTransaction(t *testing.T) {
 	n := len(bytes.Split(bytes.TrimSpace(samples.Traces), []byte("\n")))
 	batches := (n + 24) / 25
 	open := func(t *testing.T, hooks *Hooks) (*Warehouse, *ingester) {
-		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "j.duckdb")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		conn, err := w.db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := IngestConfig{BatchSize: 25, TxnBatches: batches, Hooks: hooks}.withDefaults()
-		ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-		t.Cleanup(func() { _ = ing.conn.Close() })
-		return w, ing
+		return testIngester(t, ctx, IngestConfig{BatchSize: 25, TxnBatches: batches, Hooks: hooks})
 	}
 
 	t.Run("one transaction", func(t *testing.T) {
@@ -167,18 +174,8 @@ func TestLateEventInOpenTransaction(t *testing.T) {
 	var appendedWhileOpen int64 // the most run_fold_rows rows the open transaction had appended
 	store := func(size int) []string {
 		appendedWhileOpen = 0
-		w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "l.duckdb")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		conn, err := w.db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := IngestConfig{BatchSize: size, TxnBatches: len(lines)}.withDefaults()
-		ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-		defer func() { _ = ing.conn.Close() }()
+		w, ing := testIngester(t, ctx, IngestConfig{BatchSize: size, TxnBatches: len(lines)})
+		var err error
 		var wm uint64
 		for off := 0; off < len(lines); off += size {
 			b := &batch{lag: uint64(max(len(lines)-off-size, 0))}
@@ -271,21 +268,11 @@ func first(s []string) string {
 func TestFullBatchesKeepTransactionOpenWithoutBacklog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "s.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Three batches of 10 make this test's row group.
 	defer func(n int) { rowGroupRows = n }(rowGroupRows)
 	rowGroupRows = 30
-	cfg := IngestConfig{BatchSize: 10, TxnBatches: 3}.withDefaults()
-	ing := &ingester{w: w, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents)}
-	defer func() { _ = ing.conn.Close() }()
+	w, ing := testIngester(t, ctx, IngestConfig{BatchSize: 10, TxnBatches: 3})
+	var err error
 	batches := sampleBatches(t, 10)
 	if len(batches) < 5 || len(batches[3].items) != 10 {
 		t.Fatalf("the sample gives %d batches of 10: too few", len(batches))
