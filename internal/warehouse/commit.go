@@ -597,10 +597,8 @@ func (ing *ingester) load(ctx context.Context, good, rejected []*item, inBatchDu
 func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, rejected int) error {
 	tr := newTrace()
 	defer tr.print(int(res.stored))
-	if rows := ing.pending.take(); len(rows) > 0 {
-		if err := ing.appendFolds(ctx, rows); err != nil {
-			return fmt.Errorf("fold: %w", err)
-		}
+	if err := ing.appendPending(ctx); err != nil {
+		return err
 	}
 	tr.mark("append")
 	if err := setWatermark(ctx, ing.conn, ing.cfg.Stream, wm, int(res.stored), rejected, res.duplicates); err != nil {
@@ -901,8 +899,15 @@ func (ing *ingester) flushFolds(ctx context.Context) error {
 	if len(ing.pending.rows) < foldFlushRows {
 		return nil
 	}
-	if err := ing.appendFolds(ctx, ing.pending.take()); err != nil {
-		return fmt.Errorf("fold: %w", err)
+	return ing.appendPending(ctx)
+}
+
+// appendPending appends the open transaction's pending run_folds rows, if any.
+func (ing *ingester) appendPending(ctx context.Context) error {
+	if rows := ing.pending.take(); len(rows) > 0 {
+		if err := ing.appendFolds(ctx, rows); err != nil {
+			return fmt.Errorf("fold: %w", err)
+		}
 	}
 	return nil
 }
