@@ -1,6 +1,7 @@
 package warehouse_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,5 +60,36 @@ func TestBacklogTransactionsAreRowGroups(t *testing.T) {
 	t.Logf("WAL %d bytes after %d events of %d bytes", fi.Size(), n, raw)
 	if fi.Size() > raw/4 {
 		t.Errorf("the WAL holds %d bytes after %d events of %d bytes: the backlog's transactions were not written as row groups", fi.Size(), n, raw)
+	}
+}
+
+// TestHeldTransactionEndsWhenStreamQuiet catches up backlogs of three full batches, and of three
+// and a partial one, with the default batch settings and a BatchWait of an hour. The
+// transaction held open for a row group is committed once the stream has gone quiet, with the
+// partial batch in it, not after BatchWait: CatchUp returns within the test's minutes, all in
+// one transaction. Before the quiet rule the transaction waited BatchWait for a batch that
+// never came (BenchmarkIngest paid a second in every pass).
+func TestHeldTransactionEndsWhenStreamQuiet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("publishes 30,000 events twice")
+	}
+	for _, n := range []int{3 * warehouse.DefaultBatchSize, 3*warehouse.DefaultBatchSize + 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			b := bustest.NewServer(t).Connect(t)
+			warehousetest.PublishFast(t, b, benchMsgs(t, n)[:n])
+			ctx := warehousetest.Context(t, 3*time.Minute)
+			w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(t.TempDir(), "quiet.duckdb")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if err := w.CatchUp(ctx, b, warehouse.IngestConfig{BatchWait: time.Hour}); err != nil {
+				t.Fatalf("catching up %d events with a BatchWait of an hour: %v", n, err)
+			}
+			st := w.Stats()
+			if st.Events != uint64(n) || st.Batches != 1 {
+				t.Errorf("stored %d events in %d transactions, want %d in 1", st.Events, st.Batches, n)
+			}
+		})
 	}
 }
