@@ -81,10 +81,13 @@ type IngestConfig struct {
 	MaxBatchBytes int
 	// MaxAckPending bounds the messages delivered and not yet acknowledged, the broker side of
 	// flow control (default (TxnBatches + 2) × BatchSize: the TxnBatches batches an open
-	// transaction holds unacknowledged, the one being gathered, and room for the client's pull
-	// ahead, at most a batch). It does not size what the analyzer holds: the messages of a
-	// transaction's stored batches are let go, and the client pulls about 3 MiB of messages
-	// ahead (a count from the stream's mean message size, at most a batch).
+	// transaction holds unacknowledged, and two more, which while it commits are the batch
+	// waiting in the hand-over and the one being gathered, the client's pull ahead among
+	// them). It does not size what the analyzer holds: the messages of a transaction's stored
+	// batches are let go, and the client pulls about 3 MiB of messages ahead (a count from the
+	// stream's mean message size, at most a batch). A batch more lets the client's buffer fill
+	// too while a transaction commits: BenchmarkIngest's ratio rose by 0.013–0.02 and its peak
+	// heap by 2–6 MiB, past its goal (docs/benchmarks.md, fifteenth session).
 	MaxAckPending int
 	// AckWait is how long the broker waits for an ack before redelivering (default 60s). A
 	// redelivered message at or below the watermark is acknowledged without being stored again.

@@ -227,12 +227,16 @@ func (ing *ingester) session(ctx context.Context) error {
 	// fetch and decode → commit, two goroutines and a hand-over of one batch: at most three
 	// batches exist at once (the one the fetcher gathers and decodes, one decoded waiting for
 	// the committer, the one committed), whatever the backlog. The waiting one lets the
-	// fetcher go on gathering while the committer is in a COMMIT (60–110 ms for a transaction
-	// of 40,000 events, longer than a batch takes to arrive): with an unbuffered hand-over the
+	// fetcher go on gathering while the committer is in a COMMIT (about 120 ms for a
+	// transaction of a row group, longer than a batch takes to arrive; 60–110 ms for the
+	// 40,000 events a transaction held before 2026-12-04): with an unbuffered hand-over the
 	// fetcher stopped there, and the broker with it, for 20–60 ms a transaction
 	// (DITTO_WAREHOUSE_TRACE's handover=), and BenchmarkIngest's rate was about a tenth lower
 	// (docs/benchmarks.md). The fetcher decodes a batch in chunks while it gathers the rest, so
-	// that a batch waits for the committer decoded, not raw as well as decoded.
+	// that a batch waits for the committer decoded, not raw as well as decoded. A second
+	// waiting batch buys nothing while MaxAckPending stops the broker two batches beyond a
+	// committing transaction, and with a window widened for it cost about 20 MiB of peak heap
+	// (docs/benchmarks.md, fifteenth session).
 	batches := make(chan *batch, 1)
 	fetchErr := make(chan error, 1)
 	ahead := pullAhead(state, ing.cfg.BatchSize)
