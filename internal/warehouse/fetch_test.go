@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +175,51 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("fetch did not notice its consumer's deletion")
 		}
+	}
+}
+
+// TestQuietCountsFromWhenCommitterWaits: the batch a held transaction waits for is cut short
+// only after quiet() with nothing delivered since the committer began to wait, however long
+// the batch was open before (the broker may have been held back by MaxAckPending while the
+// committer committed), and quiet() is half the last full batch's filling time, at least
+// quietGap. Before, a batch opened during a COMMIT was cut as soon as the committer waited:
+// under load most transactions ended short of a row group.
+func TestQuietCountsFromWhenCommitterWaits(t *testing.T) {
+	for _, fill := range []time.Duration{0, 400 * time.Millisecond} {
+		t.Run(fill.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var delivered atomic.Int64
+			hold := holdSignal{wake: make(chan struct{}, 1)}
+			g := newGatherer(IngestConfig{BatchWait: time.Hour}.withDefaults(), &delivered, &hold)
+			g.fill = fill
+			type taken struct {
+				b   *batch
+				at  time.Time
+				err error
+			}
+			got := make(chan taken, 1)
+			go func() {
+				b, _, err := g.take(ctx, nil)
+				got <- taken{b, time.Now(), err}
+			}()
+			// The batch is open, nothing is delivered, and the committer does not wait.
+			time.Sleep(100 * time.Millisecond)
+			select {
+			case tk := <-got:
+				t.Fatalf("take returned (%v) with no committer waiting and BatchWait an hour", tk.err)
+			default:
+			}
+			waitFrom := time.Now()
+			hold.set(true)
+			tk := <-got
+			if tk.err != nil || tk.b == nil || len(tk.b.items) != 0 {
+				t.Fatalf("take: %+v, want an empty batch", tk)
+			}
+			want := max(quietGap, fill/2)
+			if d := tk.at.Sub(waitFrom); d < want {
+				t.Errorf("the batch was cut %v after the committer began to wait, want at least %v", d, want)
+			}
+		})
 	}
 }

@@ -167,20 +167,27 @@ type ingester struct {
 	delivered   atomic.Int64
 	behindSince time.Time
 
-	hold holdSignal // the committer holds a transaction open for the next batch
+	hold holdSignal // the committer waits for the next batch of an open transaction
 }
 
-// holdSignal tells the fetcher's gatherer that the committer holds a transaction open for the
-// next batch (keepOpen), so that the gatherer cuts that batch short when the stream goes quiet
-// (gatherer.take) instead of leaving the transaction to wait BatchWait.
+// holdSignal tells the fetcher's gatherer that the committer holds a transaction open and waits
+// for its next batch (keepOpen), so that the gatherer cuts that batch short when the stream goes
+// quiet (gatherer.take) instead of leaving the transaction to wait BatchWait. It is off while
+// the committer stores or commits a batch: the broker may then be held back by MaxAckPending,
+// which is no quiet of the stream.
 type holdSignal struct {
-	on   atomic.Bool
-	wake chan struct{} // capacity 1: the gatherer looks again at on
+	since atomic.Int64  // when the committer began to wait (Unix nanoseconds); 0: it does not
+	wake  chan struct{} // capacity 1: the gatherer looks again at since
 }
 
-// set records whether a transaction is held open and wakes the gatherer when one now is.
+// set records whether the committer waits for the next batch of an open transaction, and wakes
+// the gatherer when it now does.
 func (h *holdSignal) set(on bool) {
-	if h.on.Swap(on) != on && on {
+	if !on {
+		h.since.Store(0)
+		return
+	}
+	if h.since.CompareAndSwap(0, time.Now().UnixNano()) {
 		signal(h.wake)
 	}
 }
@@ -328,6 +335,7 @@ func (ing *ingester) session(ctx context.Context) error {
 		}
 		ing.stalls = 0
 		lag := b.lag
+		ing.hold.set(false)
 		next, err := ing.commit(ctx, b, wm)
 		b.release()
 		if err != nil {
@@ -471,9 +479,8 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, ahead i
 type gatherer struct {
 	batchSize, maxBytes int
 	wait                time.Duration // BatchWait
-	quiet               time.Duration // quietGap, at most BatchWait
 	delivered           *atomic.Int64 // the ingester's last delivery (Unix nanoseconds)
-	hold                *holdSignal   // the committer holds a transaction open for this batch
+	hold                *holdSignal   // the committer waits for this batch in an open transaction
 
 	mu          sync.Mutex
 	b           *batch        // the batch being gathered; nil while the fetcher has none open
@@ -481,6 +488,7 @@ type gatherer struct {
 	first       time.Time     // when b's first message was delivered
 	lastAdd     time.Time     // when the last message was added to a batch
 	lastPending uint64        // the consumer's pending messages when that one was delivered
+	fill        time.Duration // how long the last full batch took from its first message
 
 	opened chan struct{} // a batch was opened (for a callback waiting for one)
 	kick   chan struct{} // b got its first message, or is full (for the fetcher)
@@ -490,20 +498,30 @@ type gatherer struct {
 
 func newGatherer(cfg IngestConfig, delivered *atomic.Int64, hold *holdSignal) *gatherer {
 	return &gatherer{batchSize: cfg.BatchSize, maxBytes: cfg.MaxBatchBytes, wait: cfg.BatchWait,
-		quiet: min(quietGap, cfg.BatchWait), delivered: delivered, hold: hold,
+		delivered: delivered, hold: hold,
 		opened: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		errs: make(chan error, 1), done: make(chan struct{})}
 }
 
-// quietGap is how long the stream has to deliver nothing, after a message with nothing pending
-// beyond it, for the gatherer to cut short the batch a held transaction waits for (take). At the
-// end of a backlog, or of a burst, the transaction then commits this long after the last
-// message instead of BatchWait (1 s) after it: BenchmarkIngest's 20 batches, 12 and 8 to a
-// transaction, took about 2.3 s a pass instead of 1.35 while the last 8 waited BatchWait
-// (docs/benchmarks.md, fifteenth session). Under a steady load the next message comes within a
-// millisecond (50 µs apart at 20,000 events/s); a quiet spell mistaken for an end costs one
-// transaction short of a row group, nothing else.
+// quietGap is the least time the stream has to deliver nothing, after a message with nothing
+// pending beyond it, for the gatherer to cut short the batch a waiting committer holds a
+// transaction open for (take); quiet gives the time. At the end of a backlog, or of a burst, the
+// transaction then commits that long after the last message instead of BatchWait (1 s) after
+// it: BenchmarkIngest's 20 batches, 12 and 8 to a transaction, took about 2.3 s a pass instead
+// of 1.35 while the last 8 waited BatchWait (docs/benchmarks.md, fifteenth session).
 const quietGap = 20 * time.Millisecond
+
+// quiet is how long a stream that had nothing pending must deliver nothing for the batch a held
+// transaction waits for to be cut short: half the time the last full batch took to fill, at
+// least quietGap, at most BatchWait. At a backlog a batch fills in 30–70 ms and the quiet is
+// 20–35 ms. At a steady rate the pauses between deliveries are longer than the rate says: under
+// the 20,000 events/s load, where a batch fills in 0.5 s, pauses of 20 ms cut 68 of 83
+// transactions short of a row group, through the WAL (deploy/README.md, fifteenth session); a
+// quarter of a second is half a batch there. A quiet mistaken for an end costs one transaction
+// short of a row group, nothing else. The caller holds g.mu.
+func (g *gatherer) quiet() time.Duration {
+	return min(max(quietGap, g.fill/2), g.wait)
+}
 
 // full says whether b takes no more messages. The caller holds g.mu.
 func (g *gatherer) full() bool {
@@ -536,6 +554,9 @@ func (g *gatherer) add(msg jetstream.Msg) {
 	b.bytes += len(it.raw)
 	b.lag = pending
 	g.lastAdd, g.lastPending = now, pending
+	if g.full() {
+		g.fill = now.Sub(g.first)
+	}
 	if len(b.items)-g.dec.from >= decodeChunk {
 		g.dec.start(b.items)
 	}
@@ -568,10 +589,11 @@ func (g *gatherer) fail(_ jetstream.ConsumeContext, err error) {
 
 // take opens a batch and returns it, with its decoder, once it is full, or BatchWait after its
 // first message, or (an idle batch) BatchWait after it was opened with nothing delivered. While
-// the committer holds a transaction open for it, it also returns it, partial or empty, once
-// the stream has gone quiet: quietGap with nothing delivered since the batch was opened or its
-// last message, which had nothing pending beyond it. It returns an error when ctx is done, the
-// client reported an error that ends the session, or the client stopped (stopped closed).
+// the committer waits for it in an open transaction, it also returns it, partial or empty, once
+// the stream has gone quiet: nothing delivered for quiet() since the batch was opened, its last
+// message (which had nothing pending beyond it) or the committer began to wait, whichever came
+// last. It returns an error when ctx is done, the client reported an error that ends the
+// session, or the client stopped (stopped closed).
 func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *chunkDecoder, error) {
 	opened := time.Now()
 	g.mu.Lock()
@@ -590,12 +612,14 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 			started, deadline = true, g.first.Add(g.wait)
 		}
 		cut, next := g.full() || !now.Before(deadline), deadline
-		if !cut && g.hold.on.Load() && g.lastPending == 0 {
-			from := opened
-			if g.lastAdd.After(from) {
-				from = g.lastAdd
+		if since := g.hold.since.Load(); !cut && since != 0 && g.lastPending == 0 {
+			from := time.Unix(0, since)
+			for _, t := range []time.Time{opened, g.lastAdd} {
+				if t.After(from) {
+					from = t
+				}
 			}
-			quietAt := from.Add(g.quiet)
+			quietAt := from.Add(g.quiet())
 			cut = !now.Before(quietAt)
 			if quietAt.Before(next) {
 				next = quietAt
