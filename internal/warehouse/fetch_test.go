@@ -181,11 +181,11 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 // TestQuietCountsFromWhenCommitterWaits: the batch a held transaction waits for is cut short
 // only after quiet() with nothing delivered since the committer began to wait, however long
 // the batch was open before (the broker may have been held back by MaxAckPending while the
-// committer committed), and quiet() is half the last full batch's filling time, at least
+// committer committed), and quiet() is a quarter of the last full batch's filling time, at least
 // quietGap. Before, a batch opened during a COMMIT was cut as soon as the committer waited:
 // under load most transactions ended short of a row group.
 func TestQuietCountsFromWhenCommitterWaits(t *testing.T) {
-	for _, fill := range []time.Duration{0, 400 * time.Millisecond} {
+	for _, fill := range []time.Duration{0, 800 * time.Millisecond} {
 		t.Run(fill.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -216,7 +216,7 @@ func TestQuietCountsFromWhenCommitterWaits(t *testing.T) {
 			if tk.err != nil || tk.b == nil || len(tk.b.items) != 0 {
 				t.Fatalf("take: %+v, want an empty batch", tk)
 			}
-			want := max(quietGap, fill/2)
+			want := max(quietGap, fill/4)
 			if d := tk.at.Sub(waitFrom); d < want {
 				t.Errorf("the batch was cut %v after the committer began to wait, want at least %v", d, want)
 			}

@@ -512,15 +512,18 @@ func newGatherer(cfg IngestConfig, delivered *atomic.Int64, hold *holdSignal) *g
 const quietGap = 20 * time.Millisecond
 
 // quiet is how long a stream that had nothing pending must deliver nothing for the batch a held
-// transaction waits for to be cut short: half the time the last full batch took to fill, at
-// least quietGap, at most BatchWait. At a backlog a batch fills in 30–70 ms and the quiet is
-// 20–35 ms. At a steady rate the pauses between deliveries are longer than the rate says: under
-// the 20,000 events/s load, where a batch fills in 0.5 s, pauses of 20 ms cut 68 of 83
-// transactions short of a row group, through the WAL (deploy/README.md, fifteenth session); a
-// quarter of a second is half a batch there. A quiet mistaken for an end costs one transaction
-// short of a row group, nothing else. The caller holds g.mu.
+// transaction waits for to be cut short: a quarter of the time the last full batch took to
+// fill, at least quietGap, at most BatchWait. At a backlog a batch fills in 30–100 ms and the
+// quiet is quietGap; at 20,000 events/s, where a batch fills in 0.5 s, it is 125 ms, the time
+// of some 2,500 messages at that rate. A steady stream's deliveries pause for longer than its
+// rate says (a loaded machine, a publisher waiting for its acks), and a quiet mistaken for an
+// end costs a transaction short of a row group, through the WAL. Under the 20,000 events/s
+// load a quiet of 20 ms, counted then from the batch's opening (which could fall in a COMMIT),
+// ended 122 of 146 transactions short of a row group (deploy/README.md, fifteenth session).
+// Half the filling time cost BenchmarkIngest about 15 ms a pass at its end (a quiet of 35 ms).
+// The caller holds g.mu.
 func (g *gatherer) quiet() time.Duration {
-	return min(max(quietGap, g.fill/2), g.wait)
+	return min(max(quietGap, g.fill/4), g.wait)
 }
 
 // full says whether b takes no more messages. The caller holds g.mu.
