@@ -480,6 +480,7 @@ func (ing *ingester) ack(reply string, rejected []*item) {
 	}
 	if reply != "" {
 		_ = ing.bus.Ack(reply)
+		ing.hold.acked.Store(time.Now().UnixNano())
 	}
 }
 

@@ -178,13 +178,13 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 	}
 }
 
-// TestQuietCountsFromWhenCommitterWaits: the batch a held transaction waits for is cut short
-// only after quiet() with nothing delivered since the committer began to wait, however long
-// the batch was open before (the broker may have been held back by MaxAckPending while the
-// committer committed), and quiet() is a quarter of the last full batch's filling time, at least
-// quietGap. Before, a batch opened during a COMMIT was cut as soon as the committer waited:
-// under load most transactions ended short of a row group.
-func TestQuietCountsFromWhenCommitterWaits(t *testing.T) {
+// TestQuietCountsFromTheLastAck: the batch a held transaction waits for is cut short only after
+// quiet() with nothing delivered since the committer last acknowledged messages, however long
+// the batch was open before (while a transaction commits, MaxAckPending holds the broker back),
+// and quiet() is a quarter of the last full batch's filling time, at least quietGap. Before, a
+// batch opened during a COMMIT was cut as soon as the committer waited: under load most
+// transactions ended short of a row group.
+func TestQuietCountsFromTheLastAck(t *testing.T) {
 	for _, fill := range []time.Duration{0, 800 * time.Millisecond} {
 		t.Run(fill.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -203,22 +203,24 @@ func TestQuietCountsFromWhenCommitterWaits(t *testing.T) {
 				b, _, err := g.take(ctx, nil)
 				got <- taken{b, time.Now(), err}
 			}()
-			// The batch is open, nothing is delivered, and the committer does not wait.
+			// The batch is open, nothing is delivered, and the committer is committing.
 			time.Sleep(100 * time.Millisecond)
 			select {
 			case tk := <-got:
 				t.Fatalf("take returned (%v) with no committer waiting and BatchWait an hour", tk.err)
 			default:
 			}
-			waitFrom := time.Now()
+			// The COMMIT ends: its ack releases the broker, and the committer waits.
+			ackedAt := time.Now()
+			hold.acked.Store(ackedAt.UnixNano())
 			hold.set(true)
 			tk := <-got
 			if tk.err != nil || tk.b == nil || len(tk.b.items) != 0 {
 				t.Fatalf("take: %+v, want an empty batch", tk)
 			}
 			want := max(quietGap, fill/4)
-			if d := tk.at.Sub(waitFrom); d < want {
-				t.Errorf("the batch was cut %v after the committer began to wait, want at least %v", d, want)
+			if d := tk.at.Sub(ackedAt); d < want {
+				t.Errorf("the batch was cut %v after the ack, want at least %v", d, want)
 			}
 		})
 	}

@@ -173,21 +173,20 @@ type ingester struct {
 // holdSignal tells the fetcher's gatherer that the committer holds a transaction open and waits
 // for its next batch (keepOpen), so that the gatherer cuts that batch short when the stream goes
 // quiet (gatherer.take) instead of leaving the transaction to wait BatchWait. It is off while
-// the committer stores or commits a batch: the broker may then be held back by MaxAckPending,
-// which is no quiet of the stream.
+// the committer stores or commits a batch. It also keeps when the committer last acknowledged
+// messages: until then the broker may have been held back by MaxAckPending (while a
+// transaction of TxnBatches commits, two batches beyond it fill the window), which is no quiet
+// of the stream.
 type holdSignal struct {
-	since atomic.Int64  // when the committer began to wait (Unix nanoseconds); 0: it does not
-	wake  chan struct{} // capacity 1: the gatherer looks again at since
+	on    atomic.Bool   // the committer waits
+	acked atomic.Int64  // when the committer last acknowledged messages (Unix nanoseconds)
+	wake  chan struct{} // capacity 1: the gatherer looks again at on
 }
 
 // set records whether the committer waits for the next batch of an open transaction, and wakes
 // the gatherer when it now does.
 func (h *holdSignal) set(on bool) {
-	if !on {
-		h.since.Store(0)
-		return
-	}
-	if h.since.CompareAndSwap(0, time.Now().UnixNano()) {
+	if h.on.Swap(on) != on && on {
 		signal(h.wake)
 	}
 }
@@ -520,8 +519,9 @@ const quietGap = 20 * time.Millisecond
 // end costs a transaction short of a row group, through the WAL. Under the 20,000 events/s
 // load a quiet of 20 ms, counted then from the batch's opening (which could fall in a COMMIT),
 // ended 122 of 146 transactions short of a row group (deploy/README.md, fifteenth session).
-// Half the filling time cost BenchmarkIngest about 15 ms a pass at its end (a quiet of 35 ms).
-// The caller holds g.mu.
+// The quiet counts from the committer's last ack at the earliest (take), not from when the
+// committer began to wait, which came 10–25 ms after a backlog's last batch was opened (its
+// storing) and cost BenchmarkIngest as much a pass. The caller holds g.mu.
 func (g *gatherer) quiet() time.Duration {
 	return min(max(quietGap, g.fill/4), g.wait)
 }
@@ -594,8 +594,8 @@ func (g *gatherer) fail(_ jetstream.ConsumeContext, err error) {
 // first message, or (an idle batch) BatchWait after it was opened with nothing delivered. While
 // the committer waits for it in an open transaction, it also returns it, partial or empty, once
 // the stream has gone quiet: nothing delivered for quiet() since the batch was opened, its last
-// message (which had nothing pending beyond it) or the committer began to wait, whichever came
-// last. It returns an error when ctx is done, the client reported an error that ends the
+// message (which had nothing pending beyond it) or the committer last acknowledged messages,
+// whichever came last. It returns an error when ctx is done, the client reported an error that ends the
 // session, or the client stopped (stopped closed).
 func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *chunkDecoder, error) {
 	opened := time.Now()
@@ -615,8 +615,8 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 			started, deadline = true, g.first.Add(g.wait)
 		}
 		cut, next := g.full() || !now.Before(deadline), deadline
-		if since := g.hold.since.Load(); !cut && since != 0 && g.lastPending == 0 {
-			from := time.Unix(0, since)
+		if !cut && g.hold.on.Load() && g.lastPending == 0 {
+			from := time.Unix(0, g.hold.acked.Load())
 			for _, t := range []time.Time{opened, g.lastAdd} {
 				if t.After(from) {
 					from = t
