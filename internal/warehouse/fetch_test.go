@@ -225,3 +225,70 @@ func TestQuietCountsFromTheLastAck(t *testing.T) {
 		})
 	}
 }
+
+// TestQuietFromAndQuiet: the quiet of a batch begins at the latest of its opening, its last
+// delivery and the committer's last ack, and lasts a quarter of the last full batch's filling
+// time, at least quietGap and at most BatchWait.
+func TestQuietFromAndQuiet(t *testing.T) {
+	var delivered atomic.Int64
+	hold := holdSignal{wake: make(chan struct{}, 1)}
+	g := newGatherer(IngestConfig{BatchWait: time.Second}.withDefaults(), &delivered, &hold)
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	for _, c := range []struct{ opened, lastAdd, acked, want int }{
+		{opened: 0, lastAdd: -50, acked: -100, want: 0},  // opened last
+		{opened: 0, lastAdd: 30, acked: 10, want: 30},    // a delivery since
+		{opened: 0, lastAdd: -50, acked: 120, want: 120}, // a COMMIT acked after the opening
+	} {
+		g.lastAdd = at(c.lastAdd)
+		hold.acked.Store(at(c.acked).UnixNano())
+		if got := g.quietFrom(at(c.opened)); !got.Equal(at(c.want)) {
+			t.Errorf("opened %d ms, last delivery %d ms, ack %d ms: the quiet begins at %v ms, want %d",
+				c.opened, c.lastAdd, c.acked, got.Sub(base).Milliseconds(), c.want)
+		}
+	}
+	for _, c := range []struct{ fill, want time.Duration }{
+		{0, quietGap}, {40 * time.Millisecond, quietGap}, {500 * time.Millisecond, 125 * time.Millisecond}, {10 * time.Second, time.Second},
+	} {
+		g.fill = c.fill
+		if got := g.quiet(); got != c.want {
+			t.Errorf("last full batch filled in %v: quiet %v, want %v", c.fill, got, c.want)
+		}
+	}
+}
+
+// TestQuietAfterBacklogEndsMidBatch: a committer waits in an open transaction while a backlog's
+// last messages fill part of the batch; the message with nothing pending beyond it wakes the
+// fetcher, which cuts the batch once the stream stays quiet, not BatchWait (an hour here) after
+// its first message. Before, take looked again only at a batch's first message or when it was
+// full, and slept past the quiet.
+func TestQuietAfterBacklogEndsMidBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var delivered atomic.Int64
+	hold := holdSignal{wake: make(chan struct{}, 1)}
+	g := newGatherer(IngestConfig{BatchWait: time.Hour}.withDefaults(), &delivered, &hold)
+	hold.set(true)
+	type taken struct {
+		b   *batch
+		err error
+	}
+	got := make(chan taken, 1)
+	go func() {
+		b, _, err := g.take(ctx, nil)
+		got <- taken{b, err}
+	}()
+	for !func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.b != nil }() {
+		time.Sleep(time.Millisecond) // until take has opened the batch
+	}
+	g.addItem(&item{raw: []byte("{}")}, 3) // more pending: the backlog goes on
+	time.Sleep(50 * time.Millisecond)      // take looks at it and sleeps
+	g.addItem(&item{raw: []byte("{}")}, 0) // the backlog's last message
+	tk := <-got
+	if tk.err != nil {
+		t.Fatalf("take: %v (the batch was not cut when the stream went quiet)", tk.err)
+	}
+	if len(tk.b.items) != 2 {
+		t.Errorf("the batch holds %d messages, want 2", len(tk.b.items))
+	}
+}

@@ -526,6 +526,19 @@ func (g *gatherer) quiet() time.Duration {
 	return min(max(quietGap, g.fill/4), g.wait)
 }
 
+// quietFrom is when the quiet of a batch opened at opened began: the latest of its opening, the
+// last delivery and the committer's last ack (until which MaxAckPending may have held the broker
+// back). The caller holds g.mu.
+func (g *gatherer) quietFrom(opened time.Time) time.Time {
+	from := time.Unix(0, g.hold.acked.Load())
+	for _, t := range []time.Time{opened, g.lastAdd} {
+		if t.After(from) {
+			from = t
+		}
+	}
+	return from
+}
+
 // full says whether b takes no more messages. The caller holds g.mu.
 func (g *gatherer) full() bool {
 	return len(g.b.items) >= g.batchSize || g.b.bytes >= g.maxBytes
@@ -535,6 +548,14 @@ func (g *gatherer) full() bool {
 // when there is none or it is full.
 func (g *gatherer) add(msg jetstream.Msg) {
 	it, pending := newItem(msg)
+	g.addItem(it, pending)
+}
+
+// addItem adds a delivered message, with the consumer's pending count at its delivery. It wakes
+// the fetcher when the batch got its first message or is full, and when the pending count fell
+// to nothing (a backlog's end: a committer waiting for this batch in an open transaction then
+// ends it once the stream stays quiet, take).
+func (g *gatherer) addItem(it *item, pending uint64) {
 	now := time.Now()
 	g.delivered.Store(now.UnixNano())
 	g.mu.Lock()
@@ -556,6 +577,7 @@ func (g *gatherer) add(msg jetstream.Msg) {
 	b.items = append(b.items, it)
 	b.bytes += len(it.raw)
 	b.lag = pending
+	drained := pending == 0 && g.lastPending != 0
 	g.lastAdd, g.lastPending = now, pending
 	if g.full() {
 		g.fill = now.Sub(g.first)
@@ -563,7 +585,7 @@ func (g *gatherer) add(msg jetstream.Msg) {
 	if len(b.items)-g.dec.from >= decodeChunk {
 		g.dec.start(b.items)
 	}
-	kick := len(b.items) == 1 || g.full()
+	kick := len(b.items) == 1 || g.full() || drained
 	g.mu.Unlock()
 	if kick {
 		signal(g.kick)
@@ -616,13 +638,7 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 		}
 		cut, next := g.full() || !now.Before(deadline), deadline
 		if !cut && g.hold.on.Load() && g.lastPending == 0 {
-			from := time.Unix(0, g.hold.acked.Load())
-			for _, t := range []time.Time{opened, g.lastAdd} {
-				if t.After(from) {
-					from = t
-				}
-			}
-			quietAt := from.Add(g.quiet())
+			quietAt := g.quietFrom(opened).Add(g.quiet())
 			cut = !now.Before(quietAt)
 			if quietAt.Before(next) {
 				next = quietAt
