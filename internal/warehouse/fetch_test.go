@@ -178,6 +178,29 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 	}
 }
 
+// testGatherer is a gatherer with cfg's defaults and BatchWait wait, and its holdSignal.
+func testGatherer(wait time.Duration) (*gatherer, *holdSignal) {
+	hold := &holdSignal{wake: make(chan struct{}, 1)}
+	return newGatherer(IngestConfig{BatchWait: wait}.withDefaults(), new(atomic.Int64), hold), hold
+}
+
+// taken is what take returned, and when.
+type taken struct {
+	b   *batch
+	at  time.Time
+	err error
+}
+
+// startTake runs g.take in a goroutine and returns where its result comes.
+func startTake(ctx context.Context, g *gatherer) <-chan taken {
+	got := make(chan taken, 1)
+	go func() {
+		b, _, err := g.take(ctx, nil)
+		got <- taken{b, time.Now(), err}
+	}()
+	return got
+}
+
 // TestQuietCountsFromTheLastAck: the batch a held transaction waits for is cut short only after
 // quiet() with nothing delivered since the committer last acknowledged messages, however long
 // the batch was open before (while a transaction commits, MaxAckPending holds the broker back),
@@ -189,20 +212,9 @@ func TestQuietCountsFromTheLastAck(t *testing.T) {
 		t.Run(fill.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			var delivered atomic.Int64
-			hold := holdSignal{wake: make(chan struct{}, 1)}
-			g := newGatherer(IngestConfig{BatchWait: time.Hour}.withDefaults(), &delivered, &hold)
+			g, hold := testGatherer(time.Hour)
 			g.fill = fill
-			type taken struct {
-				b   *batch
-				at  time.Time
-				err error
-			}
-			got := make(chan taken, 1)
-			go func() {
-				b, _, err := g.take(ctx, nil)
-				got <- taken{b, time.Now(), err}
-			}()
+			got := startTake(ctx, g)
 			// The batch is open, nothing is delivered, and the committer is committing.
 			time.Sleep(100 * time.Millisecond)
 			select {
@@ -230,21 +242,19 @@ func TestQuietCountsFromTheLastAck(t *testing.T) {
 // delivery and the committer's last ack, and lasts a quarter of the last full batch's filling
 // time, at least quietGap and at most BatchWait.
 func TestQuietFromAndQuiet(t *testing.T) {
-	var delivered atomic.Int64
-	hold := holdSignal{wake: make(chan struct{}, 1)}
-	g := newGatherer(IngestConfig{BatchWait: time.Second}.withDefaults(), &delivered, &hold)
+	g, hold := testGatherer(time.Second)
 	base := time.Now()
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	for _, c := range []struct{ opened, lastAdd, acked, want int }{
-		{opened: 0, lastAdd: -50, acked: -100, want: 0},  // opened last
-		{opened: 0, lastAdd: 30, acked: 10, want: 30},    // a delivery since
-		{opened: 0, lastAdd: -50, acked: 120, want: 120}, // a COMMIT acked after the opening
+	for _, c := range []struct{ opened, delivered, acked, want int }{
+		{opened: 0, delivered: -50, acked: -100, want: 0},  // opened last
+		{opened: 0, delivered: 30, acked: 10, want: 30},    // a delivery since
+		{opened: 0, delivered: -50, acked: 120, want: 120}, // a COMMIT acked after the opening
 	} {
-		g.lastAdd = at(c.lastAdd)
+		g.delivered.Store(at(c.delivered).UnixNano())
 		hold.acked.Store(at(c.acked).UnixNano())
 		if got := g.quietFrom(at(c.opened)); !got.Equal(at(c.want)) {
 			t.Errorf("opened %d ms, last delivery %d ms, ack %d ms: the quiet begins at %v ms, want %d",
-				c.opened, c.lastAdd, c.acked, got.Sub(base).Milliseconds(), c.want)
+				c.opened, c.delivered, c.acked, got.Sub(base).Milliseconds(), c.want)
 		}
 	}
 	for _, c := range []struct{ fill, want time.Duration }{
@@ -265,19 +275,9 @@ func TestQuietFromAndQuiet(t *testing.T) {
 func TestQuietAfterBacklogEndsMidBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var delivered atomic.Int64
-	hold := holdSignal{wake: make(chan struct{}, 1)}
-	g := newGatherer(IngestConfig{BatchWait: time.Hour}.withDefaults(), &delivered, &hold)
+	g, hold := testGatherer(time.Hour)
 	hold.set(true)
-	type taken struct {
-		b   *batch
-		err error
-	}
-	got := make(chan taken, 1)
-	go func() {
-		b, _, err := g.take(ctx, nil)
-		got <- taken{b, err}
-	}()
+	got := startTake(ctx, g)
 	for !func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.b != nil }() {
 		time.Sleep(time.Millisecond) // until take has opened the batch
 	}

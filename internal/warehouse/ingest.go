@@ -485,8 +485,7 @@ type gatherer struct {
 	b           *batch        // the batch being gathered; nil while the fetcher has none open
 	dec         *chunkDecoder // b's decoder
 	first       time.Time     // when b's first message was delivered
-	lastAdd     time.Time     // when the last message was added to a batch
-	lastPending uint64        // the consumer's pending messages when that one was delivered
+	lastPending uint64        // the consumer's pending messages when the last message was delivered
 	fill        time.Duration // how long the last full batch took from its first message
 
 	opened chan struct{} // a batch was opened (for a callback waiting for one)
@@ -527,11 +526,11 @@ func (g *gatherer) quiet() time.Duration {
 }
 
 // quietFrom is when the quiet of a batch opened at opened began: the latest of its opening, the
-// last delivery and the committer's last ack (until which MaxAckPending may have held the broker
-// back). The caller holds g.mu.
+// last delivery (g.delivered; one delivered before the opening waited for it and was added at
+// once) and the committer's last ack (until which MaxAckPending may have held the broker back).
 func (g *gatherer) quietFrom(opened time.Time) time.Time {
 	from := time.Unix(0, g.hold.acked.Load())
-	for _, t := range []time.Time{opened, g.lastAdd} {
+	for _, t := range []time.Time{opened, time.Unix(0, g.delivered.Load())} {
 		if t.After(from) {
 			from = t
 		}
@@ -578,7 +577,7 @@ func (g *gatherer) addItem(it *item, pending uint64) {
 	b.bytes += len(it.raw)
 	b.lag = pending
 	drained := pending == 0 && g.lastPending != 0
-	g.lastAdd, g.lastPending = now, pending
+	g.lastPending = pending
 	if g.full() {
 		g.fill = now.Sub(g.first)
 	}
