@@ -41,3 +41,28 @@ func TestOnSubject(t *testing.T) {
 		t.Fatal("no sample event")
 	}
 }
+
+// TestKeptRejectsAreNotTheirItems: a transaction keeps its rejected messages' reply subjects
+// and reasons until it commits, not their items. The gatherer allocates items in slabs
+// (itemSlab), so one item kept past its batch would keep every message of its slab: a stream
+// with one bad event in a few hundred would keep a whole transaction's messages.
+func TestKeptRejectsAreNotTheirItems(t *testing.T) {
+	slab := make([]item, 3)
+	rej := &rejection{class: classMalformed, reason: "not JSON"}
+	slab[1] = item{streamSeq: 7, subject: "ditto.events.s.r.x", reply: "$JS.ACK.r", raw: []byte("{"), rej: rej}
+	var tx txn
+	tx.keepRejected([]*item{&slab[1]})
+	if len(tx.rejected) != 1 {
+		t.Fatalf("kept %d rejects, want 1", len(tx.rejected))
+	}
+	got := tx.rejected[0]
+	if got == &slab[1] {
+		t.Fatal("the transaction keeps the rejected message's item itself (and so its slab)")
+	}
+	if got.reply != "$JS.ACK.r" || got.rej != rej || got.streamSeq != 7 {
+		t.Errorf("kept %+v, want the reply subject, the rejection and the stream sequence", *got)
+	}
+	if got.raw != nil || got.subject != "" {
+		t.Errorf("kept the message's body or subject: %+v", *got)
+	}
+}

@@ -43,12 +43,11 @@ func (s *Scanner) Fail() {
 
 func (s *Scanner) skipSpace() {
 	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
+		// Above the space, the usual case (compact JSON), in one comparison.
+		if c := s.b[s.i]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		s.i++
 	}
 }
 
@@ -167,11 +166,8 @@ func (s *Scanner) StrLit() (lit []byte, clean bool) {
 	clean = true
 	ascii := true
 	for j := start + 1; j < len(s.b); {
-		// Most bytes of a string are plain ASCII (see plain): skip them in a tight loop.
-		for j < len(s.b) && plain[s.b[j]] {
-			j++
-		}
-		if j >= len(s.b) {
+		// Most bytes of a string are plain ASCII (see plain): skip them eight at a time.
+		if j = skipPlain(s.b, j); j >= len(s.b) {
 			break
 		}
 		switch c := s.b[j]; {
