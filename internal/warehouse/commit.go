@@ -235,7 +235,7 @@ func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 		ing.pending.reset()
 	}
 	good, rejected, dups := sortItems(accepted)
-	t.keepRejected(rejected)
+	t.keepRejected(rejected...)
 	res, err := ing.load(ctx, good, rejected, dups)
 	if err == nil {
 		err = ing.fold(ctx, &res)
@@ -245,11 +245,11 @@ func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 }
 
 // keepRejected keeps what terminating the rejected messages once the transaction commits takes
-// (their reply subjects and reasons), not their items: the gatherer allocates items in slabs
-// (itemSlab), and one item kept past its batch would keep every message of its slab.
-func (t *txn) keepRejected(rejected []*item) {
+// (their reply subjects and reasons; ack), not their items: the gatherer allocates items in
+// slabs (itemSlab), and one item kept past its batch would keep every message of its slab.
+func (t *txn) keepRejected(rejected ...*item) {
 	for _, it := range rejected {
-		t.rejected = append(t.rejected, &item{streamSeq: it.streamSeq, reply: it.reply, rej: it.rej})
+		t.rejected = append(t.rejected, &item{reply: it.reply, rej: it.rej})
 	}
 }
 
@@ -291,7 +291,7 @@ func (ing *ingester) failed(ctx context.Context, err error) error {
 			t.rejected = t.rejected[:0]
 			for _, it := range accepted {
 				if it.rej != nil {
-					t.keepRejected([]*item{it})
+					t.keepRejected(it)
 				}
 			}
 			return nil

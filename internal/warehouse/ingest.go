@@ -551,22 +551,36 @@ func (g *gatherer) full() bool {
 // add is the client's callback: it adds msg to the open batch, waiting for one to be opened
 // when there is none or it is full.
 func (g *gatherer) add(msg jetstream.Msg) {
-	if len(g.items) == 0 {
-		g.items = make([]item, itemSlab)
+	var it *item
+	if len(msg.Data()) > slabBody {
+		it = new(item)
+	} else {
+		if len(g.items) == 0 {
+			g.items = make([]item, itemSlab)
+		}
+		it = &g.items[0]
+		if g.items = g.items[1:]; len(g.items) == 0 {
+			g.items = nil // a slab used up is not the gatherer's to keep
+		}
 	}
-	it := &g.items[0]
-	g.items = g.items[1:]
 	pending := fillItem(it, msg)
 	g.addItem(it, pending)
 }
 
-// itemSlab is how many items the gatherer allocates at once. An allocation a message (an item
-// is some 300 bytes, most of them the decoded envelope) took 0.13 µs of CPU an event in
-// BenchmarkIngest's profile of a million events, the slabs 0.06. A slab (some 80 KB) is kept
-// while any of its items is: its messages are consecutive, and a batch's items go together once
-// it is stored, so a slab goes with the last batch it has messages in. Nothing keeps an item
-// past its batch (the transaction keeps copies of its rejects, txn.keepRejected).
-const itemSlab = 256
+// itemSlab is how many items the gatherer allocates at once, for messages of at most slabBody
+// bytes. An allocation a message (an item is some 300 bytes, most of them the decoded envelope)
+// took 0.13 µs of CPU an event in BenchmarkIngest's profile of a million events, the slabs 0.06.
+// A slab is kept while any of its items is, and its items keep their messages: the messages of
+// a slab's batches stored before its last one, and those of the slab being filled, stay until
+// then. Those are at most itemSlab messages of slabBody bytes, about 1 MiB a slab (some 300 KB
+// at the usual 280 bytes); a larger message gets an item of its own, so that a stream of large
+// events, whose batches MaxBatchBytes cuts to a few dozen messages, does not keep stored
+// batches' bodies. No item is kept past its batch (the transaction keeps copies of its
+// rejects, txn.keepRejected).
+const (
+	itemSlab = 256
+	slabBody = 4 << 10
+)
 
 // addItem adds a delivered message, with the consumer's pending count at its delivery. It wakes
 // the fetcher when the batch got its first message or is full, and when the pending count fell
@@ -763,8 +777,8 @@ func pullAhead(state jetstream.StreamState, batch int) int {
 	return max(min(batch, int(pullAheadBytes/mean)), 16)
 }
 
-// fillItem keeps in it (a zero item) what the committer needs of a delivered message: its subject, reply subject,
-// body and Nats-Msg-Id. The client's message itself (its parsed headers, a map, and the
+// fillItem keeps in it (a zero item) what the committer needs of a delivered message: its
+// subject, reply subject, body and Nats-Msg-Id. The client's message itself (its parsed headers, a map, and the
 // client's state: about three times the 280 bytes of a typical body) is let go at once; the
 // committer acknowledges and terminates by reply subject (bus.Ack, bus.Terminate), as the
 // message's own methods do. It returns the consumer's pending count (the lag).

@@ -358,8 +358,8 @@ func (c *checker) str() []byte {
 	return nil
 }
 
-// plain marks the bytes a string holds as they are: ASCII but the quote, the backslash and
-// control characters.
+// plain marks the bytes a string holds as they are: ASCII from the space on (DEL included)
+// but the quote and the backslash.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
@@ -374,12 +374,14 @@ func skipPlain(b []byte, j int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; j+8 <= len(b); j += 8 {
 		x := binary.LittleEndian.Uint64(b[j:])
-		// Each term sets bit 7 of the bytes it finds: below 0x20 (of those below 0x80), a
-		// quote, a backslash, 0x80 and above. A subtraction borrows only from a byte found,
-		// so a term may also set bits above the first byte it finds, never below: the lowest
-		// bit set is the first byte that is not plain.
+		// Bit 7 of a byte of m is set if the byte is 0x80 or above (x), or, of the bytes
+		// below 0x80 with no borrow from below, if it is below 0x20 (x-0x20 wraps), a quote
+		// or a backslash (q or s is 0, and q-1 or s-1 wraps); the others it sets are of bytes
+		// 0x80 and above. A subtraction borrows only from a byte so found, so bits above the
+		// first one may be wrong, never bits below: the lowest bit set is the first byte
+		// that is not plain.
 		q, s := x^(ones*'"'), x^(ones*'\\')
-		m := ((x-ones*0x20)&^x | (q-ones)&^q | (s-ones)&^s | x) & highs
+		m := ((x - ones*0x20) | (q - ones) | (s - ones) | x) & highs
 		if m != 0 {
 			return j + bits.TrailingZeros64(m)>>3
 		}

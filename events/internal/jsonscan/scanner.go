@@ -201,10 +201,13 @@ func (s *Scanner) StrLit() (lit []byte, clean bool) {
 				return nil, false
 			}
 		default:
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
+			// Above ASCII (c is no other byte here): skip the run of such bytes here, not
+			// through skipPlain a byte at a time.
+			ascii = false
 			j++
+			for j < len(s.b) && s.b[j] >= utf8.RuneSelf {
+				j++
+			}
 		}
 	}
 	s.Fail()
