@@ -778,10 +778,11 @@ func pullAhead(state jetstream.StreamState, batch int) int {
 }
 
 // fillItem keeps in it (a zero item) what the committer needs of a delivered message: its
-// subject, reply subject, body and Nats-Msg-Id. The client's message itself (its parsed headers, a map, and the
-// client's state: about three times the 280 bytes of a typical body) is let go at once; the
-// committer acknowledges and terminates by reply subject (bus.Ack, bus.Terminate), as the
-// message's own methods do. It returns the consumer's pending count (the lag).
+// subject, reply subject, body and Nats-Msg-Id. The client's message itself (its parsed
+// headers, a map, and the client's state: about three times the 280 bytes of a typical body) is
+// let go at once; the committer acknowledges and terminates by reply subject (bus.Ack,
+// bus.Terminate), as the message's own methods do. It returns the consumer's pending count
+// (the lag).
 func fillItem(it *item, msg jetstream.Msg) (pending uint64) {
 	it.subject, it.reply, it.raw = msg.Subject(), msg.Reply(), msg.Data()
 	if d, err := bus.DeliveryOf(msg); err == nil {
