@@ -2,7 +2,9 @@ package warehouse
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/samples"
@@ -65,4 +67,36 @@ func TestKeptRejectsAreNotTheirItems(t *testing.T) {
 	if got.raw != nil || got.subject != "" {
 		t.Errorf("kept the message's body or subject: %+v", *got)
 	}
+}
+
+// TestLargeMessagesAreNotKeptBySlabs: a message over slabBody bytes gets an item of its own, so
+// its body goes once its batch does, though the slab it would have been taken from is still in
+// use. Were it in the slab, every large message of a stream of them would stay until the slab's
+// last item was let go.
+func TestLargeMessagesAreNotKeptBySlabs(t *testing.T) {
+	g := newGatherer(IngestConfig{BatchSize: 10, MaxBatchBytes: 1 << 20}, nil, nil)
+	small := g.itemFor(280)
+	gone := make(chan struct{})
+	func() {
+		big := g.itemFor(slabBody + 1)
+		big.raw = make([]byte, slabBody+1)
+		runtime.AddCleanup(&big.raw[0], func(c chan struct{}) { close(c) }, gone)
+	}()
+	after := g.itemFor(280)
+	deadline := time.After(10 * time.Second)
+	for collected := false; !collected; {
+		runtime.GC()
+		select {
+		case <-gone:
+			collected = true
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("a large message's body stayed while its slab was in use")
+		}
+	}
+	if small == after || len(g.items) != itemSlab-2 {
+		t.Errorf("the small messages took %d items of the slab, want 2", itemSlab-len(g.items))
+	}
+	runtime.KeepAlive(small)
+	runtime.KeepAlive(after)
 }

@@ -551,20 +551,25 @@ func (g *gatherer) full() bool {
 // add is the client's callback: it adds msg to the open batch, waiting for one to be opened
 // when there is none or it is full.
 func (g *gatherer) add(msg jetstream.Msg) {
-	var it *item
-	if len(msg.Data()) > slabBody {
-		it = new(item)
-	} else {
-		if len(g.items) == 0 {
-			g.items = make([]item, itemSlab)
-		}
-		it = &g.items[0]
-		if g.items = g.items[1:]; len(g.items) == 0 {
-			g.items = nil // a slab used up is not the gatherer's to keep
-		}
-	}
+	it := g.itemFor(len(msg.Data()))
 	pending := fillItem(it, msg)
 	g.addItem(it, pending)
+}
+
+// itemFor gives a zero item for a message of size bytes: from the slab, or one of its own for
+// a message over slabBody.
+func (g *gatherer) itemFor(size int) *item {
+	if size > slabBody {
+		return new(item)
+	}
+	if len(g.items) == 0 {
+		g.items = make([]item, itemSlab)
+	}
+	it := &g.items[0]
+	if g.items = g.items[1:]; len(g.items) == 0 {
+		g.items = nil // a slab used up is not the gatherer's to keep
+	}
+	return it
 }
 
 // itemSlab is how many items the gatherer allocates at once, for messages of at most slabBody
