@@ -1,6 +1,8 @@
 package warehouse
 
 import (
+	"sync/atomic"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -17,9 +19,35 @@ var recordAllocator memory.Allocator = recordPool
 // recordPool is recordAllocator's pool, and recordMalloc its C allocator, which counts the
 // bytes it has allocated and not freed (Warehouse.Memory reads both).
 var (
-	recordMalloc = mallocator.NewMallocator()
+	recordMalloc = &countedMalloc{Mallocator: mallocator.NewMallocator()}
 	recordPool   = newBufferPool(recordMalloc, recordPoolBytes)
 )
+
+// countedMalloc is a mallocator whose count of bytes allocated and not freed another goroutine
+// may read. The mallocator's own count (AllocatedBytes) is written atomically and read plainly:
+// Warehouse.Memory reading it while a batch's record was built was a data race (go test -race).
+type countedMalloc struct {
+	*mallocator.Mallocator
+	n atomic.Int64
+}
+
+func (c *countedMalloc) Allocate(size int) []byte {
+	c.n.Add(int64(size))
+	return c.Mallocator.Allocate(size)
+}
+
+func (c *countedMalloc) Reallocate(size int, b []byte) []byte {
+	c.n.Add(int64(size - len(b)))
+	return c.Mallocator.Reallocate(size, b)
+}
+
+func (c *countedMalloc) Free(b []byte) {
+	c.n.Add(-int64(len(b)))
+	c.Mallocator.Free(b)
+}
+
+// AllocatedBytes is the bytes allocated and not freed.
+func (c *countedMalloc) AllocatedBytes() int64 { return c.n.Load() }
 
 // recordPoolBytes bounds the released buffers kept for the next records. Each batch's record
 // is released once stored (a batch of 10,240 events of a few hundred bytes needs some 4 MiB of
