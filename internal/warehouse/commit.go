@@ -245,8 +245,8 @@ func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 }
 
 // keepRejected keeps what terminating the rejected messages once the transaction commits takes
-// (their reply subjects and reasons; ack), not their items: a batch's items are in a slab that
-// later batches use again once the committer is done with it (slabPool.recycle).
+// (their reply subjects and reasons; ack), not their items: the gatherer allocates items in
+// slabs (itemSlab), and one item kept past its batch would keep every message of its slab.
 func (t *txn) keepRejected(rejected ...*item) {
 	for _, it := range rejected {
 		t.rejected = append(t.rejected, &item{reply: it.reply, rej: it.rej})

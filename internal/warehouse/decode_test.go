@@ -3,7 +3,6 @@ package warehouse
 import (
 	"bytes"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,9 +45,9 @@ func TestOnSubject(t *testing.T) {
 }
 
 // TestKeptRejectsAreNotTheirItems: a transaction keeps its rejected messages' reply subjects
-// and reasons until it commits, not their items. A batch's items are in a slab that later
-// batches use again once the committer is done with the batch (slabPool.recycle): an item kept
-// past its batch would be overwritten by another message.
+// and reasons until it commits, not their items. The gatherer allocates items in slabs
+// (itemSlab), so one item kept past its batch would keep every message of its slab: a stream
+// with one bad event in a few hundred would keep a whole transaction's messages.
 func TestKeptRejectsAreNotTheirItems(t *testing.T) {
 	slab := make([]item, 3)
 	rej := &rejection{class: classMalformed, reason: "not JSON"}
@@ -70,26 +69,20 @@ func TestKeptRejectsAreNotTheirItems(t *testing.T) {
 	}
 }
 
-// TestRecycledSlabsKeepNoMessages: a batch's slab, given back once its batch is committed,
-// keeps nothing of the batch's messages while it waits for the next batch, which gets it.
-func TestRecycledSlabsKeepNoMessages(t *testing.T) {
-	var pool slabPool
-	g := newGatherer(IngestConfig{BatchSize: 4, MaxBatchBytes: 1 << 30}, new(atomic.Int64), nil, &pool)
-	b := pool.batch(4)
-	slab := b.slab
-	g.b, g.dec = b, &chunkDecoder{}
+// TestLargeMessagesAreNotKeptBySlabs: a message over slabBody bytes gets an item of its own, so
+// its body goes once its batch does, though the slab it would have been taken from is still in
+// use. Were it in the slab, every large message of a stream of them would stay until the slab's
+// last item was let go.
+func TestLargeMessagesAreNotKeptBySlabs(t *testing.T) {
+	g := newGatherer(IngestConfig{BatchSize: 10, MaxBatchBytes: 1 << 20}, nil, nil)
+	small := g.itemFor(280)
 	gone := make(chan struct{})
 	func() {
-		body := make([]byte, 1<<20)
-		runtime.AddCleanup(&body[0], func(c chan struct{}) { close(c) }, gone)
-		g.addItem(&item{subject: "ditto.events.s.r.x", raw: body}, 1)
+		big := g.itemFor(slabBody + 1)
+		big.raw = make([]byte, slabBody+1)
+		runtime.AddCleanup(&big.raw[0], func(c chan struct{}) { close(c) }, gone)
 	}()
-	g.addItem(&item{raw: []byte("{}")}, 0)
-	if len(b.items) != 2 || b.items[0] != &slab.items[0] || b.items[1] != &slab.items[1] {
-		t.Fatalf("the batch's items are not its slab's first two: %p %p", b.items, slab.items)
-	}
-	g.b = nil
-	pool.recycle(b)
+	after := g.itemFor(280)
 	deadline := time.After(10 * time.Second)
 	for collected := false; !collected; {
 		runtime.GC()
@@ -98,16 +91,12 @@ func TestRecycledSlabsKeepNoMessages(t *testing.T) {
 			collected = true
 		case <-time.After(10 * time.Millisecond):
 		case <-deadline:
-			t.Fatal("a committed batch's message body stayed with its recycled slab")
+			t.Fatal("a large message's body stayed while its slab was in use")
 		}
 	}
-	for i := range slab.items[:2] {
-		if slab.items[i].raw != nil || slab.items[i].subject != "" || slab.ptrs[:2][i] != nil {
-			t.Errorf("recycled slab's item %d still holds %+v", i, slab.items[i])
-		}
+	if small == after || len(g.items) != itemSlab-2 {
+		t.Errorf("the small messages took %d items of the slab, want 2", itemSlab-len(g.items))
 	}
-	if next := pool.batch(4); next.slab != slab || len(next.items) != 0 {
-		t.Errorf("the next batch got slab %p with %d items, want the recycled %p, empty", next.slab, len(next.items), slab)
-	}
-	runtime.KeepAlive(slab)
+	runtime.KeepAlive(small)
+	runtime.KeepAlive(after)
 }

@@ -181,7 +181,7 @@ func TestFetchNoticesDeletedConsumer(t *testing.T) {
 // testGatherer is a gatherer with cfg's defaults and BatchWait wait, and its holdSignal.
 func testGatherer(wait time.Duration) (*gatherer, *holdSignal) {
 	hold := &holdSignal{wake: make(chan struct{}, 1)}
-	return newGatherer(IngestConfig{BatchWait: wait}.withDefaults(), new(atomic.Int64), hold, new(slabPool)), hold
+	return newGatherer(IngestConfig{BatchWait: wait}.withDefaults(), new(atomic.Int64), hold), hold
 }
 
 // taken is what take returned, and when.
