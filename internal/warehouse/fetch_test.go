@@ -292,3 +292,35 @@ func TestQuietAfterBacklogEndsMidBatch(t *testing.T) {
 		t.Errorf("the batch holds %d messages, want 2", len(tk.b.items))
 	}
 }
+
+// TestDeliveredReadsTheClockWhenItMatters: the gatherer reads the clock for a message with
+// nothing pending beyond it (the quiet after a backlog counts from it, quietFrom), for a batch's
+// first message, and at least every clockEvery messages (the watchdog's last delivery), but not
+// for every message.
+func TestDeliveredReadsTheClockWhenItMatters(t *testing.T) {
+	g, _ := testGatherer(time.Hour)
+	g.b, g.dec = &batch{}, &chunkDecoder{}
+	before := time.Now()
+	g.addItem(&item{raw: []byte("{}")}, 5) // the batch's first
+	if got := time.Unix(0, g.delivered.Load()); got.Before(before) {
+		t.Fatalf("first message: last delivery %v, before it was added (%v)", got, before)
+	}
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	for i := 0; i < clockEvery-1; i++ {
+		g.addItem(&item{raw: []byte("{}")}, 4)
+	}
+	if got := time.Unix(0, g.delivered.Load()); !got.Before(mid) {
+		t.Errorf("the clock was read for a message with more pending (last delivery %v, after %v)", got, mid)
+	}
+	g.addItem(&item{raw: []byte("{}")}, 4) // the clockEvery-th since the clock was read
+	if got := time.Unix(0, g.delivered.Load()); got.Before(mid) {
+		t.Errorf("%d messages without reading the clock: last delivery %v, before %v", clockEvery, got, mid)
+	}
+	time.Sleep(5 * time.Millisecond)
+	last := time.Now()
+	g.addItem(&item{raw: []byte("{}")}, 0) // nothing pending beyond it
+	if got := time.Unix(0, g.delivered.Load()); got.Before(last) {
+		t.Errorf("a message with nothing pending: last delivery %v, before it was added (%v)", got, last)
+	}
+}
