@@ -280,7 +280,8 @@ func cHeapBeyondRecords(w *warehouse.Warehouse) int64 {
 // DITTO_BENCH_CPUPROFILE a file for a CPU profile of the analyzer's part,
 // DITTO_BENCH_BROKER_CPUPROFILE a file for one of the broker's process during the analyzer's
 // part (and the file with ".ref" appended during the reference's), DITTO_BENCH_HEAPPROFILE a file for the heap profile taken when a collection found the most
-// live heap (run with -test.memprofilerate=4096 for a finer one). Besides the peak heap in use
+// live heap (run with -test.memprofilerate=4096 for a finer one; the profiles written during a
+// pass count in its alloc-B/event). Besides the peak heap in use
 // (live objects, garbage not yet collected and free space in spans: what GOGC's pacing lets
 // grow to about twice the live heap) it reports the peak live heap, what the pipeline held.
 // Run: go test -run '^$' -bench BenchmarkIngest -benchtime=1x ./internal/warehouse

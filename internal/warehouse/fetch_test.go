@@ -323,4 +323,16 @@ func TestDeliveredReadsTheClockWhenItMatters(t *testing.T) {
 	if got := time.Unix(0, g.delivered.Load()); got.Before(last) {
 		t.Errorf("a message with nothing pending: last delivery %v, before it was added (%v)", got, last)
 	}
+
+	// The message that fills a batch reads the clock too, for how long the batch took to fill
+	// (g.fill, from which quiet is reckoned), whatever is pending beyond it.
+	g.batchSize = len(g.b.items) + 2
+	g.addItem(&item{raw: []byte("{}")}, 4)
+	if g.fill != 0 {
+		t.Fatalf("a batch not yet full: fill %v, want none yet", g.fill)
+	}
+	g.addItem(&item{raw: []byte("{}")}, 4) // fills it, with more pending and the clock lately read
+	if want := last.Sub(g.first); g.fill < want {
+		t.Errorf("the message that filled the batch: fill %v, want at least %v (from its first message)", g.fill, want)
+	}
 }

@@ -486,7 +486,7 @@ type gatherer struct {
 	mu          sync.Mutex
 	b           *batch        // the batch being gathered; nil while the fetcher has none open
 	dec         *chunkDecoder // b's decoder
-	first       time.Time     // when b's first message was delivered
+	first       time.Time     // when b's first message was added (after any wait for b to open)
 	lastPending uint64        // the consumer's pending messages when the last message was delivered
 	fill        time.Duration // how long the last full batch took from its first message
 	unclocked   int           // messages added since the clock was last read (clockEvery)
@@ -534,8 +534,9 @@ func (g *gatherer) quiet() time.Duration {
 }
 
 // quietFrom is when the quiet of a batch opened at opened began: the latest of its opening, the
-// last delivery (g.delivered; one delivered before the opening waited for it and was added at
-// once) and the committer's last ack (until which MaxAckPending may have held the broker back).
+// last delivery (g.delivered, read when a message is added to a batch, so never earlier than
+// that batch's opening for a message added to it) and the committer's last ack (until which
+// MaxAckPending may have held the broker back).
 func (g *gatherer) quietFrom(opened time.Time) time.Time {
 	from := time.Unix(0, g.hold.acked.Load())
 	for _, t := range []time.Time{opened, time.Unix(0, g.delivered.Load())} {
@@ -596,8 +597,10 @@ const (
 // beyond it (the quiet after it counts from its delivery, quietFrom); of the others, a backlog's
 // usual message, only every clockEvery-th: at some 55 ns a reading (time.Now) the clock was
 // 0.09 µs of an event's CPU in BenchmarkIngest's profile of a million events. The watchdog's
-// last delivery (ingester.delivered) is then at most clockEvery-1 messages of a burst late,
-// microseconds at a backlog's pace against a stall timeout of seconds.
+// last delivery (ingester.delivered) is then at most clockEvery-1 messages late: microseconds at
+// a backlog's pace, and a slow stream's messages mostly have nothing pending beyond them and
+// read it; in any case no later than the next batch's first message, about one BatchWait,
+// against a stall timeout of at least 4 BatchWaits (IngestConfig.StallTimeout).
 const clockEvery = 16
 
 // addItem adds a delivered message, with the consumer's pending count at its delivery. It wakes

@@ -41,6 +41,9 @@ func (c *countedMalloc) Reallocate(size int, b []byte) []byte {
 	return c.Mallocator.Reallocate(size, b)
 }
 
+// Free frees b and counts it freed. The mallocator ignores a free of memory it does not hold
+// (a double free) without saying so, and this count would then fall below its own; the only
+// caller, bufferPool, frees each buffer it allocated once.
 func (c *countedMalloc) Free(b []byte) {
 	c.n.Add(-int64(len(b)))
 	c.Mallocator.Free(b)
