@@ -1043,7 +1043,13 @@ func (ing *ingester) appendFolds(ctx context.Context, rows []foldRow) error {
 
 // sortItems splits items into the ones to store, the rejected ones and a count of the
 // duplicates (good events whose id an earlier message of the batch has), keeping their order.
+// When every item is to be stored, the usual batch, good is items itself (capped, so that an
+// append to it does not write into items' array).
 func sortItems(items []*item) (good, rejected []*item, dups uint64) {
+	if !slices.ContainsFunc(items, func(it *item) bool { return it.rej != nil || it.dup }) {
+		return items[:len(items):len(items)], nil, 0
+	}
+	good = make([]*item, 0, len(items))
 	for _, it := range items {
 		switch {
 		case it.rej != nil:

@@ -146,6 +146,8 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 		inputKey = nullString(started.ResolvedInputKey())
 	}
 	src := f.src
+	sigs := sigBytes(metrics.PlanSignature(mr), metrics.StatesSignature(mr), metrics.ToolsSignature(mr),
+		metrics.CallsSignature(mr), metrics.OutputSignature(mr), metrics.TraceSignature(mr))
 	row := foldRow{
 		k.study, k.run, int32(k.attempt), string(src.Kind), src.ID,
 		task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated,
@@ -156,16 +158,24 @@ func (f *foldState) row(k attemptKey) (foldRow, bool) {
 		int32(r.RejectedToolCalls), int32(r.ValidationsFailed),
 		r.Escalated || finished.Status == events.StatusEscalated,
 		r.Plan, jsonStrings(states), jsonStrings(tools), string(callsJSON), output,
-		sig(metrics.PlanSignature(mr)), sig(metrics.StatesSignature(mr)), sig(metrics.ToolsSignature(mr)),
-		sig(metrics.CallsSignature(mr)), sig(metrics.OutputSignature(mr)), sig(metrics.TraceSignature(mr)),
+		sigs[0], sigs[1], sigs[2], sigs[3], sigs[4], sigs[5],
 		int32(f.n), foldErr, checkErr,
 		finished.Status, causeKind, causePermanent, cause, inputKey,
 	}
 	return row, foldErrors
 }
 
-// sig is a signature as run_fold_rows stores it: its bytes (run_folds shows them in hex).
-func sig(s metrics.Signature) []byte { return s[:] }
+// sigBytes gives the row's six signatures as run_fold_rows stores them, their bytes (run_folds
+// shows them in hex), in one allocation rather than one each.
+func sigBytes(plan, states, tools, calls, output, trace metrics.Signature) [6][]byte {
+	all := make([]byte, 0, 6*len(plan))
+	var out [6][]byte
+	for i, s := range [6]metrics.Signature{plan, states, tools, calls, output, trace} {
+		all = append(all, s[:]...)
+		out[i] = all[i*len(s) : (i+1)*len(s) : (i+1)*len(s)]
+	}
+	return out
+}
 
 // jsonStrings is a list as run_fold_rows stores it: a JSON array of strings (nil: "[]"), which
 // the view run_folds reads back as the VARCHAR[] it shows. A string that is not valid UTF-8,
