@@ -57,13 +57,15 @@ test: tools vet fuzz ## the whole test suite (what CI runs): vet, a short fuzz o
 # committer share the gatherer and its batches; Warehouse.Memory reads counters the committer
 # writes) and the bus (the publisher's async acknowledgements). A race in the first was found
 # with -race on 2026-12-04 after several sessions unseen (countedMalloc). The detector finds a
-# race only when the run happens to interleave it, so this is a net, not a proof. About 3
-# minutes on 2 cores (the ingestion tests run 5-10 times slower under it).
-RACE_WAREHOUSE ?= Memory|Fetch|Quiet|Gatherer|Delivered|Stall|SortItems|Slab|Held
+# race only when a run happens to interleave it, so this is a net, not a proof. The tests that
+# hold memory to a bound (TestMemory*Ingest, TestMemoryBoundedUnderBacklog, TestLoadLeaves*) are
+# left out: the detector changes what is allocated and when. -race needs cgo, as DuckDB does.
+# About 3 minutes on 2 cores.
+RACE_WAREHOUSE ?= ^Test(MemoryFigures|Fetch|Quiet|Delivered|Stall|SortItems|LargeMessages|Held|OutOfMemory|RedeliveriesStoredOnce|CollectorsAndNoLeak)
 .PHONY: test-race
 test-race: ## the data race detector over ingestion and the bus
 	$(GO) test -race -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) -run '$(RACE_WAREHOUSE)' ./internal/warehouse/
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./internal/bus/
+	$(GO) test -race -short -count=1 -timeout $(TEST_TIMEOUT) ./internal/bus/
 
 # Fuzz budgets are counts of executions (-fuzztime Nx), never durations: Go 1.26's fuzz
 # coordinator can fail a run at the end of a duration budget when the machine is loaded

@@ -122,7 +122,7 @@ func TestFetchBatchBounds(t *testing.T) {
 	}
 	t.Run("count", func(t *testing.T) {
 		const size = 7
-		got := fetchBatches(t, b, IngestConfig{BatchSize: size, BatchWait: 50 * time.Millisecond}, n)
+		got := fetchBatches(t, b, IngestConfig{BatchSize: size, BatchWait: time.Second}, n)
 		check(t, got, func(count, _ int) bool { return count >= size })
 		if n%size != 0 && len(got[len(got)-1].items) != n%size {
 			t.Fatalf("last batch %d messages, want %d", len(got[len(got)-1].items), n%size)
@@ -130,7 +130,7 @@ func TestFetchBatchBounds(t *testing.T) {
 	})
 	t.Run("bytes", func(t *testing.T) {
 		limit := 3 * sizes[0]
-		got := fetchBatches(t, b, IngestConfig{BatchSize: 1000, MaxBatchBytes: limit, BatchWait: 50 * time.Millisecond}, n)
+		got := fetchBatches(t, b, IngestConfig{BatchSize: 1000, MaxBatchBytes: limit, BatchWait: time.Second}, n)
 		check(t, got, func(_, bytes int) bool { return bytes >= limit })
 		if len(got) < 2 {
 			t.Fatalf("%d batches, want the bytes to cut several", len(got))

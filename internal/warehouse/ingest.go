@@ -160,7 +160,7 @@ type ingester struct {
 	stalls     int  // consumer resets since a message was last delivered
 
 	// delivered is when the fetcher last received a message (Unix nanoseconds; up to
-	// clockEvery-1 messages of a burst late, gatherer.addItem), and
+	// clockEvery-1 messages late, as clockEvery says), and
 	// behindSince when the watchdog first saw the stream hold messages beyond the watermark
 	// with none delivered since: the watchdog measures how long data has been available and
 	// not consumed, not how long ago the last batch was (which after a quiet spell is long
@@ -534,9 +534,9 @@ func (g *gatherer) quiet() time.Duration {
 }
 
 // quietFrom is when the quiet of a batch opened at opened began: the latest of its opening, the
-// last delivery (g.delivered, read when a message is added to a batch, so never earlier than
-// that batch's opening for a message added to it) and the committer's last ack (until which
-// MaxAckPending may have held the broker back).
+// last delivery (g.delivered; the clock is read for a batch's first message, after the batch
+// was opened, so a delivery to this batch is never dated before its opening) and the
+// committer's last ack (until which MaxAckPending may have held the broker back).
 func (g *gatherer) quietFrom(opened time.Time) time.Time {
 	from := time.Unix(0, g.hold.acked.Load())
 	for _, t := range []time.Time{opened, time.Unix(0, g.delivered.Load())} {
