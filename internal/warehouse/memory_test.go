@@ -329,3 +329,41 @@ func TestReleaseAfterCheckpoint(t *testing.T) {
 		t.Errorf("%d releases after ingesting %d events at a 1MB checkpoint threshold, want one per checkpoint (several)", got, len(msgs))
 	}
 }
+
+// Warehouse.Memory may be read (as the analyzer's stats line and memory watcher do) while
+// ingestion builds and stores records: every event is stored once, and under the race detector
+// (make test-race) the reads and the committer's writes of the counters it reads race in no
+// way. The mallocator's own count, read plainly while written atomically, did (fixed with
+// countedMalloc); TestMemorySteadyIngest, which found it, holds memory to bounds and is not run
+// under the detector.
+func TestMemoryReadWhileIngesting(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := benchMsgs(t, 20_000)
+	warehousetest.PublishFast(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := warehouse.IngestConfig{BatchSize: 1_000, TxnBatches: 2, BatchWait: 50 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- w.Ingest(ctx, b, cfg) }()
+
+	var reads, withRecords int
+	for w.Stats().Watermark < uint64(len(msgs)) {
+		if ctx.Err() != nil {
+			t.Fatalf("watermark %d of %d after 2 minutes", w.Stats().Watermark, len(msgs))
+		}
+		if m := w.Memory(ctx); m.Records > 0 {
+			withRecords++
+		}
+		reads++
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Ingest() = %v", err)
+	}
+	checkExact(t, w, msgs)
+	if reads == 0 || withRecords == 0 {
+		t.Errorf("Memory read %d times during ingestion, %d of them with records in C memory; want reads that saw records", reads, withRecords)
+	}
+	t.Logf("%d reads, %d with records", reads, withRecords)
+}
