@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dittolab/ditto/internal/leaktest"
 	"go.uber.org/goleak"
 
 	"github.com/dittolab/ditto/internal/bus"
@@ -220,7 +221,7 @@ func TestServeEndToEnd(t *testing.T) {
 	c.HTTP.CloseIdleConnections()
 	http.DefaultClient.CloseIdleConnections()
 	// The durable consumer serve created lives on in the (test's) nats-server, by design.
-	goleak.VerifyNone(t, before,
+	leaktest.VerifyNone(t, before,
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*consumerFileStore).flushLoop"),
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).setLeader.func2"),
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).setLeader.func3"),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/demo"
+	"github.com/dittolab/ditto/internal/leaktest"
 	"github.com/dittolab/ditto/internal/report"
 	"go.uber.org/goleak"
 )
@@ -20,7 +21,7 @@ import (
 // output has the table and the HTML path.
 func TestDemo(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
+	t.Cleanup(func() { leaktest.VerifyNone(t, ignore) }) // after every other cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

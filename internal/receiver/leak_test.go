@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/dittolab/ditto/internal/leaktest"
 	"go.uber.org/goleak"
 )
 
@@ -13,7 +14,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { // registered first, so it runs after every other cleanup
 		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t, ignore)
+		leaktest.VerifyNone(t, ignore)
 	})
 	e := newEnv(t, nil)
 	e.post(t, "/v1/events", tokAll, "application/x-ndjson", ndjson(t, runEvents(t, "prod", "r", 2)))

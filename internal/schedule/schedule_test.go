@@ -18,6 +18,7 @@ import (
 	"github.com/dittolab/ditto/internal/analysis"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/leaktest"
 	"github.com/dittolab/ditto/internal/report"
 	"github.com/dittolab/ditto/internal/schedule"
 	"github.com/dittolab/ditto/internal/warehouse"
@@ -193,7 +194,7 @@ func TestScheduledReports(t *testing.T) {
 		t.Skip("seconds-level schedule")
 	}
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
+	t.Cleanup(func() { leaktest.VerifyNone(t, ignore) }) // after every other cleanup
 	e := setup(t)
 	now := time.Now()
 	// The previous window [now-2h, now-1h) and the last one [now-1h, now) both hold 15
@@ -281,7 +282,7 @@ func readState(t *testing.T, dir string) time.Time {
 // runs once on Start; one that has not fired does not.
 func TestMissedRunOnStart(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every other cleanup
+	t.Cleanup(func() { leaktest.VerifyNone(t, ignore) }) // after every other cleanup
 	e := setup(t)
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	publish(t, e.b, good("svc", "a", 5, base.Add(-30*time.Minute)))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/leaktest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,7 +81,7 @@ func TestCollectorsAndNoLeak(t *testing.T) {
 	}
 	ignore := goleak.IgnoreCurrent()
 	catchUp(t, w, b, small())
-	goleak.VerifyNone(t, ignore)
+	leaktest.VerifyNone(t, ignore)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -95,20 +95,37 @@ func TestStalledConsumerIsReset(t *testing.T) {
 			// Resets before the stall (none expected, but a slow machine catching up could
 			// see one) do not count as the stall's.
 			resetsBefore := w.Stats().Resets
+			// The lag is the stream's last sequence minus the watermark, seen before the reset.
+			// It is sampled from the stall on, beside the publishing: Publish sends one message
+			// at a time, and on a loaded machine can take longer than the stall timeout, so the
+			// reset can come before it returns.
+			var lagSeen uint64
+			stopSampling, sampled := make(chan struct{}), make(chan struct{})
+			stopSampler := sync.OnceFunc(func() { close(stopSampling); <-sampled })
+			defer stopSampler()
+			go func() {
+				defer close(sampled)
+				for {
+					if s := w.Stats(); s.Resets == resetsBefore {
+						lagSeen = max(lagSeen, s.Lag)
+					}
+					select {
+					case <-stopSampling:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
 			tt.stall(warehousetest.Context(t, 5*time.Second), t, b)
 			warehousetest.Publish(t, b, after)
-			// The lag is the stream's last sequence minus the watermark, seen before the reset.
-			var lagSeen uint64
 			deadline := time.Now().Add(30 * time.Second)
 			for w.Stats().Watermark < uint64(len(msgs)) {
 				if time.Now().After(deadline) {
 					t.Fatalf("watermark %d after 30s, want %d (stats %+v)", w.Stats().Watermark, len(msgs), w.Stats())
 				}
-				if s := w.Stats(); s.Resets == resetsBefore {
-					lagSeen = max(lagSeen, s.Lag)
-				}
 				time.Sleep(5 * time.Millisecond)
 			}
+			stopSampler()
 			// Caught up, the lag returns to 0.
 			for w.Stats().Lag != 0 {
 				if time.Now().After(deadline) {

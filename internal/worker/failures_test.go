@@ -69,9 +69,7 @@ func TestMalformedJobsAreRejectedAndKept(t *testing.T) {
 		!strings.Contains(r.Finished.Cause.Detail, "malformed job") {
 		t.Errorf("recorded run = %+v, %v; want errored, cause config, with a malformed-job detail", r.Finished, err)
 	}
-	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
-		t.Errorf("%d jobs left", n)
-	}
+	jobsGone(t, ctx, e)
 }
 
 func TestExhaustedJobIsRecordedAsErrored(t *testing.T) {
@@ -98,9 +96,7 @@ func TestExhaustedJobIsRecordedAsErrored(t *testing.T) {
 	if r.Started.Task != job.Task || r.Started.Condition != job.Condition || r.Started.Model != job.Model {
 		t.Errorf("recorded run.started = %+v", r.Started)
 	}
-	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
-		t.Errorf("%d jobs left", n)
-	}
+	jobsGone(t, ctx, e)
 }
 
 func TestShutdownAbandonsRunsAfterGrace(t *testing.T) {
@@ -146,14 +142,16 @@ func TestShutdownAbandonsRunsAfterGrace(t *testing.T) {
 
 func TestInProgressAcksKeepALongRun(t *testing.T) {
 	e := newEnv(t, 0)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testCtx(t, 60*time.Second)
 	job := oneJob(t, e, ctx, "long")
 	inner, err := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In-progress acks go every ackWait/3; a loaded machine must not delay one by a whole ackWait.
-	const ackWait = time.Second
+	// In-progress acks go every ackWait/3, so a stall of about 2/3 ackWait (a goroutine not
+	// scheduled, a busy broker) gets the job redelivered: 3 s leaves a loaded machine 2 s, where
+	// 1 s left it about 0.67 s.
+	const ackWait = 3 * time.Second
 	bm := &blockingModel{inner: inner, n: 2, blocked: make(chan struct{}), release: make(chan struct{})}
 	w1 := e.startWorker(worker.Config{ID: "slow", Concurrency: 1, AckWait: ackWait,
 		Models: func(study.JobEndpoint, string) (llm.Model, error) { return bm, nil }})
@@ -228,9 +226,7 @@ func TestRedeliveredRecordedRunIsNotRerun(t *testing.T) {
 	if len(hs) != 1 {
 		t.Errorf("attempts %v, want attempt 1 only", keys(hs))
 	}
-	if n := e.streamCount(ctx, events.JobsStream, ""); n != 0 {
-		t.Errorf("%d jobs left", n)
-	}
+	jobsGone(t, ctx, e)
 }
 
 // TestRedeliveryWaitsForALiveAttempt: the broker redelivers a job whose attempt is still
@@ -242,13 +238,15 @@ func TestRedeliveryWaitsForALiveAttempt(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	job := oneJob(t, e, ctx, "alive")
 	const ackWait = 2 * time.Second
-	got := takeJob(t, e, ctx, ackWait, job)
 	// The first worker's attempt, computed at once and then published slowly, as a run whose
-	// steps take a while: it is still writing when the job is redelivered after ackWait.
-	spec, _ := worker.RunSpec(&got)
+	// steps take a while: it is still writing when the job is redelivered after ackWait. It is
+	// computed before the job is taken, whose ack wait then runs only while the events are
+	// published: computed after, on a loaded machine it could leave the redelivered job
+	// nothing stored to wait for.
+	spec, _ := worker.RunSpec(&job)
 	model, _ := llm.NewOpenAI(llm.Config{BaseURL: e.simURL})
 	var evs []*events.Envelope
-	seq := &harness.Sequencer{Study: got.Study, Run: got.Run, Attempt: 1,
+	seq := &harness.Sequencer{Study: job.Study, Run: job.Run, Attempt: 1,
 		Source:  events.Source{Kind: events.SourceHarness, ID: "slow"},
 		Publish: func(_ context.Context, e *events.Envelope) error { evs = append(evs, e); return nil }}
 	if _, err := harness.Run(ctx, spec, model, seq); err != nil {
@@ -256,6 +254,7 @@ func TestRedeliveryWaitsForALiveAttempt(t *testing.T) {
 	}
 	pub, _ := e.bus.NewPublisher()
 	step := (2*ackWait + ackWait/2) / time.Duration(len(evs))
+	takeJob(t, e, ctx, ackWait, job)
 	w := e.startWorker(worker.Config{ID: "next", AckWait: ackWait})
 	for _, ev := range evs {
 		if err := pub.PublishEvent(ctx, ev); err != nil {
@@ -306,4 +305,12 @@ func TestPanickingRunDoesNotKillTheWorker(t *testing.T) {
 		t.Fatalf("the worker stopped: %v", w.err)
 	default:
 	}
+}
+
+// jobsGone waits for the jobs stream to be empty. The worker settles a job without waiting for
+// the server's answer (TermWithReason, Ack) and counts it at once, so the stream, read on
+// another connection, can still hold the job for a moment after the count a test waited for.
+func jobsGone(t *testing.T, ctx context.Context, e *env) {
+	t.Helper()
+	waitFor(t, ctx, "the jobs stream to be empty", func() bool { return e.streamCount(ctx, events.JobsStream, "") == 0 })
 }

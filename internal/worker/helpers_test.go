@@ -17,6 +17,7 @@ import (
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/leaktest"
 	"github.com/dittolab/ditto/internal/llm"
 	"github.com/dittolab/ditto/internal/simllm"
 	"github.com/dittolab/ditto/internal/study"
@@ -260,7 +261,7 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 // noLeaks checks, after every other cleanup of the test, that no goroutine it started is left.
 func noLeaks(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	t.Cleanup(func() { leaktest.VerifyNone(t, opt) })
 }
 
 // waitClosed waits for ch to be closed, failing the test at ctx's deadline.
