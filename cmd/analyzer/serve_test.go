@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/leaktest"
 	"go.uber.org/goleak"
 
 	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/leaktest"
 	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/receiver"
 	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"

@@ -307,9 +307,10 @@ func TestPanickingRunDoesNotKillTheWorker(t *testing.T) {
 	}
 }
 
-// jobsGone waits for the jobs stream to be empty. The worker settles a job without waiting for
-// the server's answer (TermWithReason, Ack) and counts it at once, so the stream, read on
+// jobsGone waits for the jobs stream to be empty. The worker terminates a job (TermWithReason)
+// without waiting for the server's answer and counts it at once, so the stream, read on
 // another connection, can still hold the job for a moment after the count a test waited for.
+// (An ack is confirmed first, DoubleAck; the wait costs nothing when the job is gone.)
 func jobsGone(t *testing.T, ctx context.Context, e *env) {
 	t.Helper()
 	waitFor(t, ctx, "the jobs stream to be empty", func() bool { return e.streamCount(ctx, events.JobsStream, "") == 0 })
