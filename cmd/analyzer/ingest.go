@@ -78,7 +78,8 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches,
 						"restarts", s.Restarts, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
 						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
-						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_resident_mib", mib(m.DuckDBResident),
+						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_active_mib", mib(m.DuckDBActive),
+						"duckdb_resident_mib", mib(m.DuckDBResident),
 						"malloc_held_mib", mib(m.MallocHeld), "malloc_inuse_mib", mib(m.MallocInUse),
 						"records_mib", mib(m.Records), "record_pool_mib", mib(m.RecordPool), "rss_mib", mib(m.RSS))
 				}

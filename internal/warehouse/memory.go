@@ -22,9 +22,11 @@ type Memory struct {
 	// inside an arena (malloc_trim) still count as held, so held is not what is resident.
 	MallocHeld, MallocInUse, MallocFree uint64
 	// DuckDB's allocator, jemalloc, in DuckDB's Linux builds (0 elsewhere): bytes allocated
-	// (the buffer manager's and the rest), resident (what of it counts in the RSS: allocated,
-	// jemalloc's metadata, and freed pages not yet returned to the OS).
-	DuckDBAllocated, DuckDBResident uint64
+	// (the buffer manager's and the rest); active, the pages that hold allocations (active −
+	// allocated is fragmentation: pages kept by a few live objects); resident, what counts in
+	// the RSS (active, jemalloc's metadata, and freed pages not yet returned to the OS: a
+	// purge returns those, resident − active).
+	DuckDBAllocated, DuckDBActive, DuckDBResident uint64
 	// The events' Arrow records' C memory (part of glibc's heap): all of it (records being
 	// built and committed, and the pool's), and the pool's, released buffers kept for the next
 	// records.
@@ -50,7 +52,7 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 	}
 	_ = w.db.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::UBIGINT FROM duckdb_memory()").Scan(&m.DuckDB)
 	m.MallocHeld, m.MallocInUse, m.MallocFree, _ = readMalloc()
-	m.DuckDBAllocated, _, m.DuckDBResident, _, _ = readJemalloc()
+	m.DuckDBAllocated, m.DuckDBActive, m.DuckDBResident, _, _ = readJemalloc()
 	m.Records, m.RecordPool = uint64(max(recordMalloc.AllocatedBytes(), 0)), uint64(recordPool.heldBytes())
 	m.RSS = selfRSS()
 	return m

@@ -308,6 +308,34 @@ func TestReleaseFreeMemory(t *testing.T) {
 	}
 }
 
+// TestMemoryJemallocParts: the warehouse's account of DuckDB's allocator nests as jemalloc
+// defines it: what is allocated lies in active pages, and active pages are resident.
+func TestMemoryJemallocParts(t *testing.T) {
+	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
+		t.Skip("DuckDB's allocator is not jemalloc in this build")
+	}
+	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "parts.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var n int64
+	if err := w.DB().QueryRow("SELECT count(*) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(200000) ORDER BY s)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	m := w.Memory(context.Background())
+	t.Logf("jemalloc: allocated %.1f MiB, active %.1f, resident %.1f", mib(m.DuckDBAllocated), mib(m.DuckDBActive), mib(m.DuckDBResident))
+	if m.DuckDBAllocated == 0 {
+		t.Fatal("jemalloc reports nothing allocated after a query")
+	}
+	if m.DuckDBAllocated > m.DuckDBActive {
+		t.Errorf("allocated %d bytes > active %d: the active pages must hold every allocation", m.DuckDBAllocated, m.DuckDBActive)
+	}
+	if m.DuckDBActive > m.DuckDBResident {
+		t.Errorf("active %d bytes > resident %d: active pages are resident", m.DuckDBActive, m.DuckDBResident)
+	}
+}
+
 // TestReleaseAfterCheckpoint: ingestion notices the checkpoints its commits make (the WAL
 // shrinks) and releases the allocators' free memory after each.
 func TestReleaseAfterCheckpoint(t *testing.T) {
