@@ -626,7 +626,7 @@ func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, re
 		return err
 	}
 	tr.mark("commit")
-	ing.releaseAfterCheckpoint()
+	ing.releaseAfterCommit()
 	tr.mark("release")
 	return nil
 }

@@ -196,10 +196,18 @@ var ReadJemalloc = readJemalloc
 // ReleaseFreeMemory returns both allocators' free pages to the OS.
 var ReleaseFreeMemory = releaseFreeMemory
 
-// Releases counts the checkpoints after which ingestion released free memory.
-func Releases() int64 { return releases.Load() }
+// Releases counts the commits after which ingestion released free memory, and those of them
+// that had checkpointed the database.
+func Releases() (all, checkpoints int64) { return releases.Load(), checkpointReleases.Load() }
 
-// KeepFreed turns the release after checkpoints off (true) or on; it returns the previous setting.
+// ReleaseEvery sets releaseEvery; it returns the previous setting.
+func ReleaseEvery(d time.Duration) time.Duration {
+	old := releaseEvery
+	releaseEvery = d
+	return old
+}
+
+// KeepFreed turns the release after commits off (true) or on; it returns the previous setting.
 func KeepFreed(keep bool) bool {
 	old := keepFreed
 	keepFreed = keep

@@ -148,7 +148,8 @@ type ingester struct {
 	aloneUntil    uint64         // until the watermark reaches it, each batch is a transaction
 	current       []*builtRecord // the decoder's records of the batch being stored
 	maxID         string         // the largest stored event id, once maxIDKnown
-	walSize       int64          // the WAL's size after the last commit (releaseAfterCheckpoint)
+	walSize       int64          // the WAL's size after the last commit (releaseAfterCommit)
+	releasedAt    time.Time      // when releaseAfterCommit last released free memory
 	maxIDKnown    bool
 	recent        recentIDs           // the ids stored recently, started with maxID (existingIDs)
 	seen          map[string]struct{} // partition's ids of a batch, kept for the next one's

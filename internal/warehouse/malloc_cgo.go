@@ -86,5 +86,5 @@ func readJemalloc() (allocated, active, resident, retained uint64, ok bool) {
 }
 
 // releaseFreeMemory returns to the OS the pages that DuckDB's allocator (jemalloc) and glibc's
-// heap hold free (see releaseAfterCheckpoint).
+// heap hold free (see releaseAfterCommit).
 func releaseFreeMemory() { C.ditto_release() }

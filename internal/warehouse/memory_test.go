@@ -337,7 +337,7 @@ func TestMemoryJemallocParts(t *testing.T) {
 }
 
 // TestReleaseAfterCheckpoint: ingestion notices the checkpoints its commits make (the WAL
-// shrinks) and releases the allocators' free memory after each.
+// shrinks) and releases the allocators' free memory after each, however recent the last release.
 func TestReleaseAfterCheckpoint(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	msgs := chunkMsgs(t, 0, 20_000)
@@ -348,13 +348,56 @@ func TestReleaseAfterCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	before := warehouse.Releases()
+	_, before := warehouse.Releases()
 	defer warehouse.KeepFreed(warehouse.KeepFreed(false))
+	defer warehouse.ReleaseEvery(warehouse.ReleaseEvery(time.Hour)) // only checkpoints release
 	if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 2000, TxnBatches: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if got := warehouse.Releases() - before; got < 2 {
-		t.Errorf("%d releases after ingesting %d events at a 1MB checkpoint threshold, want one per checkpoint (several)", got, len(msgs))
+	if _, after := warehouse.Releases(); after-before < 2 {
+		t.Errorf("%d releases after checkpoints ingesting %d events at a 1MB checkpoint threshold, want one per checkpoint (several)", after-before, len(msgs))
+	}
+}
+
+// TestReleaseAfterEveryCommit: between checkpoints, ingestion releases the allocators' free
+// memory after a commit when the last release is at least releaseEvery old: after every commit
+// when that is 0, after the first only when it is an hour.
+func TestReleaseAfterEveryCommit(t *testing.T) {
+	defer warehouse.KeepFreed(warehouse.KeepFreed(false))
+	for _, tc := range []struct {
+		every time.Duration
+		want  func(commits int64) int64
+	}{
+		{0, func(commits int64) int64 { return commits }},
+		{time.Hour, func(int64) int64 { return 1 }},
+	} {
+		t.Run(tc.every.String(), func(t *testing.T) {
+			defer warehouse.ReleaseEvery(warehouse.ReleaseEvery(tc.every))
+			b := bustest.NewServer(t).Connect(t)
+			msgs := chunkMsgs(t, 0, 10_000)
+			warehousetest.PublishFast(t, b, msgs)
+			// The default checkpoint threshold (far above these events' WAL): no commit checkpoints.
+			w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "every.duckdb")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			all, cps := warehouse.Releases()
+			if err := w.CatchUp(warehousetest.Context(t, 2*time.Minute), b, warehouse.IngestConfig{BatchSize: 1000, TxnBatches: 1}); err != nil {
+				t.Fatal(err)
+			}
+			all2, cps2 := warehouse.Releases()
+			commits := int64(w.Stats().Batches)
+			if cps2 != cps {
+				t.Fatalf("%d commits checkpointed; the test needs none", cps2-cps)
+			}
+			if commits < 5 {
+				t.Fatalf("%d commits for %d events in batches of 1000, want several", commits, len(msgs))
+			}
+			if got, want := all2-all, tc.want(commits); got != want {
+				t.Errorf("releaseEvery %v: %d releases after %d commits, want %d", tc.every, got, commits, want)
+			}
+		})
 	}
 }
 

@@ -3,31 +3,41 @@ package warehouse
 import (
 	"os"
 	"sync/atomic"
+	"time"
 )
 
-// keepFreed leaves the allocators' free memory with them after checkpoints, as before
-// releaseAfterCheckpoint: set by tests only (TestMemorySteadyIngest's DITTO_MEM_KEEP_FREED), to
+// keepFreed leaves the allocators' free memory with them after commits, as before
+// releaseAfterCommit: set by tests only (TestMemorySteadyIngest's DITTO_MEM_KEEP_FREED), to
 // measure without the release.
 var keepFreed bool
 
-// releases counts the checkpoints after which releaseAfterCheckpoint released free memory.
-var releases atomic.Int64
+// releases counts the commits after which releaseAfterCommit released free memory;
+// checkpointReleases those of them that had checkpointed the database.
+var releases, checkpointReleases atomic.Int64
 
-// releaseAfterCheckpoint returns the allocators' free memory to the OS when the COMMIT just
-// made checkpointed the database, which it tells by the WAL: a checkpoint writes the WAL's
-// contents into the file and empties it, so the WAL is smaller than after the last commit.
+// releaseEvery is the shortest time between two releases after commits that did not
+// checkpoint (a variable for TestReleaseAfterEveryCommit).
+var releaseEvery = time.Second
+
+// releaseAfterCommit returns the allocators' free memory to the OS after a COMMIT: always when
+// the commit checkpointed the database, which it tells by the WAL (a checkpoint writes the
+// WAL's contents into the file and empties it, so the WAL is smaller than after the last
+// commit), and otherwise when the last release is at least releaseEvery old.
 //
 // A checkpoint takes the most memory ingestion ever takes at once: DuckDB compresses the rows
 // appended since the last one and merges small row groups, partly outside its buffer manager's
-// account, and then frees all of it and the appended rows' in-memory blocks. Left to the
-// allocators, those pages stay in the process: DuckDB's jemalloc returns freed pages over its
-// decay time (5 s) and flushes them at once only when a worker thread goes idle (ingestion
-// runs DuckDB on one thread, the caller's), and glibc keeps the free space inside its arenas
-// (DuckDB's C++ objects, the events' Arrow records) for good. Released, the memory between two
-// checkpoints is what is in use, and the next checkpoint's peak does not pile on the last
-// one's leftovers. Once a checkpoint, so its cost (a purge, a trim, and the page faults of the
-// memory used again) is a few milliseconds against the checkpoint's seconds.
-func (ing *ingester) releaseAfterCheckpoint() {
+// account, and then frees all of it and the appended rows' in-memory blocks. A transaction
+// frees less but does so every few seconds: the decoded events' Arrow records and what DuckDB
+// allocated to append, sort and fold them. Left to the allocators, those pages stay in the
+// process: DuckDB's jemalloc returns freed pages over its decay time and flushes them at once
+// only when a worker thread goes idle (ingestion runs DuckDB on one thread, the caller's), and
+// glibc keeps the free space inside its arenas for good. Under the 20,000 events/s load with a
+// release after checkpoints only, jemalloc's resident pages beyond its active ones (freed, not
+// yet returned) were 16–136 MiB from one sample to the next, and they made the analyzer's RSS
+// peaks (deploy/README.md). Released, what stays resident between two commits is what is in
+// use. Its cost (a purge, a trim, and the page faults of the memory used again) is a few
+// milliseconds a commit; releaseEvery bounds it when commits are small and frequent.
+func (ing *ingester) releaseAfterCommit() {
 	path := ing.w.cfg.Path
 	if path == "" || keepFreed {
 		return
@@ -39,9 +49,16 @@ func (ing *ingester) releaseAfterCheckpoint() {
 	// Every commit writes to the WAL (at least the watermark), so a WAL no larger than after the
 	// last commit was checkpointed, even when that one checkpointed too (a transaction of
 	// several batches can pass the threshold each time; "smaller" missed those).
-	if size <= ing.walSize {
-		releaseFreeMemory()
-		releases.Add(1)
-	}
+	checkpointed := size <= ing.walSize
 	ing.walSize = size
+	now := time.Now()
+	if !checkpointed && now.Sub(ing.releasedAt) < releaseEvery {
+		return
+	}
+	releaseFreeMemory()
+	ing.releasedAt = now
+	releases.Add(1)
+	if checkpointed {
+		checkpointReleases.Add(1)
+	}
 }
