@@ -289,6 +289,16 @@ func TestReleaseFreeMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// jemalloc's background thread (which warehouse.Open turns on, for the whole process)
+	// would return the freed pages by itself: off while this test measures the release.
+	var was bool
+	if err := db.QueryRow("SELECT current_setting('allocator_background_threads')").Scan(&was); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("SET allocator_background_threads = false"); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Exec(fmt.Sprintf("SET allocator_background_threads = %v", was))
 	var n int64
 	if err := db.QueryRow("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(1000000) ORDER BY s DESC)").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -305,6 +315,48 @@ func TestReleaseFreeMemory(t *testing.T) {
 	if left > 16<<20 {
 		t.Errorf("after the release jemalloc keeps %.1f MiB resident beyond what is allocated (%.1f before), want at most 16 MiB (its metadata)",
 			mib(uint64(left)), mib(uint64(freed)))
+	}
+}
+
+// TestAllocatorBackgroundThread: a warehouse turns on jemalloc's background thread, which
+// returns the pages a query freed within about a second (its decay time), with no release by
+// ditto and no further allocation. Without it they stay resident (TestReleaseFreeMemory).
+func TestAllocatorBackgroundThread(t *testing.T) {
+	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
+		t.Skip("DuckDB's allocator is not jemalloc in this build")
+	}
+	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "bg.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var on bool
+	if err := w.DB().QueryRow("SELECT current_setting('allocator_background_threads')").Scan(&on); err != nil {
+		t.Fatal(err)
+	}
+	if !on {
+		t.Fatal("allocator_background_threads is off in a warehouse")
+	}
+	var n int64
+	if err := w.DB().QueryRow("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(1000000) ORDER BY s DESC)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	_, active, resident, _, _ := warehouse.ReadJemalloc()
+	first := int64(resident) - int64(active)
+	// The decay time is 1 s; the deadline leaves a loaded machine 20 times that.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, active, resident, _, _ = warehouse.ReadJemalloc()
+		left := int64(resident) - int64(active)
+		if left <= 16<<20 {
+			t.Logf("freed pages resident: %.1f MiB after the query, %.1f MiB now", mib(uint64(max(first, 0))), mib(uint64(max(left, 0))))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jemalloc still holds %.1f MiB of freed pages 20 s after a query (%.1f right after it), want at most 16 MiB: no background thread returned them",
+				mib(uint64(left)), mib(uint64(max(first, 0))))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
