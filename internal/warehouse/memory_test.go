@@ -194,7 +194,7 @@ func steadyIngest(t *testing.T, b *bus.Bus, w *warehouse.Warehouse, chunks, chun
 // measured.) DITTO_MEM_CHUNKS and DITTO_MEM_CHUNK (events) scale it up, DITTO_MEM_LIMIT sets
 // DuckDB's memory limit (default 256MB), DITTO_MEM_CHECKPOINT its checkpoint threshold (default
 // warehouse.DefaultCheckpointThreshold), DITTO_MEM_KEEP_FREED=1 turns off the release of the
-// allocators' free memory after checkpoints, DITTO_MEM_EMBEDDED=1 runs the broker in this process
+// allocators' free memory after commits, DITTO_MEM_EMBEDDED=1 runs the broker in this process
 // (its memory is then measured too), DITTO_MEM_PROFILE=file writes a heap profile at the end.
 func TestMemorySteadyIngest(t *testing.T) {
 	chunks, size := 6, 20_000

@@ -21,8 +21,9 @@ var releaseEvery = time.Second
 
 // releaseAfterCommit returns the allocators' free memory to the OS after a COMMIT: always when
 // the commit checkpointed the database, which it tells by the WAL (a checkpoint writes the
-// WAL's contents into the file and empties it, so the WAL is smaller than after the last
-// commit), and otherwise when the last release is at least releaseEvery old.
+// WAL's contents into the file and empties it, so the WAL is no larger than after the last
+// commit), and otherwise when the last release is at least releaseEvery old. The time is kept
+// per ingester: each warehouse ingesting in one process releases on its own.
 //
 // A checkpoint takes the most memory ingestion ever takes at once: DuckDB compresses the rows
 // appended since the last one and merges small row groups, partly outside its buffer manager's
