@@ -281,9 +281,7 @@ func logDuckDBMemory(t *testing.T, w *warehouse.Warehouse) {
 // the pages (its decay time is seconds); releasing returns them, so that what stays resident
 // is what is allocated and jemalloc's own metadata.
 func TestReleaseFreeMemory(t *testing.T) {
-	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
-		t.Skip("DuckDB's allocator is not jemalloc in this build")
-	}
+	skipWithoutJemalloc(t)
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -299,10 +297,7 @@ func TestReleaseFreeMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Exec(fmt.Sprintf("SET allocator_background_threads = %v", was))
-	var n int64
-	if err := db.QueryRow("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(1000000) ORDER BY s DESC)").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	sortStrings(t, db, 1_000_000)
 	allocated, _, resident, _, _ := warehouse.ReadJemalloc()
 	freed := int64(resident) - int64(allocated)
 	warehouse.ReleaseFreeMemory()
@@ -318,18 +313,30 @@ func TestReleaseFreeMemory(t *testing.T) {
 	}
 }
 
+// skipWithoutJemalloc skips a test of DuckDB's allocator where it is not jemalloc.
+func skipWithoutJemalloc(t *testing.T) {
+	t.Helper()
+	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
+		t.Skip("DuckDB's allocator is not jemalloc in this build")
+	}
+}
+
+// sortStrings sorts rows strings of some 70 bytes in db: a query that allocates (and then frees)
+// memory in DuckDB's allocator in proportion to rows.
+func sortStrings(t *testing.T, db *sql.DB, rows int) {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(fmt.Sprintf("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(%d) ORDER BY s DESC)", rows)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAllocatorBackgroundThread: a warehouse turns on jemalloc's background thread, which
 // returns the pages a query freed within about a second (its decay time), with no release by
 // ditto and no further allocation. Without it they stay resident (TestReleaseFreeMemory).
 func TestAllocatorBackgroundThread(t *testing.T) {
-	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
-		t.Skip("DuckDB's allocator is not jemalloc in this build")
-	}
-	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "bg.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	skipWithoutJemalloc(t)
+	w := openWH(t, tempDB(t))
 	var on bool
 	if err := w.DB().QueryRow("SELECT current_setting('allocator_background_threads')").Scan(&on); err != nil {
 		t.Fatal(err)
@@ -337,10 +344,7 @@ func TestAllocatorBackgroundThread(t *testing.T) {
 	if !on {
 		t.Fatal("allocator_background_threads is off in a warehouse")
 	}
-	var n int64
-	if err := w.DB().QueryRow("SELECT count(DISTINCT s) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(1000000) ORDER BY s DESC)").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	sortStrings(t, w.DB(), 1_000_000)
 	_, active, resident, _, _ := warehouse.ReadJemalloc()
 	first := int64(resident) - int64(active)
 	// The decay time is 1 s; the deadline leaves a loaded machine 20 times that.
@@ -363,18 +367,9 @@ func TestAllocatorBackgroundThread(t *testing.T) {
 // TestMemoryJemallocParts: the warehouse's account of DuckDB's allocator nests as jemalloc
 // defines it: what is allocated lies in active pages, and active pages are resident.
 func TestMemoryJemallocParts(t *testing.T) {
-	if _, _, _, _, ok := warehouse.ReadJemalloc(); !ok {
-		t.Skip("DuckDB's allocator is not jemalloc in this build")
-	}
-	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: filepath.Join(t.TempDir(), "parts.duckdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var n int64
-	if err := w.DB().QueryRow("SELECT count(*) FROM (SELECT range::VARCHAR || repeat('x', 64) AS s FROM range(200000) ORDER BY s)").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	skipWithoutJemalloc(t)
+	w := openWH(t, tempDB(t))
+	sortStrings(t, w.DB(), 200_000)
 	m := w.Memory(context.Background())
 	t.Logf("jemalloc: allocated %.1f MiB, active %.1f, resident %.1f", mib(m.DuckDBAllocated), mib(m.DuckDBActive), mib(m.DuckDBResident))
 	if m.DuckDBAllocated == 0 {

@@ -30,9 +30,9 @@ var releaseEvery = time.Second
 // account, and then frees all of it and the appended rows' in-memory blocks. A transaction
 // frees less but does so every few seconds: the decoded events' Arrow records and what DuckDB
 // allocated to append, sort and fold them. Left to the allocators, those pages stay in the
-// process: DuckDB's jemalloc returns freed pages over its decay time and flushes them at once
-// only when a worker thread goes idle (ingestion runs DuckDB on one thread, the caller's), and
-// glibc keeps the free space inside its arenas for good. Under the 20,000 events/s load with a
+// process: DuckDB's jemalloc returns freed pages over its decay time, and only for an arena a
+// thread allocates in again or through its background thread (Open turns that on), and glibc
+// keeps the free space inside its arenas for good. Under the 20,000 events/s load with a
 // release after checkpoints only, jemalloc's resident pages beyond its active ones (freed, not
 // yet returned) were 16–136 MiB from one sample to the next, and they made the analyzer's RSS
 // peaks (deploy/README.md). Released, what stays resident between two commits is what is in
