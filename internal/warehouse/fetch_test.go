@@ -265,6 +265,65 @@ func TestQuietFromAndQuiet(t *testing.T) {
 			t.Errorf("last full batch filled in %v: quiet %v, want %v", c.fill, got, c.want)
 		}
 	}
+	// Messages published while this batch or the one before it was gathered: a live stream,
+	// whose pauses are no end.
+	g.fill = 500 * time.Millisecond
+	for _, a := range [][2]uint64{{1, 0}, {0, 1}, {40, 7}} {
+		g.arrivals, g.prevArrivals = a[0], a[1]
+		if got := g.quiet(); got != g.wait {
+			t.Errorf("%d messages published during this batch, %d during the one before: quiet %v, want BatchWait (%v)",
+				a[0], a[1], got, g.wait)
+		}
+	}
+}
+
+// TestLiveStreamPauseIsNoQuiet: a committer waits in an open transaction while messages come
+// and then pause. When nothing was published while the batch was gathered (a backlog: each
+// delivery's pending count one less than the last), the pause is the stream's end and the batch
+// is cut once the stream stays quiet. When the pending counts say messages were published
+// meanwhile (a live stream: nothing pending at every delivery), the pause is not an end and the
+// batch is cut BatchWait after its first message. Before, a live stream's pauses of 125 ms cut
+// 9 of 52 transactions short of a row group under the 20,000 events/s load, and their rows made
+// the checkpoints that took 3.3 and 6.3 s.
+func TestLiveStreamPauseIsNoQuiet(t *testing.T) {
+	const wait = 600 * time.Millisecond
+	for _, c := range []struct {
+		name     string
+		pendings []uint64
+		want     string
+	}{
+		{"backlog", []uint64{3, 2, 1, 0}, cutQuiet},
+		{"live", []uint64{0, 0, 0, 0}, cutWait},
+		{"live, catching up", []uint64{5, 5, 5, 0}, cutWait},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			g, hold := testGatherer(wait)
+			hold.set(true)
+			got := startTake(ctx, g)
+			for !func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.b != nil }() {
+				time.Sleep(time.Millisecond) // until take has opened the batch
+			}
+			first := time.Now()
+			for _, p := range c.pendings {
+				g.addItem(&item{raw: []byte("{}")}, p)
+			}
+			tk := <-got
+			if tk.err != nil {
+				t.Fatalf("take: %v", tk.err)
+			}
+			if tk.b.cut != c.want || len(tk.b.items) != len(c.pendings) {
+				t.Fatalf("pending counts %v: the batch of %d messages was cut by %q after %v, want %d cut by %q",
+					c.pendings, len(tk.b.items), tk.b.cut, tk.at.Sub(first), len(c.pendings), c.want)
+			}
+			if d := tk.at.Sub(first); c.want == cutWait && d < wait {
+				t.Errorf("cut %v after its first message, before BatchWait (%v)", d, wait)
+			} else if c.want == cutQuiet && d >= wait {
+				t.Errorf("cut %v after its first message, not before BatchWait (%v)", d, wait)
+			}
+		})
+	}
 }
 
 // TestQuietAfterBacklogEndsMidBatch: a committer waits in an open transaction while a backlog's

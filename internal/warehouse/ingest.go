@@ -200,7 +200,15 @@ type batch struct {
 	idle  bool           // the fetch timed out with nothing delivered
 	built []*builtRecord // the batch's Arrow record
 	lag   uint64         // the consumer's pending messages when its last one was delivered
+	cut   string         // what ended its gathering: cutFull, cutWait or cutQuiet (the trace)
 }
+
+// What ended a batch's gathering (take).
+const (
+	cutFull  = "full"
+	cutWait  = "wait"  // BatchWait after its first message, or after its opening for an idle one
+	cutQuiet = "quiet" // the stream went quiet while the committer held a transaction for it
+)
 
 // session runs one consumer session: ensure the consumer from the committed watermark, then
 // fetch and commit until an error, a gap or (CatchUp) the end of the stream.
@@ -455,6 +463,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, ahead i
 		}
 		b.idle = len(b.items) == 0
 		tr.mark("fetch")
+		tr.note("cut=" + b.cut)
 		if !b.idle {
 			dec.start(b.items)
 			dec.wait()
@@ -489,8 +498,13 @@ type gatherer struct {
 	dec         *chunkDecoder // b's decoder
 	first       time.Time     // when b's first message was added (after any wait for b to open)
 	lastPending uint64        // the consumer's pending messages when the last message was delivered
+	pendingSeen bool          // lastPending holds a delivery's count
 	fill        time.Duration // how long the last full batch took from its first message
 	unclocked   int           // messages added since the clock was last read (clockEvery)
+
+	// arrivals counts the messages published to the stream while b was gathered, prevArrivals
+	// while the batch before it was (addItem; quiet).
+	arrivals, prevArrivals uint64
 
 	// items is where add takes the next items from: a slab of itemSlab, so that a message costs
 	// no allocation of its own (add runs on the client's one callback goroutine, so it needs no
@@ -519,18 +533,31 @@ func newGatherer(cfg IngestConfig, delivered *atomic.Int64, hold *holdSignal) *g
 const quietGap = 20 * time.Millisecond
 
 // quiet is how long a stream that had nothing pending must deliver nothing for the batch a held
-// transaction waits for to be cut short: a quarter of the time the last full batch took to
-// fill, at least quietGap, at most BatchWait. At a backlog a batch fills in 30–100 ms and the
-// quiet is quietGap; at 20,000 events/s, where a batch fills in 0.5 s, it is 125 ms, the time
-// of some 2,500 messages at that rate. A steady stream's deliveries pause for longer than its
-// rate says (a loaded machine, a publisher waiting for its acks), and a quiet mistaken for an
-// end costs a transaction short of a row group, through the WAL. Under the 20,000 events/s
-// load a quiet of 20 ms, counted then from the batch's opening (which could fall in a COMMIT),
-// ended 122 of 146 transactions short of a row group (deploy/README.md, fifteenth session).
-// The quiet counts from the committer's last ack at the earliest (take), not from when the
-// committer began to wait, which came 10–25 ms after a backlog's last batch was opened (its
-// storing) and cost BenchmarkIngest as much a pass. The caller holds g.mu.
+// transaction waits for to be cut short.
+//
+// At the end of a backlog (a stream nobody published to while this batch and the one before it
+// were gathered) it is a quarter of the time the last full batch took to fill, at least quietGap,
+// at most BatchWait: a batch of a backlog fills in 30–100 ms and the quiet is quietGap. It
+// counts from the committer's last ack at the earliest (take), not from when the committer began
+// to wait, which came 10–25 ms after a backlog's last batch was opened (its storing) and cost
+// BenchmarkIngest as much a pass.
+//
+// While messages are published to the stream (arrivals, counted from the pending counts of the
+// deliveries) it is BatchWait, which no quiet outlasts: a live stream's batch is cut when it is
+// full or BatchWait after its first message. A live stream's deliveries pause for longer than
+// its rate says (a loaded machine, a collection, a publisher waiting for its acks, a commit
+// taking the cores), and a pause mistaken for an end costs a transaction short of a row group,
+// whose rows go through the WAL and are compressed again at the next checkpoint. Under the
+// 20,000 events/s load, with the backlog's quiet (125 ms there, a quarter of a batch's 0.5 s),
+// quiet cuts ended 9 of 52 transactions short of a row group; their rows filled the WAL, and the
+// two checkpoints they made took 3.3 and 6.3 s inside a COMMIT, the run's largest lag
+// (deploy/README.md, twenty-third session). With a quiet of 20 ms counted from the batch's
+// opening, quiet cuts had ended 122 of 146 transactions short (fifteenth session). The end of a
+// live stream commits up to BatchWait after its last message. The caller holds g.mu.
 func (g *gatherer) quiet() time.Duration {
+	if g.arrivals+g.prevArrivals > 0 {
+		return g.wait
+	}
 	return min(max(quietGap, g.fill/4), g.wait)
 }
 
@@ -629,7 +656,12 @@ func (g *gatherer) addItem(it *item, pending uint64) {
 	b.bytes += len(it.raw)
 	b.lag = pending
 	drained := pending == 0 && g.lastPending != 0
-	g.lastPending = pending
+	if g.pendingSeen && pending+1 > g.lastPending {
+		// Each delivery takes one message off the pending count; a count that fell by less, or
+		// rose, counts the messages published since the last delivery.
+		g.arrivals += pending + 1 - g.lastPending
+	}
+	g.lastPending, g.pendingSeen = pending, true
 	full := g.full()
 	if g.unclocked++; first || full || pending == 0 || g.unclocked >= clockEvery {
 		g.unclocked = 0
@@ -683,6 +715,7 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 	opened := time.Now()
 	g.mu.Lock()
 	g.b, g.dec = &batch{}, &chunkDecoder{}
+	g.prevArrivals, g.arrivals = g.arrivals, 0
 	g.mu.Unlock()
 	signal(g.opened)
 	deadline := opened.Add(g.wait)
@@ -697,9 +730,14 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 			started, deadline = true, g.first.Add(g.wait)
 		}
 		cut, next := g.full() || !now.Before(deadline), deadline
+		b.cut = cutFull
+		if !g.full() {
+			b.cut = cutWait
+		}
 		if !cut && g.hold.on.Load() && g.lastPending == 0 {
 			quietAt := g.quietFrom(opened).Add(g.quiet())
 			cut = !now.Before(quietAt)
+			b.cut = cutQuiet
 			if quietAt.Before(next) {
 				next = quietAt
 			}

@@ -32,6 +32,13 @@ func (t *trace) mark(step string) {
 	t.last = now
 }
 
+// note adds a step that is not a time, e.g. "cut=quiet".
+func (t *trace) note(step string) {
+	if t != nil {
+		t.steps = append(t.steps, step)
+	}
+}
+
 func (t *trace) print(n int) {
 	if t == nil {
 		return
