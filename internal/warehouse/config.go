@@ -75,7 +75,9 @@ type IngestConfig struct {
 	TxnBatches int
 	// BatchWait bounds how long a batch fills before it is committed anyway (default 1s: at
 	// 20,000 events/s a batch of 10,240 fills in 0.51 s, and only full batches keep a
-	// transaction open; it was 500ms until 2026-12-04).
+	// transaction open; it was 500ms until 2026-12-04). While messages are published to the
+	// stream, a pause does not cut a batch short (gatherer.quiet): a live stream's last events
+	// are committed up to about BatchWait after they came.
 	BatchWait time.Duration
 	// MaxBatchBytes bounds the message bytes of one batch (default 32 MiB).
 	MaxBatchBytes int

@@ -173,8 +173,9 @@ type ingester struct {
 }
 
 // holdSignal tells the fetcher's gatherer that the committer holds a transaction open and waits
-// for its next batch (keepOpen), so that the gatherer cuts that batch short when the stream goes
-// quiet (gatherer.take) instead of leaving the transaction to wait BatchWait. It is off while
+// for its next batch (keepOpen), so that the gatherer cuts that batch short when a backlog's
+// stream goes quiet (gatherer.take, quiet) instead of leaving the transaction to wait
+// BatchWait; a live stream's batch waits BatchWait, its pauses being no end. It is off while
 // the committer stores or commits a batch. It also keeps when the committer last acknowledged
 // messages: until then the broker may have been held back by MaxAckPending (while a
 // transaction of TxnBatches commits, two batches beyond it fill the window), which is no quiet
@@ -463,7 +464,7 @@ func (ing *ingester) fetch(ctx context.Context, cons jetstream.Consumer, ahead i
 		}
 		b.idle = len(b.items) == 0
 		tr.mark("fetch")
-		tr.note("cut=" + b.cut)
+		tr.note("cut", b.cut)
 		if !b.idle {
 			dec.start(b.items)
 			dec.wait()
@@ -498,13 +499,14 @@ type gatherer struct {
 	dec         *chunkDecoder // b's decoder
 	first       time.Time     // when b's first message was added (after any wait for b to open)
 	lastPending uint64        // the consumer's pending messages when the last message was delivered
-	pendingSeen bool          // lastPending holds a delivery's count
 	fill        time.Duration // how long the last full batch took from its first message
 	unclocked   int           // messages added since the clock was last read (clockEvery)
 
 	// arrivals counts the messages published to the stream while b was gathered, prevArrivals
-	// while the batch before it was (addItem; quiet).
-	arrivals, prevArrivals uint64
+	// while the batch before it was (addItem; quiet), from the pending count of the message
+	// with the largest stream sequence delivered so far (countedSeq, countedPending).
+	arrivals, prevArrivals     uint64
+	countedSeq, countedPending uint64
 
 	// items is where add takes the next items from: a slab of itemSlab, so that a message costs
 	// no allocation of its own (add runs on the client's one callback goroutine, so it needs no
@@ -526,10 +528,10 @@ func newGatherer(cfg IngestConfig, delivered *atomic.Int64, hold *holdSignal) *g
 
 // quietGap is the least time the stream has to deliver nothing, after a message with nothing
 // pending beyond it, for the gatherer to cut short the batch a waiting committer holds a
-// transaction open for (take); quiet gives the time. At the end of a backlog, or of a burst, the
-// transaction then commits that long after the last message instead of BatchWait (1 s) after
-// it: BenchmarkIngest's 20 batches, 12 and 8 to a transaction, took about 2.3 s a pass instead
-// of 1.35 while the last 8 waited BatchWait (docs/benchmarks.md, fifteenth session).
+// transaction open for (take); quiet gives the time. At the end of a backlog the transaction
+// then commits that long after the last message instead of BatchWait (1 s) after it:
+// BenchmarkIngest's 20 batches, 12 and 8 to a transaction, took about 2.3 s a pass instead of
+// 1.35 while the last 8 waited BatchWait (docs/benchmarks.md, fifteenth session).
 const quietGap = 20 * time.Millisecond
 
 // quiet is how long a stream that had nothing pending must deliver nothing for the batch a held
@@ -537,7 +539,7 @@ const quietGap = 20 * time.Millisecond
 //
 // At the end of a backlog (a stream nobody published to while this batch and the one before it
 // were gathered) it is a quarter of the time the last full batch took to fill, at least quietGap,
-// at most BatchWait: a batch of a backlog fills in 30–100 ms and the quiet is quietGap. It
+// at most BatchWait: a batch of a backlog fills in 30–100 ms and the quiet is 20–25 ms. It
 // counts from the committer's last ack at the earliest (take), not from when the committer began
 // to wait, which came 10–25 ms after a backlog's last batch was opened (its storing) and cost
 // BenchmarkIngest as much a pass.
@@ -656,12 +658,17 @@ func (g *gatherer) addItem(it *item, pending uint64) {
 	b.bytes += len(it.raw)
 	b.lag = pending
 	drained := pending == 0 && g.lastPending != 0
-	if g.pendingSeen && pending+1 > g.lastPending {
-		// Each delivery takes one message off the pending count; a count that fell by less, or
-		// rose, counts the messages published since the last delivery.
-		g.arrivals += pending + 1 - g.lastPending
+	if seq := it.streamSeq; seq > g.countedSeq {
+		// A message's first delivery takes one off the consumer's pending count; a count that
+		// fell by less, or rose, counts the messages published since the last first delivery.
+		// A redelivery (a sequence delivered before) leaves the count as it was, and is not
+		// counted; nor is a message without a stream sequence.
+		if g.countedSeq > 0 && pending+1 > g.countedPending {
+			g.arrivals += pending + 1 - g.countedPending
+		}
+		g.countedSeq, g.countedPending = seq, pending
 	}
-	g.lastPending, g.pendingSeen = pending, true
+	g.lastPending = pending
 	full := g.full()
 	if g.unclocked++; first || full || pending == 0 || g.unclocked >= clockEvery {
 		g.unclocked = 0

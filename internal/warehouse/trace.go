@@ -32,10 +32,10 @@ func (t *trace) mark(step string) {
 	t.last = now
 }
 
-// note adds a step that is not a time, e.g. "cut=quiet".
-func (t *trace) note(step string) {
+// note adds a step that is not a time, key=value (e.g. cut=quiet).
+func (t *trace) note(key, value string) {
 	if t != nil {
-		t.steps = append(t.steps, step)
+		t.steps = append(t.steps, key+"="+value)
 	}
 }
 
