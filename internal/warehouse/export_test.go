@@ -216,3 +216,11 @@ func KeepFreed(keep bool) bool {
 
 // ExistingIDsFew is existingIDsFew: the most candidate ids tested against a list instead of joined.
 const ExistingIDsFew = existingIDsFew
+
+// SetRowGroupRows makes n the row group that transactions of full batches are held open for
+// (keepOpen); the returned func restores the previous value.
+func SetRowGroupRows(n int) (restore func()) {
+	old := rowGroupRows
+	rowGroupRows = n
+	return func() { rowGroupRows = old }
+}

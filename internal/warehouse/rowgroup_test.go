@@ -1,6 +1,8 @@
 package warehouse_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,5 +93,61 @@ func TestHeldTransactionEndsWhenStreamQuiet(t *testing.T) {
 				t.Errorf("stored %d events in %d transactions, want %d in 1", st.Events, st.Batches, n)
 			}
 		})
+	}
+}
+
+// TestLiveStreamPausesKeepRowGroups ingests a live stream from a real broker: 3,000 events
+// published while ingestion runs, 10 every 5 ms (about 2,000 a second), with a pause of 300 ms
+// after every 450, in batches of 100 and transactions of 3 (this test's row group, 300 rows).
+// The pending counts of the broker's deliveries say that messages are being published, so no
+// pause cuts a batch short: the events make 10 transactions of 300. With the quiet of a backlog
+// (here 20 ms: a batch fills in about 50 ms) each pause ended the held transaction short of its
+// row group, as 125 ms pauses did under the 20,000 events/s load (9 transactions of 52).
+func TestLiveStreamPausesKeepRowGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("publishes for about 3 s")
+	}
+	const n, batch, txn = 3000, 100, 3
+	defer warehouse.SetRowGroupRows(batch * txn)()
+	b := bustest.NewServer(t).Connect(t)
+	msgs := benchMsgs(t, n)[:n]
+	ctx := warehousetest.Context(t, 3*time.Minute)
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(t.TempDir(), "live.duckdb"), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		// A BatchWait no gathering reaches on a loaded machine: only a quiet could cut a batch.
+		done <- w.Ingest(ictx, b, warehouse.IngestConfig{BatchSize: batch, TxnBatches: txn, BatchWait: 5 * time.Second})
+	}()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < n; i += 10 {
+		if i > 0 && i%450 == 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		<-tick.C
+		warehousetest.Publish(t, b, msgs[i:i+10])
+	}
+	for w.Stats().Events < n {
+		select {
+		case err := <-done:
+			t.Fatalf("ingestion ended: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("stored %d events of %d", w.Stats().Events, n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Batches != n/(batch*txn) {
+		t.Errorf("%d events in %d transactions, want %d of %d: a pause of the live stream ended a transaction short",
+			st.Events, st.Batches, n/(batch*txn), batch*txn)
 	}
 }
