@@ -398,3 +398,21 @@ func TestDeliveredReadsTheClockWhenItMatters(t *testing.T) {
 		t.Errorf("the message that filled the batch: fill %v, want at least %v (from its first message)", g.fill, want)
 	}
 }
+
+// TestTakeReportsTheClientsError: when the client has reported the error that ends its
+// consuming (to fail) and stopped, take returns that error, not "the client stopped consuming":
+// the client reports it before it stops, so both are ready at once, and select chose either
+// (TestFetchNoticesDeletedConsumer failed so once under the race detector in CI).
+func TestTakeReportsTheClientsError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stopped := make(chan struct{})
+	close(stopped)
+	for i := 0; i < 32; i++ {
+		g, _ := testGatherer(time.Hour)
+		g.fail(nil, jetstream.ErrConsumerDeleted)
+		if _, _, err := g.take(ctx, stopped); !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			t.Fatalf("take %d: %v, want the consumer's deletion", i, err)
+		}
+	}
+}

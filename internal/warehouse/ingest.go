@@ -762,6 +762,14 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 		case err := <-g.errs:
 			return nil, nil, err
 		case <-stopped:
+			// The client reports the error that ends its consuming (a deleted consumer, say)
+			// to fail before it stops, so that error is waiting in errs when stopped is
+			// closed; select picks either when both are ready, and the error says more.
+			select {
+			case err := <-g.errs:
+				return nil, nil, err
+			default:
+			}
 			return nil, nil, errors.New("the client stopped consuming")
 		case <-g.kick:
 		case <-g.hold.wake:
