@@ -75,7 +75,7 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					s := w.Stats()
 					m := w.Memory(sctx)
 					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
-						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches,
+						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches, "short_transactions", s.ShortTransactions,
 						"restarts", s.Restarts, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
 						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
 						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_active_mib", mib(m.DuckDBActive),

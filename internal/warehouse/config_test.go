@@ -116,6 +116,11 @@ func TestCollectorsAndNoLeak(t *testing.T) {
 	if st.Events != uint64(len(msgs)) || st.Rejected != 1 || st.Watermark != uint64(len(msgs)+1) || st.Batches == 0 {
 		t.Errorf("Stats() = %+v, want %d events, 1 rejected, watermark %d", st, len(msgs), len(msgs)+1)
 	}
+	// A few events make no transaction of a row group: each is short.
+	if got := values["ditto_analyzer_short_transactions_total"]; st.ShortTransactions != st.Batches || got != float64(st.Batches) {
+		t.Errorf("%d transactions of %d events: ShortTransactions %d, ditto_analyzer_short_transactions_total %v; want each short",
+			st.Batches, len(msgs), st.ShortTransactions, got)
+	}
 }
 
 // The DuckDB settings of Config reach the database.

@@ -52,8 +52,8 @@ func TestBacklogTransactionsAreRowGroups(t *testing.T) {
 	if err := w.CatchUp(ctx, b, warehouse.IngestConfig{BatchWait: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Stats().Events; got != uint64(n) {
-		t.Fatalf("stored %d events, want %d", got, n)
+	if st := w.Stats(); st.Events != uint64(n) || st.ShortTransactions != 0 {
+		t.Fatalf("stored %d events, %d transactions short of a row group; want %d, none", st.Events, st.ShortTransactions, n)
 	}
 	fi, err := os.Stat(path + ".wal")
 	if err != nil {
@@ -89,8 +89,9 @@ func TestHeldTransactionEndsWhenStreamQuiet(t *testing.T) {
 				t.Fatalf("catching up %d events with a BatchWait of an hour: %v", n, err)
 			}
 			st := w.Stats()
-			if st.Events != uint64(n) || st.Batches != 1 {
-				t.Errorf("stored %d events in %d transactions, want %d in 1", st.Events, st.Batches, n)
+			if st.Events != uint64(n) || st.Batches != 1 || st.ShortTransactions != 1 {
+				t.Errorf("stored %d events in %d transactions (%d short of a row group), want %d in 1, short",
+					st.Events, st.Batches, st.ShortTransactions, n)
 			}
 		})
 	}
@@ -146,8 +147,8 @@ func TestLiveStreamPausesKeepRowGroups(t *testing.T) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	if st := w.Stats(); st.Batches != n/(batch*txn) {
-		t.Errorf("%d events in %d transactions, want %d of %d: a pause of the live stream ended a transaction short",
-			st.Events, st.Batches, n/(batch*txn), batch*txn)
+	if st := w.Stats(); st.Batches != n/(batch*txn) || st.ShortTransactions != 0 {
+		t.Errorf("%d events in %d transactions (%d short of the row group), want %d of %d: a pause of the live stream ended a transaction short",
+			st.Events, st.Batches, st.ShortTransactions, n/(batch*txn), batch*txn)
 	}
 }

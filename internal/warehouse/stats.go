@@ -27,6 +27,13 @@ type Stats struct {
 	RunsFolded  uint64 // run_folds rows written by this process
 	OpenRuns    int    // run attempts held open in memory for the fold
 	OpenEvents  int    // their events
+
+	// ShortTransactions counts the committed transactions that stored fewer events than the
+	// DuckDB row group their batches are held open for (RowGroupRows): DuckDB writes their
+	// events through its WAL, to compress and write them again at the next checkpoint, where a
+	// transaction of a whole row group writes its events into the database file once. Under a
+	// steady load only a real pause of about BatchWait and the end of the load should make one.
+	ShortTransactions uint64
 }
 
 type statsRecorder struct {
@@ -47,6 +54,7 @@ type statsRecorder struct {
 	foldErrors prometheus.Counter
 	rate       prometheus.GaugeFunc
 	resets     prometheus.Counter
+	short      prometheus.Counter
 
 	streamLast uint64 // the stream's last sequence when last asked (0: not known)
 }
@@ -80,6 +88,8 @@ func newStatsRecorder() *statsRecorder {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
 		foldErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_fold_errors_total",
 			Help: "Finished run attempts whose events the fold refused."}),
+		short: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_short_transactions_total",
+			Help: "Transactions that stored fewer events than a DuckDB row group, whose events DuckDB writes through its WAL and again at the next checkpoint."}),
 		resets: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_consumer_resets_total",
 			Help: "Times the analyzer recreated its consumer from the watermark because nothing was delivered while the stream held more."}),
 	}
@@ -90,7 +100,7 @@ func newStatsRecorder() *statsRecorder {
 
 func (r *statsRecorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.idLookups, r.redeliv,
-		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets}
+		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets, r.short}
 }
 
 // batchDone records one committed batch.
@@ -106,6 +116,10 @@ func (r *statsRecorder) batchDone(b batchStats) {
 	s.IDLookups += b.idLookups
 	s.Redelivered += b.redelivered
 	s.Batches++
+	if b.events < uint64(rowGroupRows) {
+		s.ShortTransactions++
+		r.short.Inc()
+	}
 	s.LastCommit = b.at
 	s.LastBatch = b.took
 	s.FoldErrors += b.foldErrors
