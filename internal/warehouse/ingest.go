@@ -736,20 +736,21 @@ func (g *gatherer) take(ctx context.Context, stopped <-chan struct{}) (*batch, *
 		if !started && len(b.items) > 0 {
 			started, deadline = true, g.first.Add(g.wait)
 		}
-		cut, next := g.full() || !now.Before(deadline), deadline
-		b.cut = cutFull
-		if !g.full() {
-			b.cut = cutWait
+		full := g.full()
+		cut, next := full || !now.Before(deadline), deadline
+		why := cutWait
+		if full {
+			why = cutFull
 		}
 		if !cut && g.hold.on.Load() && g.lastPending == 0 {
 			quietAt := g.quietFrom(opened).Add(g.quiet())
-			cut = !now.Before(quietAt)
-			b.cut = cutQuiet
+			cut, why = !now.Before(quietAt), cutQuiet
 			if quietAt.Before(next) {
 				next = quietAt
 			}
 		}
 		if cut {
+			b.cut = why
 			g.b, g.dec = nil, nil
 			g.mu.Unlock()
 			return b, dec, nil
