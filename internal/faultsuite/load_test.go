@@ -441,4 +441,4 @@ func printMemoryTrail(logPath string) {
 }
 
 // counterField is a counter of the analyzer's stats line (cmd/analyzer's ingest).
-var counterField = regexp.MustCompile(`\b(events|rejected|duplicates|id_lookups|transactions|short_transactions|restarts|fold_errors)=(\d+)`)
+var counterField = regexp.MustCompile(`\b(events|rejected|duplicates|id_lookups|transactions|short_transactions|reattaches|restarts|fold_errors)=(\d+)`)

@@ -225,6 +225,11 @@ var rowGroupRows = RowGroupRows
 func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 	t := &ing.txn
 	if !t.open {
+		if ing.reattachDue {
+			if err := ing.reattach(ctx); err != nil {
+				return err
+			}
+		}
 		if err := ing.ensureLoader(); err != nil {
 			return err
 		}
@@ -626,7 +631,12 @@ func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, re
 		return err
 	}
 	tr.mark("commit")
-	ing.releaseAfterCommit()
+	checkpointed := ing.sawCheckpoint()
+	ing.sinceAttach += int64(res.stored)
+	if checkpointed && ing.cfg.ReattachEvents > 0 && ing.sinceAttach >= ing.cfg.ReattachEvents {
+		ing.reattachDue = true // before the next transaction begins (storeBatch)
+	}
+	ing.releaseAfterCommit(checkpointed)
 	tr.mark("release")
 	return nil
 }

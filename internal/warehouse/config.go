@@ -103,6 +103,16 @@ type IngestConfig struct {
 	// delivering without an error after it lost quorum and changed leader; this is the
 	// watchdog that notices. Each further reset without progress doubles the wait (up to 32×).
 	StallTimeout time.Duration
+	// ReattachEvents, when positive, bounds the memory DuckDB keeps for the row groups ingestion
+	// appends (about 100 KB each, 1.2 MiB per million events, for as long as the database is
+	// attached; reattach.go): after a commit that checkpointed the database, once at least this
+	// many events were committed since it was last attached, ingestion detaches the database and
+	// attaches it again before its next transaction (tens of milliseconds, the WAL being empty).
+	// While it is detached, a query of DB on another connection fails, and a transaction begun
+	// before holds the old database until it ends: set it only where nothing else queries DB
+	// while ingestion runs. analyzer ingest sets it (--reattach-every); analyzer serve, whose API
+	// reads DB, does not. 0 (the default) never re-attaches.
+	ReattachEvents int64
 	// Logger receives the watchdog's warnings (default slog.Default()).
 	Logger *slog.Logger
 	// Hooks are test hooks (nil in production).
@@ -194,6 +204,8 @@ func (c IngestConfig) Validate() error {
 		return fmt.Errorf("%w: max open events %d", ErrConfig, c.MaxOpenEvents)
 	case c.StallTimeout < 0:
 		return fmt.Errorf("%w: stall timeout %v", ErrConfig, c.StallTimeout)
+	case c.ReattachEvents < 0:
+		return fmt.Errorf("%w: reattach every %d events", ErrConfig, c.ReattachEvents)
 	}
 	if c.Durable != "" {
 		if err := events.ValidateToken("durable", c.Durable); err != nil {

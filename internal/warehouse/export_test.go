@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -223,4 +224,19 @@ func SetRowGroupRows(n int) (restore func()) {
 	old := rowGroupRows
 	rowGroupRows = n
 	return func() { rowGroupRows = old }
+}
+
+// Reattach detaches w's database and attaches it again on conn (Warehouse.reattach).
+func Reattach(ctx context.Context, w *Warehouse, conn *sql.Conn) error { return w.reattach(ctx, conn) }
+
+// EnsureAttached attaches w's database again after a reattach that could not.
+func EnsureAttached(ctx context.Context, w *Warehouse, conn *sql.Conn) error {
+	return w.ensureAttached(ctx, conn)
+}
+
+// SetAttachWait sets how long a reattach tries to attach the database again, returning the old.
+func SetAttachWait(d time.Duration) time.Duration {
+	old := attachWait
+	attachWait = d
+	return old
 }

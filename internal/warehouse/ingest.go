@@ -150,6 +150,8 @@ type ingester struct {
 	maxID         string         // the largest stored event id, once maxIDKnown
 	walSize       int64          // the WAL's size after the last commit (releaseAfterCommit)
 	releasedAt    time.Time      // when releaseAfterCommit last released free memory
+	sinceAttach   int64          // events committed since the database was last attached (reattach)
+	reattachDue   bool           // reattach before the next transaction begins
 	maxIDKnown    bool
 	recent        recentIDs           // the ids stored recently, started with maxID (existingIDs)
 	seen          map[string]struct{} // partition's ids of a batch, kept for the next one's
@@ -214,6 +216,9 @@ const (
 // session runs one consumer session: ensure the consumer from the committed watermark, then
 // fetch and commit until an error, a gap or (CatchUp) the end of the stream.
 func (ing *ingester) session(ctx context.Context) error {
+	if err := ing.w.ensureAttached(ctx, ing.conn); err != nil {
+		return err
+	}
 	pos, err := readPosition(ctx, ing.conn, ing.cfg.Stream)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCommit, err)

@@ -109,8 +109,6 @@ func (l *eventLoader) register() (err error) {
 	return err
 }
 
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
 // close drops the views, when the connection is still open, and releases their streams. A
 // view left behind (the connection closed first, or the process killed) names a freed stream,
 // and binding it crashes the process that does: sqlguard refuses such views in users' SQL. Since

@@ -38,20 +38,10 @@ var releaseEvery = time.Second
 // peaks (deploy/README.md). Released, what stays resident between two commits is what is in
 // use. Its cost (a purge, a trim, and the page faults of the memory used again) is a few
 // milliseconds a commit; releaseEvery bounds it when commits are small and frequent.
-func (ing *ingester) releaseAfterCommit() {
-	path := ing.w.cfg.Path
-	if path == "" || keepFreed {
+func (ing *ingester) releaseAfterCommit(checkpointed bool) {
+	if ing.w.cfg.Path == "" || keepFreed {
 		return
 	}
-	var size int64
-	if fi, err := os.Stat(path + ".wal"); err == nil {
-		size = fi.Size()
-	}
-	// Every commit writes to the WAL (at least the watermark), so a WAL no larger than after the
-	// last commit was checkpointed, even when that one checkpointed too (a transaction of
-	// several batches can pass the threshold each time; "smaller" missed those).
-	checkpointed := size <= ing.walSize
-	ing.walSize = size
 	now := time.Now()
 	if !checkpointed && now.Sub(ing.releasedAt) < releaseEvery {
 		return
@@ -62,4 +52,23 @@ func (ing *ingester) releaseAfterCommit() {
 	if checkpointed {
 		checkpointReleases.Add(1)
 	}
+}
+
+// sawCheckpoint reports whether the commit just made checkpointed the database, which it tells
+// by the WAL: every commit writes to the WAL (at least the watermark), so a WAL no larger than
+// after the last commit was checkpointed, even when that one checkpointed too (a transaction of
+// several batches can pass the threshold each time; "smaller" missed those). An in-memory
+// database has no WAL: false.
+func (ing *ingester) sawCheckpoint() bool {
+	path := ing.w.cfg.Path
+	if path == "" {
+		return false
+	}
+	var size int64
+	if fi, err := os.Stat(path + ".wal"); err == nil {
+		size = fi.Size()
+	}
+	checkpointed := size <= ing.walSize
+	ing.walSize = size
+	return checkpointed
 }

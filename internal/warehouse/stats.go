@@ -34,6 +34,9 @@ type Stats struct {
 	// transaction of a whole row group writes its events into the database file once. Under a
 	// steady load only a real pause of about BatchWait and the end of the load should make one.
 	ShortTransactions uint64
+	// Reattaches counts the times ingestion detached the database and attached it again, to
+	// return the memory DuckDB keeps for the row groups appended (IngestConfig.ReattachEvents).
+	Reattaches uint64
 }
 
 type statsRecorder struct {
@@ -55,6 +58,7 @@ type statsRecorder struct {
 	rate       prometheus.GaugeFunc
 	resets     prometheus.Counter
 	short      prometheus.Counter
+	reattaches prometheus.Counter
 
 	streamLast uint64 // the stream's last sequence when last asked (0: not known)
 }
@@ -90,6 +94,8 @@ func newStatsRecorder() *statsRecorder {
 			Help: "Finished run attempts whose events the fold refused."}),
 		short: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_short_transactions_total",
 			Help: "Transactions that stored fewer events than a DuckDB row group, whose events DuckDB writes through its WAL and again at the next checkpoint."}),
+		reattaches: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_reattaches_total",
+			Help: "Times ingestion detached the database and attached it again, returning the memory DuckDB keeps for the row groups it appended."}),
 		resets: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_consumer_resets_total",
 			Help: "Times the analyzer recreated its consumer from the watermark because nothing was delivered while the stream held more."}),
 	}
@@ -100,7 +106,7 @@ func newStatsRecorder() *statsRecorder {
 
 func (r *statsRecorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.idLookups, r.redeliv,
-		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets, r.short}
+		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets, r.short, r.reattaches}
 }
 
 // batchDone records one committed batch.
@@ -181,6 +187,13 @@ func (r *statsRecorder) consumerReset() {
 	r.s.Resets++
 	r.mu.Unlock()
 	r.resets.Inc()
+}
+
+func (r *statsRecorder) reattached() {
+	r.mu.Lock()
+	r.s.Reattaches++
+	r.mu.Unlock()
+	r.reattaches.Inc()
 }
 
 func (r *statsRecorder) restarted() {

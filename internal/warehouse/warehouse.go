@@ -24,6 +24,10 @@ type Warehouse struct {
 	stats     *statsRecorder
 
 	ingestMu sync.Mutex // held by Ingest/CatchUp: one ingester per database
+
+	home     string     // the database's name in DuckDB's catalog (current_database())
+	attachMu sync.Mutex // guards detached (reattach)
+	detached bool       // a reattach detached the database and has not attached it again
 	closeMu  sync.Mutex
 	closed   bool
 }
@@ -78,6 +82,10 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
 	}
 	w := &Warehouse{cfg: cfg, connector: connector, db: sql.OpenDB(connector), stats: newStatsRecorder()}
+	if err := w.db.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.home); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
+	}
 	if !cfg.ReadOnly {
 		if err := w.createSchema(ctx); err != nil {
 			_ = w.Close()
