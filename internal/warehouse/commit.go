@@ -79,6 +79,13 @@ type txn struct {
 func (ing *ingester) commit(ctx context.Context, b *batch, wm uint64) (uint64, error) {
 	t := &ing.txn
 	if t.batches == 0 {
+		if ing.reattachDue {
+			// Before the batch is looked at: when the reattach fails, nothing of it is taken,
+			// and the session starts again from wm (ErrCommit), attaching the database first.
+			if err := ing.reattach(ctx); err != nil {
+				return wm, err
+			}
+		}
 		*t = txn{start: time.Now(), wm: wm, next: wm}
 		ing.firstNo = ing.batchNo + 1
 	}
@@ -225,11 +232,6 @@ var rowGroupRows = RowGroupRows
 func (ing *ingester) storeBatch(ctx context.Context, accepted []*item) error {
 	t := &ing.txn
 	if !t.open {
-		if ing.reattachDue {
-			if err := ing.reattach(ctx); err != nil {
-				return err
-			}
-		}
 		if err := ing.ensureLoader(); err != nil {
 			return err
 		}
@@ -634,7 +636,7 @@ func (ing *ingester) finish(ctx context.Context, wm uint64, res *storeResult, re
 	checkpointed := ing.sawCheckpoint()
 	ing.sinceAttach += int64(res.stored)
 	if checkpointed && ing.cfg.ReattachEvents > 0 && ing.sinceAttach >= ing.cfg.ReattachEvents {
-		ing.reattachDue = true // before the next transaction begins (storeBatch)
+		ing.reattachDue = true // before the next transaction begins (commit)
 	}
 	ing.releaseAfterCommit(checkpointed)
 	tr.mark("release")

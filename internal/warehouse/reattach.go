@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"strings"
@@ -35,6 +36,9 @@ func (ing *ingester) reattach(ctx context.Context) error {
 	start := time.Now()
 	ing.closeLoader()
 	if err := ing.w.reattach(ctx, ing.conn); err != nil {
+		// The connection may be left using the stand-in database: it must not go back to the
+		// pool, where another user would find no tables. Ingest gives the next session a new one.
+		_ = ing.conn.Raw(func(any) error { return driver.ErrBadConn })
 		return err
 	}
 	ing.reattachDue, ing.sinceAttach = false, 0

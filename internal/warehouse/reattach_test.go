@@ -115,6 +115,59 @@ func TestReattachWaitsForAnOpenTransaction(t *testing.T) {
 	countOn(t, ctx, conn(t, w))
 }
 
+// When ingestion's reattach cannot attach the database again in time (a reader's transaction
+// holds the old one), nothing of the next batch is taken: the session starts again from the
+// watermark, attaches the database once the reader is done, and stores every event once.
+func TestReattachFailureRestartsTheSession(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := chunkMsgs(t, 0, 3000)
+	warehousetest.PublishFast(t, b, msgs)
+	ctx := warehousetest.Context(t, 2*time.Minute)
+	// Every commit checkpoints at this threshold, so that a reattach is due before each
+	// transaction after the first.
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer warehouse.SetAttachWait(warehouse.SetAttachWait(50 * time.Millisecond))
+	reader := conn(t, w)
+	held := make(chan error, 1)
+	cfg := warehouse.IngestConfig{BatchSize: 500, TxnBatches: 1, BatchWait: 50 * time.Millisecond, ReattachEvents: 1,
+		Hooks: &warehouse.Hooks{AfterCommit: func(n int) error {
+			if n != 2 {
+				return nil
+			}
+			// A reader's transaction, begun now, holds the database through the next reattach
+			// and 250 ms more.
+			if _, err := reader.ExecContext(ctx, "BEGIN"); err != nil {
+				return err
+			}
+			var c int64
+			if err := reader.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&c); err != nil {
+				return err
+			}
+			go func() {
+				time.Sleep(250 * time.Millisecond)
+				_, err := reader.ExecContext(ctx, "COMMIT")
+				held <- err
+			}()
+			return nil
+		}}}
+	catchUp(t, w, b, cfg)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, w, msgs)
+	s := w.Stats()
+	if s.Reattaches < 3 {
+		t.Errorf("%d reattaches, want one after every transaction's checkpoint but the one that failed", s.Reattaches)
+	}
+	if s.Restarts == 0 {
+		t.Errorf("no session restarted: the reattach held by the reader's transaction did not fail")
+	}
+}
+
 func conn(t *testing.T, w *warehouse.Warehouse) *sql.Conn {
 	t.Helper()
 	c, err := w.DB().Conn(context.Background())
