@@ -14,9 +14,9 @@ import (
 )
 
 // DefaultReattachEvents is analyzer ingest's --reattach-every: DuckDB's memory for the row
-// groups appended is then about 1.2 MiB at most beyond what it holds between two checkpoints
-// (warehouse.IngestConfig.ReattachEvents). analyzer ingest is alone with its database: nothing
-// else queries it while it is detached.
+// groups appended is then returned at the first checkpoint after each million events
+// (warehouse.IngestConfig.ReattachEvents). analyzer ingest serves no API, so only its own
+// stats line queries the database meanwhile (DuckDB's memory, which needs no table).
 const DefaultReattachEvents = 1_000_000
 
 type ingestConfig struct {

@@ -460,7 +460,7 @@ func (ing *ingester) forget() {
 	ing.maxIDKnown = false
 	ing.recent.reset()
 	if conn, err := ing.w.db.Conn(context.Background()); err == nil {
-		_ = ing.conn.Close()
+		discard(ing.conn)
 		ing.conn = conn
 	}
 }

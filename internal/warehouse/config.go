@@ -103,15 +103,19 @@ type IngestConfig struct {
 	// delivering without an error after it lost quorum and changed leader; this is the
 	// watchdog that notices. Each further reset without progress doubles the wait (up to 32×).
 	StallTimeout time.Duration
-	// ReattachEvents, when positive, bounds the memory DuckDB keeps for the row groups ingestion
-	// appends (about 100 KB each, 1.2 MiB per million events, for as long as the database is
-	// attached; reattach.go): after a commit that checkpointed the database, once at least this
-	// many events were committed since it was last attached, ingestion detaches the database and
+	// ReattachEvents, when positive, returns the memory DuckDB keeps for the row groups
+	// ingestion appends (about 100 KB each, for as long as the database is attached;
+	// reattach.go): after a commit that checkpointed the database, once at least this many
+	// events were committed since it was last attached, ingestion detaches the database and
 	// attaches it again before its next transaction (tens of milliseconds, the WAL being empty).
-	// While it is detached, a query of DB on another connection fails, and a transaction begun
-	// before holds the old database until it ends: set it only where nothing else queries DB
-	// while ingestion runs. analyzer ingest sets it (--reattach-every); analyzer serve, whose API
-	// reads DB, does not. 0 (the default) never re-attaches.
+	// It waits for a checkpoint, so the interval is also the checkpoint threshold's: with
+	// transactions of whole row groups, whose events skip the WAL, a checkpoint of 256MB comes
+	// about every 4.7 million events. While the database is detached, a query of DB on another
+	// connection fails, and a transaction begun before holds the old database until it ends
+	// (ingestion waits for it, as it does for another process that opened the file in that
+	// moment, its lock let go): set it only where nothing else uses DB while ingestion runs.
+	// analyzer ingest sets it (--reattach-every); analyzer serve, whose API reads DB, does not.
+	// 0 (the default) never re-attaches.
 	ReattachEvents int64
 	// Logger receives the watchdog's warnings (default slog.Default()).
 	Logger *slog.Logger

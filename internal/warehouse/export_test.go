@@ -231,7 +231,8 @@ func Reattach(ctx context.Context, w *Warehouse, conn *sql.Conn) error { return 
 
 // EnsureAttached attaches w's database again after a reattach that could not.
 func EnsureAttached(ctx context.Context, w *Warehouse, conn *sql.Conn) error {
-	return w.ensureAttached(ctx, conn)
+	_, err := w.ensureAttached(ctx, conn)
+	return err
 }
 
 // SetAttachWait sets how long a reattach tries to attach the database again, returning the old.
@@ -240,3 +241,6 @@ func SetAttachWait(d time.Duration) time.Duration {
 	attachWait = d
 	return old
 }
+
+// MaxCommitFailures is how many commit failures in a row stop Ingest.
+const MaxCommitFailures = maxCommitFailures

@@ -98,6 +98,15 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 			continue
 		case errors.Is(err, ErrHook), errors.Is(err, ErrConfig):
 			return err
+		case errors.Is(err, errDetached):
+			// A reattach detached the database and could not attach it again: something holds
+			// the file (another process opened it in that moment) or the old database (a
+			// transaction begun before the detach). Nothing can be written meanwhile, so
+			// nothing is lost: wait for it for as long as it takes, as for the broker.
+			cfg.Logger.Warn("warehouse: the database is detached and cannot be attached again yet; retrying", "db", w.cfg.Path, "err", err)
+			if ing.conn, err = w.renewConn(ctx, ing.conn); err != nil {
+				return err
+			}
 		case errors.Is(err, ErrCommit):
 			// Nothing of the batch was stored or acked; a transient failure (a write conflict
 			// with another connection) heals on retry. A persistent one (disk full) stops.
@@ -106,9 +115,8 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 				return err
 			}
 			// A fresh connection: the failed one may be left inside its transaction.
-			_ = ing.conn.Close()
-			if ing.conn, err = w.db.Conn(ctx); err != nil {
-				return fmt.Errorf("warehouse: connection: %w", err)
+			if ing.conn, err = w.renewConn(ctx, ing.conn); err != nil {
+				return err
 			}
 		case err == nil:
 			continue
@@ -216,8 +224,10 @@ const (
 // session runs one consumer session: ensure the consumer from the committed watermark, then
 // fetch and commit until an error, a gap or (CatchUp) the end of the stream.
 func (ing *ingester) session(ctx context.Context) error {
-	if err := ing.w.ensureAttached(ctx, ing.conn); err != nil {
+	if attached, err := ing.w.ensureAttached(ctx, ing.conn); err != nil {
 		return err
+	} else if attached {
+		ing.reattached() // the reattach that failed is done
 	}
 	pos, err := readPosition(ctx, ing.conn, ing.cfg.Stream)
 	if err != nil {

@@ -12,12 +12,14 @@ import (
 
 // DuckDB keeps in the process's heap, for every row group a process appends to a table, the
 // objects that describe it (its columns' segments and their statistics): about 100 KB for a row
-// group of events, 1.2 MiB per million events, 1.4 MiB a minute at 20,000 events/s. They stay
-// for as long as the database stays attached: CHECKPOINT and FORCE CHECKPOINT return none of
-// it, and neither does DuckDB's memory limit, which does not count it. Detaching the database
-// frees them; attached again, DuckDB reads a row group's description back only when a query
-// scans it (docs/benchmarks.md, "2026-12-05, twenty-fourth session"). With
-// IngestConfig.ReattachEvents, ingestion does that between two transactions (ingester.reattach).
+// group of events. Under the 20,000 events/s load, with the run_folds rows, glibc's heap grew
+// about 1.2 MiB per million events, 1.4 MiB a minute. It stays for as long as the database
+// stays attached: CHECKPOINT and FORCE CHECKPOINT return none of it, and DuckDB's memory limit
+// does not count it. Detaching the database frees it; attached again, DuckDB reads back at
+// once only what says where each row group is stored (a fifth of it or less), and the rest
+// when a query scans the row group (docs/benchmarks.md, "2026-12-05, twenty-fourth session").
+// With IngestConfig.ReattachEvents, ingestion does that between two transactions
+// (ingester.reattach).
 
 // standInDatabase is the in-memory database a connection uses while the warehouse's own is
 // detached: DuckDB refuses to detach a connection's default database.
@@ -38,16 +40,22 @@ func (ing *ingester) reattach(ctx context.Context) error {
 	if err := ing.w.reattach(ctx, ing.conn); err != nil {
 		// The connection may be left using the stand-in database: it must not go back to the
 		// pool, where another user would find no tables. Ingest gives the next session a new one.
-		_ = ing.conn.Raw(func(any) error { return driver.ErrBadConn })
+		discard(ing.conn)
 		return err
 	}
-	ing.reattachDue, ing.sinceAttach = false, 0
-	ing.w.stats.reattached()
-	releaseFreeMemory()
+	ing.reattached()
 	if traceOn {
 		fmt.Fprintf(os.Stderr, "warehouse: reattach %v\n", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// reattached records a reattach done, by reattach or, after one that failed, by the session's
+// ensureAttached.
+func (ing *ingester) reattached() {
+	ing.reattachDue, ing.sinceAttach = false, 0
+	ing.w.stats.reattached()
+	releaseFreeMemory()
 }
 
 // reattach detaches the database, the one Open opened, and attaches it again under its name, on
@@ -55,8 +63,10 @@ func (ing *ingester) reattach(ctx context.Context) error {
 // default), so that it finds the database attached again, but a query on one of them in the
 // moment between the detach and the attach fails (the catalog does not exist), and one in a
 // transaction begun before the detach keeps the detached database until that transaction ends.
-// When the attach fails for longer than attachWait, the error says so and the warehouse stays
-// detached until ensureAttached succeeds.
+// When the attach fails for longer than attachWait, the error (errDetached) says so and the
+// warehouse stays detached until ensureAttached succeeds. The detach also lets go of DuckDB's
+// lock of the file: a process that opens the file in that moment (analyzer status, which reads
+// the file when no API answers) holds it until it ends.
 func (w *Warehouse) reattach(ctx context.Context, conn *sql.Conn) error {
 	w.attachMu.Lock()
 	defer w.attachMu.Unlock()
@@ -79,14 +89,15 @@ func (w *Warehouse) reattach(ctx context.Context, conn *sql.Conn) error {
 	return w.attach(ctx, conn)
 }
 
-// ensureAttached attaches the database again when a reattach detached it and could not.
-func (w *Warehouse) ensureAttached(ctx context.Context, conn *sql.Conn) error {
+// ensureAttached attaches the database again when a reattach detached it and could not, and
+// reports whether it did.
+func (w *Warehouse) ensureAttached(ctx context.Context, conn *sql.Conn) (bool, error) {
 	w.attachMu.Lock()
 	defer w.attachMu.Unlock()
 	if !w.detached {
-		return nil
+		return false, nil
 	}
-	return w.attach(ctx, conn)
+	return true, w.attach(ctx, conn)
 }
 
 // attach attaches the detached database under its name and makes it conn's default, trying
@@ -95,12 +106,13 @@ func (w *Warehouse) attach(ctx context.Context, conn *sql.Conn) error {
 	q := "ATTACH '" + strings.ReplaceAll(w.cfg.Path, "'", "''") + "' AS " + quoteIdent(w.home)
 	deadline := time.Now().Add(attachWait)
 	for {
-		_, err := conn.ExecContext(ctx, q)
+		// Not ctx's cancellation: a warehouse left detached has no tables for DB's users.
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), q)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return fmt.Errorf("%w: reattach: attach %s again (detached; a transaction begun before may still hold it): %v", ErrCommit, w.cfg.Path, err)
+			return fmt.Errorf("%w: attach %s again: another process may hold the file, or a transaction the database detached: %v", errDetached, w.cfg.Path, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -108,10 +120,32 @@ func (w *Warehouse) attach(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	w.detached = false
-	if _, err := conn.ExecContext(ctx, "USE "+quoteIdent(w.home)); err != nil {
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "USE "+quoteIdent(w.home)); err != nil {
 		return fmt.Errorf("%w: reattach: use %s: %v", ErrCommit, w.home, err)
 	}
 	return nil
+}
+
+// errDetached: a reattach detached the database and could not attach it again. Ingest waits
+// and tries again for as long as it takes (it counts no commit failure).
+var errDetached = fmt.Errorf("%w: the database is detached", ErrCommit)
+
+// renewConn gives ingestion a new connection in place of old, which it discards.
+func (w *Warehouse) renewConn(ctx context.Context, old *sql.Conn) (*sql.Conn, error) {
+	discard(old)
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse: connection: %w", err)
+	}
+	return conn, nil
+}
+
+// discard closes conn for good: its DuckDB connection is closed, not put back in the pool,
+// where one left inside a transaction (a failed commit) or using the stand-in database (a
+// failed reattach) would hold the database detached or find no tables. A closed conn is left
+// as it is.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 }
 
 // quoteIdent quotes s as an SQL identifier.
