@@ -156,7 +156,7 @@ type ingester struct {
 	aloneUntil    uint64         // until the watermark reaches it, each batch is a transaction
 	current       []*builtRecord // the decoder's records of the batch being stored
 	maxID         string         // the largest stored event id, once maxIDKnown
-	walSize       int64          // the WAL's size after the last commit (releaseAfterCommit)
+	walSize       int64          // the WAL's size after the last commit (sawCheckpoint)
 	releasedAt    time.Time      // when releaseAfterCommit last released free memory
 	sinceAttach   int64          // events committed since the database was last attached (reattach)
 	reattachDue   bool           // reattach before the next transaction begins
