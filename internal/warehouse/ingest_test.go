@@ -452,15 +452,21 @@ func TestRebuildYieldsIdenticalTables(t *testing.T) {
 	if err := warehouse.Rebuild(warehousetest.Context(t, 2*time.Minute), b, path, warehouse.IngestConfig{}); !errors.Is(err, warehouse.ErrExists) {
 		t.Errorf("Rebuild(existing file) = %v, want ErrExists", err)
 	}
-	rebuilt := openWH(t, path)
+	checkSameTables(t, live, "live", openWH(t, path), "rebuilt")
+}
+
+// checkSameTables asserts that every table of the projection, and ingest_state, holds the same
+// rows in a as in b, and some.
+func checkSameTables(t *testing.T, a *warehouse.Warehouse, aName string, b *warehouse.Warehouse, bName string) {
+	t.Helper()
 	for _, table := range append(warehouse.Tables(), "ingest_state") {
-		a, b := warehousetest.Dump(t, live.DB(), table), warehousetest.Dump(t, rebuilt.DB(), table)
-		if len(a) == 0 {
+		ra, rb := warehousetest.Dump(t, a.DB(), table), warehousetest.Dump(t, b.DB(), table)
+		if len(ra) == 0 {
 			t.Errorf("%s is empty", table)
 		}
-		if !slices.Equal(a, b) {
-			t.Errorf("%s differs after rebuild: %d rows live, %d rebuilt\nfirst live:    %.300s\nfirst rebuilt: %.300s",
-				table, len(a), len(b), first(a), first(b))
+		if !slices.Equal(ra, rb) {
+			t.Errorf("%s differs: %d rows %s, %d %s\nfirst %s: %.300s\nfirst %s: %.300s",
+				table, len(ra), aName, len(rb), bName, aName, first(ra), bName, first(rb))
 		}
 	}
 }
