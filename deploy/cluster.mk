@@ -8,6 +8,9 @@ SYNC         ?= always
 RATE         ?= 2000
 DURATION     ?= 30s
 LOAD_MODE    ?= embedded
+# The go test timeout of `make load`: a run of DURATION per rate and mode, with its start, drain
+# and nats bench. Raise it for runs of an hour or more (DURATION=60m takes about 65 minutes).
+LOAD_TIMEOUT ?= 2h
 # The whole suite's go test -timeout, building the binaries included: under heavy load here the
 # build alone took 10 minutes and the suite 12 (2 when the machine is idle).
 FAULT_TIMEOUT ?= 40m
@@ -60,4 +63,4 @@ load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in Duc
 	DITTO_LOAD=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_NATSCLI=$(CURDIR)/$(NATSCLI) DITTO_GOTAGS='$(GOTAGS)' \
 	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) DITTO_LOAD_ANALYZER_FLAGS='$(ANALYZER_FLAGS)' DITTO_LOAD_FLAGS='$(LOAD_FLAGS)' \
 	DITTO_LOAD_PROFILE='$(if $(PROFILE),$(abspath $(PROFILE)))' \
-		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout 60m -run 'TestLoad' ./internal/faultsuite/
+		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(LOAD_TIMEOUT) -run 'TestLoad' ./internal/faultsuite/

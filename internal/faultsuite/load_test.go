@@ -129,14 +129,14 @@ func TestLoad(t *testing.T) {
 			fmt.Printf("  nats bench: %s\n", r.benchErr)
 		}
 	}
-	fmt.Printf("\nMEMORY (RSS in MiB at the first sample, 1/4, 1/2 and end of publishing; least-squares slopes in MiB/min over each half of the peaks and of the floors of the RSS in windows of a tenth of the run)\n")
-	fmt.Printf("%-9s %7s %-14s %8s %8s %8s %8s %8s %9s %9s %9s %9s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
+	fmt.Printf("\nMEMORY (RSS in MiB at the first sample, 1/4, 1/2 and end of publishing; least-squares slopes in MiB/min over each half of the peaks and of the floors of the RSS in spans of two 30-second windows (of two tenths of a run under 5 minutes), the second half's with the half-width of its 95%% interval)\n")
+	fmt.Printf("%-9s %7s %-14s %8s %8s %8s %8s %8s %9s %16s %9s %16s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
 		"peaks-1", "peaks-2", "floors-1", "floors-2", "verdict")
 	for _, r := range rows {
 		for _, m := range r.rep.Memory {
-			fmt.Printf("%-9s %7.0f %-14s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+9.2f %+9.2f %+9.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
-				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope,
-				m.FirstFloorSlope, m.SecondFloorSlope, m.Verdict)
+			fmt.Printf("%-9s %7.0f %-14s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+8.2f ±%6.2f %+9.2f %+8.2f ±%6.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
+				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
+				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
 		}
 	}
 	fmt.Printf("\nCPU (user + system; publishing: from the first publish to the last; run: until the analyzer had committed everything;\n")

@@ -1,33 +1,43 @@
 package loadgen
 
 import (
+	"math"
 	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Memory verdicts (Memory.Verdict).
 const (
-	// MemBounded: the process's RSS levelled off while the load went on (see BoundedRatio and
-	// FlatSlope).
+	// MemBounded: the process's RSS levelled off while the load went on, and the run says so
+	// beyond its noise (see BoundedRatio, FlatSlope and the interval below).
 	MemBounded = "bounded"
 	// MemGrowing: the RSS still grew in the second half of publishing at more than a quarter of
-	// the first half's pace (and faster than FlatSlope).
+	// the first half's pace (and faster than FlatSlope), beyond the run's noise.
 	MemGrowing = "growing"
+	// MemUnresolved: the run cannot tell: the RSS's swings make the second half's slope too
+	// uncertain to put it on either side of the line between bounded and growing. A longer run
+	// narrows the interval (the report gives its half-width).
+	MemUnresolved = "unresolved"
 	// MemUnknown: too few RSS samples in a half of the publishing time to fit a trend.
 	MemUnknown = "unknown"
 )
 
 // The memory verdict's criterion. The RSS of each watched process is sampled every
-// Config.Sample; the publishing time is cut into TrendWindows windows, and of each span of two
-// consecutive windows (60 s, one starting every 30 s in a 5-minute run) the largest and the
-// smallest sample are kept: the peaks and the floors of the RSS. A least-squares line is
-// fitted to the peaks of each half of the publishing time (the spans whose middle is in it),
-// and another to the floors.
-// With s1 and s2 the slopes of the first and the second half, in MiB/min, a series is bounded
-// when
+// Config.Sample; the publishing time is cut into windows of TrendWindow (into TrendWindows
+// windows when it is shorter than TrendWindows of them), and of each span of two consecutive
+// windows (60 s, one starting every 30 s) the largest and the smallest sample are kept: the
+// peaks and the floors of the RSS. A least-squares line is fitted to the peaks of each half of
+// the publishing time (the spans whose middle is in it), and another to the floors.
+// With s1 and s2 the slopes of the first and the second half, in MiB/min, and ±h the 95%
+// interval of s2 (below), a series is
 //
-//	s2 <= FlatSlope  or  s2 <= BoundedRatio * s1
+//	bounded     when s2 + h <= L
+//	growing     when s2 - h >  L        where L = max(FlatSlope, BoundedRatio * s1)
+//	unresolved  otherwise,
 //
-// and the memory is bounded when both its peaks and its floors are.
+// and the memory is growing when its peaks or its floors are, bounded when both are, and
+// unresolved otherwise.
 //
 // Why: at a constant event rate, memory that grows with the data handled (a leak, an index of
 // every subject or message id, a cache without a limit) grows by the same amount in each half,
@@ -39,10 +49,19 @@ const (
 // and a fill whose time constant is up to ~0.36 of the duration (1.8 min in a 5-minute run)
 // passes; square-root growth (r ≈ 0.5 for fitted slopes), which has no plateau, fails.
 // FlatSlope covers the process that was at its plateau before the load began (s1 ≈ s2 ≈ 0,
-// their ratio noise): 1 MiB/min is about the resolution of a slope fitted to 2.5 minutes of
-// samples that swing by ~10 MiB with garbage collection. The verdict is no proof of
-// boundedness for days (1 MiB/min is 1.4 GiB a day): the slopes are reported beside it so
-// that a reader can extrapolate, and the verdicts of short runs (tens of seconds) mean little.
+// their ratio noise). The verdict is no proof of boundedness for days (1 MiB/min is 1.4 GiB a
+// day): the slopes are reported beside it so that a reader can extrapolate.
+//
+// The interval: a slope fitted to a few minutes of a process whose peaks swing by tens of MiB
+// (the analyzer's, by ±25 MiB from one 30-second window to the next: its Go heap holds one or
+// two batches of messages, DuckDB's buffer fills between checkpoints) is uncertain by more than
+// FlatSlope, and a verdict read from its sign alone was bounded in one 5-minute run and growing
+// in the next, on the same build. h is the half-width of the slope's 95% interval: Student's t
+// quantile for n−2 degrees of freedom times the slope's standard error from the residuals of
+// the fit, times √2 because consecutive spans share a window (their peaks are correlated; for
+// neighbours that share half their samples, the variance of the slope about doubles). Memory
+// without swings (a steady leak, a smooth fill) fits its line closely, h ≈ 0, and its verdict
+// is the one the slopes alone give.
 //
 // Peaks and floors, not the samples themselves: a process whose memory fills and empties in
 // cycles of tens of seconds (the analyzer's DuckDB buffer, 12 to 244 MiB between checkpoints
@@ -56,13 +75,21 @@ const (
 const (
 	BoundedRatio = 0.25
 	FlatSlope    = 1.0 // MiB/min
-	// TrendWindows is how many windows the publishing time is cut into (30 s each in a
-	// 5-minute run).
+	// TrendWindow is the length of the windows a run's publishing time is cut into: a longer
+	// run has more of them, and a narrower interval.
+	TrendWindow = 30 * time.Second
+	// TrendWindows is the fewest windows: a run shorter than TrendWindows × TrendWindow is
+	// cut into TrendWindows windows of a tenth of it.
 	TrendWindows = 10
 	// MinTrendSamples is the fewest spans of two windows with samples a half of the
 	// publishing time needs for a verdict.
 	MinTrendSamples = 5
 )
+
+// trendWindows is how many windows a publishing time of dur is cut into.
+func trendWindows(dur time.Duration) int {
+	return max(TrendWindows, int(dur/TrendWindow))
+}
 
 // memoryTrend fills in m's RSS figures and verdict from the samples of the process m.Name taken
 // while publishing lasted (0 < At <= dur).
@@ -101,10 +128,11 @@ func memoryTrend(m Memory, samples []Sample, dur time.Duration) Memory {
 		has       bool
 		peak, low int64
 	}
-	wins := make([]window, TrendWindows)
+	nw := trendWindows(dur)
+	wins := make([]window, nw)
 	for _, p := range pts {
-		// Window i holds the samples in (i, i+1] × dur/TrendWindows.
-		i := min(max(int((int64(p.at)*TrendWindows+int64(dur)-1)/int64(dur))-1, 0), TrendWindows-1)
+		// Window i holds the samples in (i, i+1] × dur/nw.
+		i := min(max(int((int64(p.at)*int64(nw)+int64(dur)-1)/int64(dur))-1, 0), nw-1)
 		w := &wins[i]
 		if !w.has {
 			*w = window{has: true, peak: p.kib, low: p.kib}
@@ -112,40 +140,82 @@ func memoryTrend(m Memory, samples []Sample, dur time.Duration) Memory {
 		w.peak, w.low = max(w.peak, p.kib), min(w.low, p.kib)
 	}
 	var x1, peak1, low1, x2, peak2, low2 []float64
-	for i := 1; i < TrendWindows; i++ {
+	for i := 1; i < nw; i++ {
 		a, b := wins[i-1], wins[i]
 		if !a.has || !b.has {
 			continue
 		}
-		x := (time.Duration(i) * dur / TrendWindows).Minutes()
+		x := (time.Duration(i) * dur / time.Duration(nw)).Minutes()
 		peak, low := float64(max(a.peak, b.peak))/1024, float64(min(a.low, b.low))/1024
-		if 2*i <= TrendWindows {
+		if 2*i <= nw {
 			x1, peak1, low1 = append(x1, x), append(peak1, peak), append(low1, low)
 		}
-		if 2*i >= TrendWindows {
+		if 2*i >= nw {
 			x2, peak2, low2 = append(x2, x), append(peak2, peak), append(low2, low)
 		}
 	}
 	m.FirstSlope, m.SecondSlope = slope(x1, peak1), slope(x2, peak2)
 	m.FirstFloorSlope, m.SecondFloorSlope = slope(x1, low1), slope(x2, low2)
-	m.Verdict = memoryVerdict(m.FirstSlope, m.SecondSlope, len(x1), len(x2))
-	if m.Verdict == MemBounded {
-		m.Verdict = memoryVerdict(m.FirstFloorSlope, m.SecondFloorSlope, len(x1), len(x2))
+	m.SecondSlopeHalfWidth, m.SecondFloorSlopeHalfWidth = slopeHalfWidth(x2, peak2), slopeHalfWidth(x2, low2)
+	peaks := memoryVerdict(m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, len(x1), len(x2))
+	floors := memoryVerdict(m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, len(x1), len(x2))
+	switch {
+	case peaks == MemUnknown || floors == MemUnknown:
+		m.Verdict = MemUnknown
+	case peaks == MemGrowing || floors == MemGrowing:
+		m.Verdict = MemGrowing
+	case peaks == MemBounded && floors == MemBounded:
+		m.Verdict = MemBounded
+	default:
+		m.Verdict = MemUnresolved
 	}
 	return m
 }
 
 // memoryVerdict applies the criterion above to the slopes of the two halves (MiB/min) fitted
-// to n1 and n2 samples.
-func memoryVerdict(s1, s2 float64, n1, n2 int) string {
+// to n1 and n2 samples, the second's 95% interval being ±h2.
+func memoryVerdict(s1, s2, h2 float64, n1, n2 int) string {
+	limit := max(FlatSlope, BoundedRatio*s1)
 	switch {
 	case n1 < MinTrendSamples || n2 < MinTrendSamples:
 		return MemUnknown
-	case s2 <= FlatSlope || s2 <= BoundedRatio*s1:
+	case s2+h2 <= limit:
 		return MemBounded
-	default:
+	case s2-h2 > limit:
 		return MemGrowing
+	default:
+		return MemUnresolved
 	}
+}
+
+// slopeHalfWidth is the half-width of the 95% interval of the least-squares slope of y over x
+// (the criterion above): Student's t quantile for n−2 degrees of freedom times the slope's
+// standard error, times √2 for the overlap of the spans. It is 0 with fewer than three points.
+func slopeHalfWidth(x, y []float64) float64 {
+	n := len(x)
+	if n < 3 {
+		return 0
+	}
+	b := slope(x, y)
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx, my = mx/float64(n), my/float64(n)
+	var sxx, rss float64
+	for i := range x {
+		dx := x[i] - mx
+		sxx += dx * dx
+		r := y[i] - my - b*dx
+		rss += r * r
+	}
+	if sxx == 0 {
+		return 0
+	}
+	se := math.Sqrt(rss/float64(n-2)) / math.Sqrt(sxx)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(0.975)
+	return t * se * math.Sqrt2
 }
 
 func absDur(d time.Duration) time.Duration {

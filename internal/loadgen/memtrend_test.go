@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -101,6 +102,7 @@ func TestMemoryTrendPoints(t *testing.T) {
 		Verdict:    MemGrowing}
 	got.FirstSlope, got.SecondSlope = math.Round(got.FirstSlope*100)/100, math.Round(got.SecondSlope*100)/100
 	got.FirstFloorSlope, got.SecondFloorSlope = math.Round(got.FirstFloorSlope*100)/100, math.Round(got.SecondFloorSlope*100)/100
+	got.SecondSlopeHalfWidth, got.SecondFloorSlopeHalfWidth = math.Round(got.SecondSlopeHalfWidth*100)/100, math.Round(got.SecondFloorSlopeHalfWidth*100)/100
 	want.FirstSlope, want.SecondSlope, want.FirstFloorSlope, want.SecondFloorSlope = 20, 20, 20, 20
 	if got != want {
 		t.Errorf("memoryTrend =\n %+v, want\n %+v", got, want)
@@ -113,23 +115,33 @@ func TestMemoryTrendPoints(t *testing.T) {
 
 func TestMemoryVerdict(t *testing.T) {
 	tests := []struct {
-		s1, s2 float64
-		n1, n2 int
-		want   string
+		s1, s2, h2 float64
+		n1, n2     int
+		want       string
 	}{
-		{0, 0, 150, 150, MemBounded},
-		{0, FlatSlope, 150, 150, MemBounded},           // at the flat slope
-		{0, FlatSlope + 0.01, 150, 150, MemGrowing},    // just over it, nothing to level off from
-		{40, 10, 150, 150, MemBounded},                 // exactly a quarter of the first half's pace
-		{40, 10.1, 150, 150, MemGrowing},               // just over a quarter
-		{-5, 3, 150, 150, MemGrowing},                  // fell, then grew
-		{-5, -5, 150, 150, MemBounded},                 // shrinking
-		{100, 0, MinTrendSamples - 1, 150, MemUnknown}, // too few samples in the first half
-		{100, 0, 150, MinTrendSamples - 1, MemUnknown},
+		{0, 0, 0, 150, 150, MemBounded},
+		{0, FlatSlope, 0, 150, 150, MemBounded},           // at the flat slope
+		{0, FlatSlope + 0.01, 0, 150, 150, MemGrowing},    // just over it, nothing to level off from
+		{40, 10, 0, 150, 150, MemBounded},                 // exactly a quarter of the first half's pace
+		{40, 10.1, 0, 150, 150, MemGrowing},               // just over a quarter
+		{-5, 3, 0, 150, 150, MemGrowing},                  // fell, then grew
+		{-5, -5, 0, 150, 150, MemBounded},                 // shrinking
+		{100, 0, 0, MinTrendSamples - 1, 150, MemUnknown}, // too few samples in the first half
+		{100, 0, 0, 150, MinTrendSamples - 1, MemUnknown},
+		// The interval: bounded only when all of it is at or under the line, growing only
+		// when all of it is over the line.
+		{0, 0, FlatSlope, 150, 150, MemBounded},
+		{0, 0, FlatSlope + 0.01, 150, 150, MemUnresolved},
+		{0, 5, 3.9, 150, 150, MemGrowing},
+		{0, 5, 4, 150, 150, MemUnresolved},
+		{40, 5, 5, 150, 150, MemBounded},
+		{40, 12, 2.1, 150, 150, MemUnresolved},
+		{40, 12, 1.9, 150, 150, MemGrowing},
+		{-5, -5, 20, 150, 150, MemUnresolved}, // shrinking, or not: ±20 MiB/min cannot tell
 	}
 	for _, tt := range tests {
-		if got := memoryVerdict(tt.s1, tt.s2, tt.n1, tt.n2); got != tt.want {
-			t.Errorf("memoryVerdict(%v, %v, %d, %d) = %s, want %s", tt.s1, tt.s2, tt.n1, tt.n2, got, tt.want)
+		if got := memoryVerdict(tt.s1, tt.s2, tt.h2, tt.n1, tt.n2); got != tt.want {
+			t.Errorf("memoryVerdict(%v, %v ± %v, %d, %d) = %s, want %s", tt.s1, tt.s2, tt.h2, tt.n1, tt.n2, got, tt.want)
 		}
 	}
 }
@@ -160,5 +172,63 @@ func TestReportMemoryBounded(t *testing.T) {
 	}
 	if !(&Report{Memory: []Memory{{Name: "a", Verdict: MemBounded}}}).MemoryBounded() {
 		t.Error("MemoryBounded() with every process bounded = false, want true")
+	}
+}
+
+// swinging is a process whose RSS swings as the analyzer's does under load, on a base of
+// base(t) MiB: DuckDB's buffer filling between checkpoints (cycles of 20–40 s, each to a
+// height of 200–260 MiB) and the Go heap between collections (cycles of 3–10 s, to 20–90 MiB),
+// the lengths and heights drawn from seed. Its samples must be asked for in the order of time.
+func swinging(seed uint64, base func(time.Duration) float64) func(time.Duration) float64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	// sawtooth returns the height at t of cycles of random lengths and heights.
+	sawtooth := func(minLen, maxLen, minH, maxH float64) func(t float64) float64 {
+		start, length, height := -r.Float64()*maxLen, 0.0, 0.0
+		return func(t float64) float64 {
+			for t >= start+length {
+				start += length
+				length, height = minLen+r.Float64()*(maxLen-minLen), minH+r.Float64()*(maxH-minH)
+			}
+			return height * (t - start) / length
+		}
+	}
+	duckdb, heap := sawtooth(20, 40, 200, 260), sawtooth(3, 10, 20, 90)
+	return func(t time.Duration) float64 { return base(t) + duckdb(t.Seconds()) + heap(t.Seconds()) }
+}
+
+// The verdict of memory that swings as the analyzer's does says what the run can tell. A
+// bounded process is seldom called growing (the intervals are 95% ones, of the peaks and of the
+// floors: 5% of false alarms, give or take what the √2 for the spans' overlap approximates); a
+// 5-minute run of one cannot show it bounded either (its slopes' intervals are ±36 MiB/min: the
+// verdict read from the slopes alone, without them, called 717 of these 1000 runs growing and
+// the rest bounded); an hour's run can, and tells it from a leak of 2 MiB/min.
+func TestMemoryTrendSwings(t *testing.T) {
+	tests := []struct {
+		dur  time.Duration
+		leak float64 // MiB/min
+		runs int
+		// The fewest and the most runs, in each hundred, with each verdict.
+		minBounded, maxBounded, minGrowing, maxGrowing float64
+	}{
+		{5 * time.Minute, 0, 1000, 0, 1, 0, 6},
+		{15 * time.Minute, 0, 1000, 0, 5, 0, 6},
+		{15 * time.Minute, 20, 100, 0, 0, 100, 100},
+		{time.Hour, 0, 100, 50, 100, 0, 6},
+		{time.Hour, 2, 100, 0, 0, 95, 100},
+	}
+	for _, tt := range tests {
+		count := map[string]int{}
+		var halfWidth float64
+		for seed := range uint64(tt.runs) {
+			rss := swinging(seed, func(at time.Duration) float64 { return 150 + tt.leak*at.Minutes() })
+			m := memoryTrend(Memory{Name: "p"}, series(tt.dur, rss), tt.dur)
+			count[m.Verdict]++
+			halfWidth += m.SecondSlopeHalfWidth / float64(tt.runs)
+		}
+		b, g := 100*float64(count[MemBounded])/float64(tt.runs), 100*float64(count[MemGrowing])/float64(tt.runs)
+		if b < tt.minBounded || b > tt.maxBounded || g < tt.minGrowing || g > tt.maxGrowing {
+			t.Errorf("%v with a leak of %v MiB/min: verdicts of %d runs %v (second-half peaks' interval ±%.1f MiB/min), want bounded in %v–%v%% and growing in %v–%v%%",
+				tt.dur, tt.leak, tt.runs, count, halfWidth, tt.minBounded, tt.maxBounded, tt.minGrowing, tt.maxGrowing)
+		}
 	}
 }

@@ -30,15 +30,20 @@ type Memory struct {
 	HalfKiB    int64 `json:"half_kib"`
 	EndKiB     int64 `json:"end_kib"`
 	// FirstSlope and SecondSlope are least-squares slopes of the RSS's peaks (the largest
-	// sample of each of TrendWindows windows) over the first and the second half of the
+	// sample of each span of two windows of TrendWindow) over the first and the second half of the
 	// publishing time, in MiB/min; FirstFloorSlope and SecondFloorSlope those of its floors
-	// (the smallest sample of each window). See memtrend.go.
+	// (the smallest sample of each span). See memtrend.go.
 	FirstSlope       float64 `json:"first_slope_mib_per_min"`
 	SecondSlope      float64 `json:"second_slope_mib_per_min"`
 	FirstFloorSlope  float64 `json:"first_floor_slope_mib_per_min"`
 	SecondFloorSlope float64 `json:"second_floor_slope_mib_per_min"`
-	Verdict          string  `json:"verdict"` // MemBounded, MemGrowing or MemUnknown
-	Err              string  `json:"error,omitempty"`
+	// SecondSlopeHalfWidth and SecondFloorSlopeHalfWidth are the half-widths of the 95%
+	// intervals of SecondSlope and SecondFloorSlope (memtrend.go): how far the run's noise
+	// leaves them uncertain.
+	SecondSlopeHalfWidth      float64 `json:"second_slope_halfwidth_mib_per_min"`
+	SecondFloorSlopeHalfWidth float64 `json:"second_floor_slope_halfwidth_mib_per_min"`
+	Verdict                   string  `json:"verdict"` // MemBounded, MemGrowing, MemUnresolved or MemUnknown
+	Err                       string  `json:"error,omitempty"`
 }
 
 // CPU is the CPU time (user + system) one watched process used during the run; the entry
@@ -174,8 +179,9 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
 			continue
 		}
-		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope of its peaks %+.2f MiB/min in the first half, %+.2f in the second, of its floors %+.2f and %+.2f: %s\n",
-			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.FirstFloorSlope, m.SecondFloorSlope, m.Verdict)
+		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope of its peaks %+.2f MiB/min in the first half, %+.2f ± %.2f (95%%) in the second, of its floors %+.2f and %+.2f ± %.2f: %s\n",
+			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
+			m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
 	}
 	for _, c := range r.CPU {
 		if c.Err != "" {
@@ -186,7 +192,7 @@ func (r *Report) Print(w io.Writer) {
 			c.Name, c.Publishing.Seconds(), c.Cores, c.Total.Seconds(), c.PerEvent)
 	}
 	if len(r.Memory) > 0 {
-		fmt.Fprintf(w, "memory bounded (every watched process: second-half slope <= %.0f MiB/min or <= %.2f x the first half's): %v\n",
+		fmt.Fprintf(w, "memory bounded (every watched process: second-half slope, with its 95%% interval, <= %.0f MiB/min or <= %.2f x the first half's): %v\n",
 			FlatSlope, BoundedRatio, r.MemoryBounded())
 	}
 }
