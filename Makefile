@@ -62,7 +62,7 @@ test: tools vet fuzz ## the whole test suite (what CI runs): vet, a short fuzz o
 # (TestMemorySteadyIngest, TestMemoryBoundedUnderBacklog, TestLoadLeaves*) are left out: the
 # detector changes what is allocated and when. -race needs cgo, as DuckDB does. About 2
 # minutes on 2 idle cores.
-RACE_WAREHOUSE ?= ^Test(MemoryFigures|Reattach(Keeps|Waits|Failure)|MemoryReadWhileIngesting|Fetch|Quiet|Delivered|Stall|SortItems|LargeMessages|Held|LiveStream|Take|OutOfMemory|RedeliveriesStoredOnce|CollectorsAndNoLeak)
+RACE_WAREHOUSE ?= ^Test(MemoryFigures|Gate|Reattach(Keeps|Waits|Failure)|MemoryReadWhileIngesting|Fetch|Quiet|Delivered|Stall|SortItems|LargeMessages|Held|LiveStream|Take|OutOfMemory|RedeliveriesStoredOnce|CollectorsAndNoLeak)
 .PHONY: test-race
 test-race: ## the data race detector over ingestion and the bus
 	$(GO) test -race -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) -run '$(RACE_WAREHOUSE)' ./internal/warehouse/

@@ -13,11 +13,18 @@ import (
 	"github.com/dittolab/ditto/internal/warehouse"
 )
 
-// DefaultReattachEvents is analyzer ingest's --reattach-every: DuckDB's memory for the row
-// groups appended is then returned at the first checkpoint after each million events
-// (warehouse.IngestConfig.ReattachEvents). analyzer ingest serves no API, so only its own
-// stats line queries the database meanwhile (DuckDB's memory, which needs no table).
+// DefaultReattachEvents is the --reattach-every of analyzer ingest and serve: DuckDB's memory
+// for the row groups appended is then returned at the first checkpoint after each million
+// events (warehouse.IngestConfig.ReattachEvents). serve's query API, console and reports wait
+// for it (tens of milliseconds), and it waits for none of them: it is put off while they hold
+// the database's connections.
 const DefaultReattachEvents = 1_000_000
+
+// registerReattachFlag registers --reattach-every.
+func registerReattachFlag(fs *flag.FlagSet, events *int64) {
+	fs.Int64Var(events, "reattach-every", DefaultReattachEvents,
+		"after a checkpoint, detach and attach the database again once this many events were committed since, returning the memory DuckDB keeps for each row group appended (0: never)")
+}
 
 type ingestConfig struct {
 	bus       bus.Config
@@ -32,8 +39,7 @@ func runIngest(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	cfg.bus.RegisterFlags(fs)
 	cfg.db.RegisterFlagsThreads(fs, warehouse.IngestThreads)
 	cfg.ingest.RegisterFlags(fs)
-	fs.Int64Var(&cfg.ingest.ReattachEvents, "reattach-every", DefaultReattachEvents,
-		"after a checkpoint, detach and attach the database again once this many events were committed since, returning the memory DuckDB keeps for each row group appended (0: never)")
+	registerReattachFlag(fs, &cfg.ingest.ReattachEvents)
 	fs.BoolVar(&cfg.once, "once", false, "stop once every message in the stream is stored")
 	fs.DurationVar(&cfg.statEvery, "stats-every", 10*time.Second, "log ingestion statistics this often (0: never)")
 	if err := cli.Parse(fs, args); err != nil {

@@ -49,6 +49,7 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	c.bus.RegisterFlags(fs)
 	c.db.RegisterFlags(fs)
 	c.ingest.RegisterFlags(fs)
+	registerReattachFlag(fs, &c.ingest.ReattachEvents)
 	cli.String(fs, &c.listen, "listen", "DITTO_ANALYZER_LISTEN", DefaultListen, "HTTP address of the API; port 0 picks a free one")
 	cli.Secret(fs, &c.token, "token", "DITTO_ANALYZER_TOKEN", "bearer token required on every endpoint but /healthz")
 	fs.DurationVar(&c.limits.Timeout, "query-timeout", sqlguard.DefaultTimeout, "default timeout of a query")

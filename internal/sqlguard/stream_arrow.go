@@ -4,6 +4,7 @@ package sqlguard
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"reflect"
@@ -32,6 +33,9 @@ const CanStream = true
 // in an unexported field; every query goes through here, so a driver upgrade that moves it
 // fails every test of this package with the error below.
 func rawConnection(dc any) (bindings.Connection, error) {
+	if u, ok := dc.(interface{ Unwrap() driver.Conn }); ok { // the warehouse's gated connections
+		dc = u.Unwrap()
+	}
 	c, ok := dc.(*duckdb.Conn)
 	if !ok {
 		return bindings.Connection{}, fmt.Errorf("sqlguard: %T is not a DuckDB connection", dc)

@@ -459,7 +459,7 @@ func (ing *ingester) forget() {
 	ing.pending.reset()
 	ing.maxIDKnown = false
 	ing.recent.reset()
-	if conn, err := ing.w.db.Conn(context.Background()); err == nil {
+	if conn, err := ing.w.db.Conn(exemptFromGate(context.Background())); err == nil {
 		discard(ing.conn)
 		ing.conn = conn
 	}

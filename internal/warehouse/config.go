@@ -110,11 +110,11 @@ type IngestConfig struct {
 	// attaches it again before its next transaction (tens of milliseconds, the WAL being empty).
 	// It waits for a checkpoint, so the interval is also the checkpoint threshold's: with
 	// transactions of whole row groups, whose events skip the WAL, a checkpoint of 256MB comes
-	// about every 4.7 million events. While the database is detached, a query of DB on another
-	// connection fails, and a transaction begun before holds the old database until it ends
-	// (ingestion waits for it, as it does for another process that opened the file in that
-	// moment, its lock let go): set it only where nothing else uses DB while ingestion runs.
-	// analyzer ingest sets it (--reattach-every); analyzer serve, whose API reads DB, does not.
+	// about every 4.7 million events. DB's other users are kept out of it by a gate (gate.go):
+	// the reattach begins only when none of them holds one of DB's connections (else it is put
+	// off to the next transaction), and a connection asked for meanwhile waits for it. Another
+	// process that opens the file in that moment (its lock let go) holds it until it ends, and
+	// ingestion waits for that. analyzer ingest and serve set it (--reattach-every).
 	// 0 (the default) never re-attaches.
 	ReattachEvents int64
 	// Logger receives the watchdog's warnings (default slog.Default()).

@@ -244,3 +244,10 @@ func SetAttachWait(d time.Duration) time.Duration {
 
 // MaxCommitFailures is how many commit failures in a row stop Ingest.
 const MaxCommitFailures = maxCommitFailures
+
+// ExemptFromGate marks ctx as the ingester's for taking connections from w.DB(): they are not
+// counted by the gate that keeps the database's users out of a reattach.
+func ExemptFromGate(ctx context.Context) context.Context { return exemptFromGate(ctx) }
+
+// ConnsOut is how many of w.DB()'s connections the gate counts out of the pool.
+func ConnsOut(w *Warehouse) int { return w.gate.outOfPool() }

@@ -62,7 +62,7 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 	w.stats.setRunning(true)
 	defer w.stats.setRunning(false)
 
-	conn, err := w.db.Conn(ctx)
+	conn, err := w.db.Conn(exemptFromGate(ctx))
 	if err != nil {
 		return fmt.Errorf("warehouse: connection: %w", err)
 	}
@@ -160,6 +160,8 @@ type ingester struct {
 	releasedAt    time.Time      // when releaseAfterCommit last released free memory
 	sinceAttach   int64          // events committed since the database was last attached (reattach)
 	reattachDue   bool           // reattach before the next transaction begins
+	putOff        int            // reattaches put off in a row (reattach, gate.go)
+	firmFailed    time.Time      // when a reattach that closed the gate last waited in vain
 	maxIDKnown    bool
 	recent        recentIDs           // the ids stored recently, started with maxID (existingIDs)
 	seen          map[string]struct{} // partition's ids of a batch, kept for the next one's

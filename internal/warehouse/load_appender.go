@@ -42,7 +42,7 @@ func (l *eventLoader) close() {}
 // the connection's open transaction.
 func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
 	return l.conn.Raw(func(dc any) error {
-		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "run_fold_rows")
+		app, err := duckdb.NewAppenderFromConn(unwrapConn(dc), "", "run_fold_rows")
 		if err != nil {
 			return err
 		}
@@ -66,7 +66,7 @@ func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
 // cast to JSON the bytes are kept.
 func (l *eventLoader) load(_ context.Context, rec arrow.RecordBatch) error {
 	return l.conn.Raw(func(dc any) error {
-		app, err := duckdb.NewQueryAppender(dc.(driver.Conn), queries.IngestEvents.SQL, "ingest_batch", l.types, l.columns)
+		app, err := duckdb.NewQueryAppender(unwrapConn(dc), queries.IngestEvents.SQL, "ingest_batch", l.types, l.columns)
 		if err != nil {
 			return err
 		}

@@ -154,7 +154,7 @@ func registerView(conn *sql.Conn, name string, schema *arrow.Schema) (*arrowView
 	v := &arrowView{name: name, feed: &batchFeed{schema: schema}}
 	v.feed.refs.Store(1)
 	err := conn.Raw(func(dc any) error {
-		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		a, err := duckdb.NewArrowFromConn(unwrapConn(dc))
 		if err != nil {
 			return err
 		}

@@ -30,12 +30,54 @@ const standInDatabase = "ditto_standin"
 // refuses a second attach of the file).
 var attachWait = 30 * time.Second
 
+// gateWait bounds how long a reattach waits for the database's other users (the query API,
+// the console, reports) to give back their connections before it is put off.
+var gateWait = 100 * time.Millisecond
+
+// gateFirmAfter is how many reattaches put off in a row make the next one close the gate to
+// new connections while it waits, for at most gateFirmWait, for those in use. After such a
+// wait in vain (a connection held for long: an export, a slow query), the next is tried no
+// sooner than gateFirmEvery later, so that neither ingestion nor the queries are held up
+// again and again.
+var (
+	gateFirmAfter = 3
+	gateFirmWait  = 2 * time.Second
+	gateFirmEvery = time.Minute
+)
+
 // reattach detaches the warehouse's database and attaches it again, on the ingester's
 // connection and between two transactions (the one that made it due committed and acknowledged,
 // the next not begun). The event loader is made again by the next transaction: its prepared
 // statements name the tables of the database detached.
+//
+// It begins only when the gate (gate.go) finds no other user of the database holding a
+// connection, waiting gateWait for that; otherwise the reattach is put off to the next
+// transaction's start (Stats.ReattachesPutOff), and the database's users are not kept waiting.
+// After gateFirmAfter put off in a row (the console recomputing the report of a study that
+// keeps moving can hold a connection most of the time), the gate is closed to new connections
+// while it waits gateFirmWait for those in use: a query then waits that long at most, and
+// after a wait in vain, the next such wait comes gateFirmEvery later at the soonest.
 func (ing *ingester) reattach(ctx context.Context) error {
 	start := time.Now()
+	firm := ing.putOff >= gateFirmAfter && time.Since(ing.firmFailed) >= gateFirmEvery
+	wait := gateWait
+	if firm {
+		wait = gateFirmWait
+	}
+	if !ing.w.gate.tryClose(ctx, wait, firm) {
+		if firm {
+			ing.firmFailed = time.Now()
+		}
+		ing.putOff++
+		ing.w.stats.reattachPutOff()
+		if traceOn {
+			fmt.Fprintf(os.Stderr, "warehouse: reattach put off (%d in a row): %d of the database's connections were still in use after %v\n",
+				ing.putOff, ing.w.gate.outOfPool(), wait)
+		}
+		return nil
+	}
+	ing.putOff = 0
+	defer ing.w.gate.open()
 	ing.closeLoader()
 	if err := ing.w.reattach(ctx, ing.conn); err != nil {
 		// The connection may be left using the stand-in database: it must not go back to the
@@ -61,7 +103,8 @@ func (ing *ingester) reattached() {
 // reattach detaches the database, the one Open opened, and attaches it again under its name, on
 // conn, which it leaves using it. Every other connection names the database by that name (its
 // default), so that it finds the database attached again, but a query on one of them in the
-// moment between the detach and the attach fails (the catalog does not exist), and one in a
+// moment between the detach and the attach would fail (the catalog does not exist: the
+// ingester closes the gate first, gate.go, so that none runs then), and one in a
 // transaction begun before the detach keeps the detached database until that transaction ends.
 // When the attach fails for longer than attachWait, the error (errDetached) says so and the
 // warehouse stays detached until ensureAttached succeeds. The detach also lets go of DuckDB's
@@ -133,7 +176,7 @@ var errDetached = fmt.Errorf("%w: the database is detached", ErrCommit)
 // renewConn gives ingestion a new connection in place of old, which it discards.
 func (w *Warehouse) renewConn(ctx context.Context, old *sql.Conn) (*sql.Conn, error) {
 	discard(old)
-	conn, err := w.db.Conn(ctx)
+	conn, err := w.db.Conn(exemptFromGate(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: connection: %w", err)
 	}

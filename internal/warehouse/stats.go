@@ -37,6 +37,9 @@ type Stats struct {
 	// Reattaches counts the times ingestion detached the database and attached it again, to
 	// return the memory DuckDB keeps for the row groups appended (IngestConfig.ReattachEvents).
 	Reattaches uint64
+	// ReattachesPutOff counts the reattaches put off to the next transaction because the
+	// database's other users (the query API, the console, reports) held connections.
+	ReattachesPutOff uint64
 }
 
 type statsRecorder struct {
@@ -45,20 +48,21 @@ type statsRecorder struct {
 	// rate: events over a sliding window of recent commits
 	window []rateSample
 
-	lag        prometheus.Gauge
-	watermark  prometheus.Gauge
-	ingested   prometheus.Counter
-	rejected   prometheus.Counter
-	duplicates prometheus.Counter
-	idLookups  prometheus.Counter
-	redeliv    prometheus.Counter
-	batchDur   prometheus.Histogram
-	batchSize  prometheus.Histogram
-	foldErrors prometheus.Counter
-	rate       prometheus.GaugeFunc
-	resets     prometheus.Counter
-	short      prometheus.Counter
-	reattaches prometheus.Counter
+	lag              prometheus.Gauge
+	watermark        prometheus.Gauge
+	ingested         prometheus.Counter
+	rejected         prometheus.Counter
+	duplicates       prometheus.Counter
+	idLookups        prometheus.Counter
+	redeliv          prometheus.Counter
+	batchDur         prometheus.Histogram
+	batchSize        prometheus.Histogram
+	foldErrors       prometheus.Counter
+	rate             prometheus.GaugeFunc
+	resets           prometheus.Counter
+	short            prometheus.Counter
+	reattaches       prometheus.Counter
+	reattachesPutOff prometheus.Counter
 
 	streamLast uint64 // the stream's last sequence when last asked (0: not known)
 }
@@ -96,6 +100,8 @@ func newStatsRecorder() *statsRecorder {
 			Help: "Transactions that stored fewer events than a DuckDB row group, whose events DuckDB writes through its WAL and again at the next checkpoint."}),
 		reattaches: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_reattaches_total",
 			Help: "Times ingestion detached the database and attached it again, returning the memory DuckDB keeps for the row groups it appended."}),
+		reattachesPutOff: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_reattaches_put_off_total",
+			Help: "Reattaches put off to the next transaction because the database's other users held connections."}),
 		resets: prometheus.NewCounter(prometheus.CounterOpts{Name: "ditto_analyzer_consumer_resets_total",
 			Help: "Times the analyzer recreated its consumer from the watermark because nothing was delivered while the stream held more."}),
 	}
@@ -106,7 +112,7 @@ func newStatsRecorder() *statsRecorder {
 
 func (r *statsRecorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lag, r.watermark, r.ingested, r.rejected, r.duplicates, r.idLookups, r.redeliv,
-		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets, r.short, r.reattaches}
+		r.batchDur, r.batchSize, r.foldErrors, r.rate, r.resets, r.short, r.reattaches, r.reattachesPutOff}
 }
 
 // batchDone records one committed batch.
@@ -194,6 +200,13 @@ func (r *statsRecorder) reattached() {
 	r.s.Reattaches++
 	r.mu.Unlock()
 	r.reattaches.Inc()
+}
+
+func (r *statsRecorder) reattachPutOff() {
+	r.mu.Lock()
+	r.s.ReattachesPutOff++
+	r.mu.Unlock()
+	r.reattachesPutOff.Inc()
 }
 
 func (r *statsRecorder) restarted() {

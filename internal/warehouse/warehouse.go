@@ -21,6 +21,7 @@ type Warehouse struct {
 	cfg       Config
 	connector *duckdb.Connector
 	db        *sql.DB
+	gate      *gate // keeps db's other users out of a reattach (gate.go)
 	stats     *statsRecorder
 
 	ingestMu sync.Mutex // held by Ingest/CatchUp: one ingester per database
@@ -81,7 +82,8 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
 	}
-	w := &Warehouse{cfg: cfg, connector: connector, db: sql.OpenDB(connector), stats: newStatsRecorder()}
+	g := newGate()
+	w := &Warehouse{cfg: cfg, connector: connector, db: sql.OpenDB(&gatedConnector{inner: connector, gate: g}), gate: g, stats: newStatsRecorder()}
 	if err := w.db.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.home); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dittolab/ditto/internal/bus"
+	"github.com/dittolab/ditto/internal/bus/bustest"
+	"github.com/dittolab/ditto/internal/queryapi"
+	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
+)
+
+// `analyzer serve` reattaches its database (--reattach-every) while its API answers: the
+// hardened database attaches again, and the API's users, asking all the while, get no error.
+func TestServeReattachesWhileServing(t *testing.T) {
+	sqlguardtest.NeedsQueries(t)
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	publishLines(t, b, serveTestLines(t))
+
+	dataDir := t.TempDir()
+	const token = "test-token"
+	var cfg serveConfig
+	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
+	// Every commit checkpoints at this threshold: a reattach is due before each transaction
+	// after the first.
+	cfg.db.CheckpointThreshold = "1KB"
+	cfg.ingest.BatchWait = 20 * time.Millisecond
+	cfg.ingest.ReattachEvents = 1
+	cfg.listen = "127.0.0.1:0"
+	cfg.token = token
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	tgt := target{dataDir: dataDir, token: token}
+	tgt.resolve()
+	var c *queryapi.Client
+	waitFor(t, "analyzer.url", func() (bool, error) {
+		var err error
+		c, err = queryapi.Discover(ctx, dataDir, token)
+		return err == nil, err
+	})
+
+	// The API's users, all through the ingestion below.
+	stop := make(chan struct{})
+	var (
+		mu   sync.Mutex
+		errs []string
+		uses int
+	)
+	var wg sync.WaitGroup
+	for name, use := range map[string]func() error{
+		"studies": func() error { _, err := c.Studies(ctx); return err },
+		"sql": func() error {
+			return sqlCommand(ctx, sqlCommandConfig{target: tgt, format: "csv", query: "SELECT count(*) FROM events"}, io.Discard)
+		},
+	} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				err := use()
+				mu.Lock()
+				uses++
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+
+	// Twenty more runs of a study, each its own transaction.
+	const runs = 20
+	for i := range runs {
+		run := fmt.Sprintf("gamma-%d", i)
+		publishLines(t, b, fmt.Sprintf(`{"schema":1,"id":"01SERVEREATTACH%011d","type":"run.started","time":"2026-11-30T10:00:00Z","study":"gamma","run":%q,"attempt":1,"seq":1,"source":{"kind":"harness","id":"w1"},"payload":{"task":"t1","input_index":0,"seed_index":0,"model":"m1","condition":"harness","components":[],"sampling":{}}}`+"\n"+
+			`{"schema":1,"id":"01SERVEREATTACH%011d","type":"run.finished","time":"2026-11-30T10:00:01Z","study":"gamma","run":%q,"attempt":1,"seq":2,"source":{"kind":"harness","id":"w1"},"payload":{"status":"succeeded","success":true,"totals":{"prompt_tokens":10,"completion_tokens":5,"model_calls":1,"tool_calls":0,"retries":0,"plan_reprompts":0,"rejected_tool_calls":0,"latency_ms":100}}}`+"\n",
+			2*i, run, 2*i+1, run))
+		waitFor(t, "run "+run+" stored", func() (bool, error) {
+			var out strings.Builder
+			err := sqlCommand(ctx, sqlCommandConfig{target: tgt, format: "csv",
+				query: "SELECT count(*) FROM events WHERE run = '" + run + "'"}, &out)
+			return out.String() == "count_star()\n2\n", err
+		})
+	}
+	close(stop)
+	wg.Wait()
+	for i, e := range errs {
+		if i == 5 {
+			t.Errorf("… and %d more", len(errs)-5)
+			break
+		}
+		t.Errorf("the API while serve ingested and reattached: %s", e)
+	}
+
+	_, body := bearerDo(t, http.MethodGet, c.BaseURL+"/metrics", token, "")
+	m := regexp.MustCompile(`(?m)^ditto_analyzer_reattaches_total (\d+)$`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("/metrics has no ditto_analyzer_reattaches_total:\n%s", body)
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n < 3 {
+		t.Errorf("%d reattaches over %d transactions that checkpointed, want several: the test shows nothing", n, runs)
+	}
+	t.Logf("reattaches %s, %d uses of the API; %s", m[1], uses, regexp.MustCompile(`(?m)^ditto_analyzer_(reattaches_put_off_total|batches_total|transactions_total).*$`).FindAll(body, -1))
+	var out strings.Builder
+	if err := sqlCommand(ctx, sqlCommandConfig{target: tgt, format: "csv", query: "SELECT count(*) FROM events"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("count_star()\n%d\n", 13+2*runs); out.String() != want {
+		t.Errorf("events = %q, want %q", out.String(), want)
+	}
+}
