@@ -251,3 +251,9 @@ func ExemptFromGate(ctx context.Context) context.Context { return exemptFromGate
 
 // ConnsOut is how many of w.DB()'s connections the gate counts out of the pool.
 func ConnsOut(w *Warehouse) int { return w.gate.outOfPool() }
+
+// CloseGate closes w's gate (as a reattach does, once no connection is out) and returns the
+// func that opens it.
+func CloseGate(w *Warehouse) (open func(), ok bool) {
+	return w.gate.open, w.gate.tryClose(context.Background(), time.Second, false)
+}

@@ -13,7 +13,9 @@ import (
 // it. `analyzer serve` answers its query API, console, metrics and reports from the same
 // database while it ingests: the reattach may begin only when no connection but the
 // ingester's is taken from the pool, and a connection asked for while it runs waits for it
-// (tens of milliseconds).
+// (tens of milliseconds; up to attachWait if something the gate does not count holds the
+// database, after which the gate opens on a database still detached, whose users then get
+// DuckDB's error until ingestion attaches it again).
 //
 // database/sql tells the driver when a connection is taken from the pool and when it is put
 // back: a connection is made for a user who asked (Connector.Connect) or reset for the next one
@@ -143,6 +145,10 @@ type gatedConnector struct {
 	gate  *gate
 }
 
+// Connect makes a connection for a user who asked for one. (With SetMaxOpenConns, database/sql
+// also opens connections ahead for users who wait, with a context of its own: such a
+// connection is counted until it is first put back, and may wait at a closed gate. The
+// warehouse's pool is not limited.)
 func (c *gatedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	ex := exempt(ctx)
 	if !ex {
@@ -167,8 +173,9 @@ func (c *gatedConnector) Driver() driver.Driver { return c.inner.Driver() }
 // put back (IsValid) or closed.
 type gatedConn struct {
 	driver.Conn
-	gate *gate
-	out  bool
+	gate     *gate
+	out      bool
+	txFailed bool // a transaction's Commit or Rollback failed (IsValid)
 }
 
 // Unwrap returns DuckDB's own connection, for what needs its type (the Arrow interface, the
@@ -184,22 +191,29 @@ func unwrapConn(dc any) driver.Conn {
 	return conn
 }
 
-// ResetSession is called before a used connection serves its next user.
+// ResetSession is called before a used connection serves its next user. When the user's ctx
+// ends while it waits at the closed gate, the connection is given up (driver.ErrBadConn):
+// database/sql hands a connection out whatever else ResetSession returns, and it would be
+// used uncounted; it then asks for a new one, which returns ctx's error.
 func (c *gatedConn) ResetSession(ctx context.Context) error {
 	if c.out || exempt(ctx) {
 		return nil
 	}
 	if err := c.gate.take(ctx); err != nil {
-		return err
+		return driver.ErrBadConn
 	}
 	c.out = true
 	return nil
 }
 
-// IsValid is called when the connection goes back to the pool.
+// IsValid is called when the connection goes back to the pool. One whose transaction failed
+// to end is not valid: it may still be inside it, holding the database (a reattach's ATTACH
+// would wait for it) where the gate no longer counts it. (With SessionResetter and Validator
+// implemented, database/sql puts a connection whose transaction's context ended back in the
+// pool after the rollback, where it would otherwise close it.)
 func (c *gatedConn) IsValid() bool {
 	c.release()
-	return true
+	return !c.txFailed
 }
 
 func (c *gatedConn) release() {
@@ -215,7 +229,29 @@ func (c *gatedConn) Close() error {
 }
 
 func (c *gatedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedTx{Tx: tx, conn: c}, nil
+}
+
+// gatedTx marks its connection when it fails to end (gatedConn.IsValid). database/sql calls
+// Commit and Rollback under the connection's lock, as it does IsValid.
+type gatedTx struct {
+	driver.Tx
+	conn *gatedConn
+}
+
+func (t *gatedTx) Commit() error { return t.conn.ended(t.Tx.Commit()) }
+
+func (t *gatedTx) Rollback() error { return t.conn.ended(t.Tx.Rollback()) }
+
+func (c *gatedConn) ended(err error) error {
+	if err != nil {
+		c.txFailed = true
+	}
+	return err
 }
 
 func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {

@@ -101,7 +101,8 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 		case errors.Is(err, errDetached):
 			// A reattach detached the database and could not attach it again: something holds
 			// the file (another process opened it in that moment) or the old database (a
-			// transaction begun before the detach). Nothing can be written meanwhile, so
+			// transaction the gate does not count, on one of the ingester's own connections,
+			// begun before the detach). Nothing can be written meanwhile, so
 			// nothing is lost: wait for it for as long as it takes, as for the broker.
 			cfg.Logger.Warn("warehouse: the database is detached and cannot be attached again yet; retrying", "db", w.cfg.Path, "err", err)
 			if ing.conn, err = w.renewConn(ctx, ing.conn); err != nil {

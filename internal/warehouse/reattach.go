@@ -37,8 +37,8 @@ var gateWait = 100 * time.Millisecond
 // gateFirmAfter is how many reattaches put off in a row make the next one close the gate to
 // new connections while it waits, for at most gateFirmWait, for those in use. After such a
 // wait in vain (a connection held for long: an export, a slow query), the next is tried no
-// sooner than gateFirmEvery later, so that neither ingestion nor the queries are held up
-// again and again.
+// sooner than gateFirmEvery later, and meanwhile a reattach looks whether the database is idle
+// without waiting, so that neither ingestion nor the queries are held up again and again.
 var (
 	gateFirmAfter = 3
 	gateFirmWait  = 2 * time.Second
@@ -59,10 +59,15 @@ var (
 // after a wait in vain, the next such wait comes gateFirmEvery later at the soonest.
 func (ing *ingester) reattach(ctx context.Context) error {
 	start := time.Now()
-	firm := ing.putOff >= gateFirmAfter && time.Since(ing.firmFailed) >= gateFirmEvery
+	sinceFirm := time.Since(ing.firmFailed)
+	firm := ing.putOff >= gateFirmAfter && sinceFirm >= gateFirmEvery
 	wait := gateWait
-	if firm {
+	switch {
+	case firm:
 		wait = gateFirmWait
+	case sinceFirm < gateFirmEvery:
+		// A connection held for long: look, but do not hold ingestion up for it.
+		wait = 0
 	}
 	if !ing.w.gate.tryClose(ctx, wait, firm) {
 		if firm {
