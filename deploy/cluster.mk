@@ -64,3 +64,8 @@ load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in Duc
 	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) DITTO_LOAD_ANALYZER_FLAGS='$(ANALYZER_FLAGS)' DITTO_LOAD_FLAGS='$(LOAD_FLAGS)' \
 	DITTO_LOAD_PROFILE='$(if $(PROFILE),$(abspath $(PROFILE)))' \
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(LOAD_TIMEOUT) -run 'TestLoad' ./internal/faultsuite/
+
+.PHONY: load-judge
+load-judge: ## judge a kept load run's memory again, the analyzer's around its reattaches (KEPT=the run's directory under DITTO_FAULT_KEEP)
+	@test -n "$(KEPT)" || { echo "KEPT=<directory of a kept load run, with load.json and analyzer.log>"; exit 2; }
+	DITTO_LOAD_JUDGE='$(abspath $(KEPT))' $(GO) test -count=1 -v -run 'TestJudgeLoadAgain' ./internal/faultsuite/

@@ -46,7 +46,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
-	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Consumer: cfg.Consumer}
+	rep := &Report{Study: cfg.Study, Rate: cfg.Rate, Duration: cfg.Duration, Began: start.UTC(), Consumer: cfg.Consumer}
 
 	sctx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -315,7 +315,7 @@ func (m *meter) finish(rep *Report) {
 		if pm, err := ReadProcMemory(pid); err == nil && pm.Peak > m.peak[name].Peak {
 			m.peak[name] = pm
 		}
-		mem := memoryTrend(Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}, m.samples, m.cfg.Duration)
+		mem := memoryTrend(Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}, m.samples, m.cfg.Duration, nil)
 		if mem.PeakKiB == 0 && m.memErr[name] != nil {
 			mem.Err = m.memErr[name].Error()
 		}

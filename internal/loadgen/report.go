@@ -42,8 +42,12 @@ type Memory struct {
 	// leaves them uncertain.
 	SecondSlopeHalfWidth      float64 `json:"second_slope_halfwidth_mib_per_min"`
 	SecondFloorSlopeHalfWidth float64 `json:"second_floor_slope_halfwidth_mib_per_min"`
-	Verdict                   string  `json:"verdict"` // MemBounded, MemGrowing, MemUnresolved or MemUnknown
-	Err                       string  `json:"error,omitempty"`
+	// Releases is how many releases (Release) the floors were judged around, and
+	// FloorSamplesLeftOut how many samples they left out of the floors.
+	Releases            int    `json:"releases,omitempty"`
+	FloorSamplesLeftOut int    `json:"floor_samples_left_out,omitempty"`
+	Verdict             string `json:"verdict"` // MemBounded, MemGrowing, MemUnresolved or MemUnknown
+	Err                 string `json:"error,omitempty"`
 }
 
 // CPU is the CPU time (user + system) one watched process used during the run; the entry
@@ -86,11 +90,13 @@ func cpuUse(name string, pid int, at0, atPub, atEnd, publishing time.Duration, p
 
 // Report is the outcome of a load run.
 type Report struct {
-	Study     string        `json:"study"`
-	Rate      float64       `json:"rate"` // target, events/s
-	Duration  time.Duration `json:"duration"`
-	Published int           `json:"published"`
-	Failed    int           `json:"failed"` // publishes JetStream did not acknowledge
+	Study    string        `json:"study"`
+	Rate     float64       `json:"rate"` // target, events/s
+	Duration time.Duration `json:"duration"`
+	// Began is when publishing began: Sample.At and Release count from it.
+	Began     time.Time `json:"began"`
+	Published int       `json:"published"`
+	Failed    int       `json:"failed"` // publishes JetStream did not acknowledge
 	// Batched is how many were acknowledged by fast batches (Config.Batch); BatchStopped says
 	// why the rest were not (published one by one instead).
 	Batched      int    `json:"batched,omitempty"`
