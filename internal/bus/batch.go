@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -129,11 +130,7 @@ func (p *BatchPublisher) Publish(ctx context.Context, subject, msgID string, dat
 	if ack != nil {
 		p.acked = max(p.acked, ack.AckSequence)
 	}
-	if err == nil {
-		if f := p.failure.Load(); f != nil {
-			err = *f
-		}
-	}
+	err = p.why(err)
 	if err != nil {
 		return p.abandon(ctx, nil, err)
 	}
@@ -146,11 +143,7 @@ func (p *BatchPublisher) Publish(ctx context.Context, subject, msgID string, dat
 // commit ends the open batch and waits for its acknowledgement.
 func (p *BatchPublisher) commit(ctx context.Context) error {
 	ack, err := p.fp.Close(ctx)
-	if err == nil {
-		if f := p.failure.Load(); f != nil {
-			err = *f
-		}
-	}
+	err = p.why(err)
 	if ack != nil {
 		p.acked = max(p.acked, ack.BatchSize)
 	}
@@ -163,6 +156,30 @@ func (p *BatchPublisher) commit(ctx context.Context) error {
 	p.batched += int64(len(p.batch))
 	p.fp = nil
 	return nil
+}
+
+// reasonWait bounds how long why waits for the server's reason for a batch that closed.
+const reasonWait = 200 * time.Millisecond
+
+// why returns the error the server reported for the open batch, if it reported one, in place of
+// err from the batch's AddMsg or Close, or err. When the server refuses a batch's messages (a
+// stream at its limits, a full disk), the publisher is closed at once and says only that
+// (jetstreamext.ErrBatchClosed); the server's reason reaches the batch's error handler a
+// moment later, and why waits up to reasonWait for it.
+func (p *BatchPublisher) why(err error) error {
+	deadline := time.Now().Add(reasonWait)
+	for {
+		if f := p.failure.Load(); f != nil {
+			if err == nil || errors.Is(err, jetstreamext.ErrBatchClosed) {
+				return *f
+			}
+			return fmt.Errorf("%w (the server: %w)", err, *f)
+		}
+		if !errors.Is(err, jetstreamext.ErrBatchClosed) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // abandon gives the open batch's unacknowledged messages (and then next, when it is not in the

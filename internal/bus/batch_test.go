@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,44 @@ func TestBatchPublisherAcrossBrokenConnection(t *testing.T) {
 		t.Errorf("Batched() = %d, want 0 (no batch was acknowledged)", p.Batched())
 	}
 	checkStored(ctx, t, direct, ids)
+}
+
+// When the server refuses a batch's messages (here the stream is full: max bytes, new ones
+// discarded; a full disk is refused alike), Stopped says what the server said, not only that
+// the batch publisher closed, and so does Wait of the messages then published one by one.
+func TestBatchPublisherSaysWhyTheServerStoppedIt(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ctx := ctxT(t)
+	js := bustest.JetStream(t, b)
+	s, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxBytes, cfg.Discard = 20_000, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.NewBatchPublisher(ctx, events.EventsStream, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, ids, data := batchEvents(t, 200)
+	for i := range subjects {
+		if err := p.Publish(ctx, subjects[i], ids[i], data[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	werr := p.Wait(ctx)
+	stopped := p.Stopped()
+	if stopped == nil {
+		t.Fatal("Stopped() = nil, though the stream could not hold the messages")
+	}
+	if !strings.Contains(stopped.Error(), "maximum bytes") {
+		t.Errorf("Stopped() = %v, want the server's reason (maximum bytes exceeded)", stopped)
+	}
+	t.Logf("Stopped() = %v; Wait() = %v", stopped, werr)
+	if werr == nil || !strings.Contains(werr.Error(), "maximum bytes") {
+		t.Errorf("Wait() = %v, want the messages not stored, with the server's reason", werr)
+	}
 }

@@ -71,8 +71,10 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	defer cancel()
 	if err := pub.Wait(wctx); err != nil {
 		failed, ok := bus.IsAckError(err)
-		if rep.Failed = len(failed); ok {
-			err = fmt.Errorf("%d publishes not acknowledged", rep.Failed)
+		if rep.Failed = len(failed); ok && rep.Failed > 0 {
+			// The count and the first reason (a full stream or disk says so here), not the
+			// thousands of lines of each publish's.
+			err = fmt.Errorf("%d publishes not acknowledged; the first: %v", rep.Failed, failed[0])
 		}
 		perr = errors.Join(perr, fmt.Errorf("loadgen: %w", err))
 	}

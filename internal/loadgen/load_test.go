@@ -117,3 +117,31 @@ func TestRunNotDrained(t *testing.T) {
 		t.Errorf("report %+v: want not drained, not sustained", rep)
 	}
 }
+
+// A stream that cannot hold the load (here its max bytes, new messages discarded; a full disk
+// is refused alike) makes Run fail with the count not stored and the server's reason, and the
+// report says why the batches stopped.
+func TestRunIntoAFullStream(t *testing.T) {
+	srv := bustest.NewServer(t)
+	b := srv.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := bustest.JetStream(t, b)
+	s, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxBytes, cfg.Discard = 200_000, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, b, Config{Rate: 2000, Duration: time.Second, Batch: 500, Sample: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "publishes not acknowledged; the first:") || !strings.Contains(err.Error(), "maximum bytes exceeded") {
+		t.Fatalf("Run = %v, want the publishes not acknowledged and the server's reason", err)
+	}
+	if rep == nil || rep.Failed == 0 || !strings.Contains(rep.BatchStopped, "maximum bytes exceeded") {
+		t.Errorf("report %+v: want failed publishes and the batches' stop explained", rep)
+	}
+	t.Logf("Run = %v; batches: %s", err, rep.BatchStopped)
+}
