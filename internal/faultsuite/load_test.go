@@ -34,9 +34,6 @@ type loadRow struct {
 	// the final checkpoint at close included, which the report's until-committed figure
 	// misses (and the idle seconds of nats bench, which cost next to nothing).
 	analyzerToExit time.Duration
-	// memBounded is the memory verdict of the system under test: the analyzer and the NATS
-	// server process(es), not the load generator.
-	memBounded bool
 }
 
 // The analyzer's DuckDB and memory settings for the load runs, unless
@@ -99,17 +96,22 @@ func TestLoad(t *testing.T) {
 	flags, memLimit := analyzerMemory()
 	fmt.Printf("\nLOAD SUMMARY (duration %s; rates in events/s; analyzer: %s, GOMEMLIMIT=%s; producer load: %q)\n", dur, strings.Join(flags, " "), memLimit,
 		os.Getenv("DITTO_LOAD_FLAGS"))
-	fmt.Printf("held = lag bounded (Sustained); mem = memory bounded, analyzer and NATS: per process, the RSS slope over the second half of publishing\n")
+	fmt.Printf("held = lag bounded (Sustained); mem = the analyzer's memory verdict, nats-mem the NATS process(es)' (bounded, growing, unresolved or unknown): per process, the RSS slope over the second half of publishing\n")
 	fmt.Printf("      <= %.0f MiB/min or <= %.2f x the first half's (see internal/loadgen/memtrend.go); memory columns = peak RSS (VmHWM)\n",
 		loadgen.FlatSlope, loadgen.BoundedRatio)
 	fmt.Printf("cpu = CPU µs per event published (user + system, /proc/<pid>/stat, from the first publish until all was committed), analyzer/nats/producer\n")
-	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %6s %9s %10s %11s %9s %10s %6s %16s\n", "mode", "target", "published", "end2end", "drain",
-		"max-lag", "lag-slope", "held", "mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio", "cpu")
+	fmt.Printf("%-9s %7s %9s %9s %8s %8s %9s %6s %10s %10s %9s %10s %11s %9s %10s %6s %16s\n", "mode", "target", "published", "end2end", "drain",
+		"max-lag", "lag-slope", "held", "mem", "nats-mem", "stored", "analyzer", "nats", "producer", "nats-bench", "ratio", "cpu")
 	for _, r := range rows {
-		var nats []string
+		var nats, natsMem []string
+		analyzerMem := loadgen.MemUnknown
 		for _, m := range r.rep.Memory {
-			if strings.HasPrefix(m.Name, "nats-") {
+			switch {
+			case strings.HasPrefix(m.Name, "nats-"):
 				nats = append(nats, fmt.Sprintf("%.0f", mibOf(m.PeakKiB)))
+				natsMem = append(natsMem, m.Verdict)
+			case m.Name == "analyzer":
+				analyzerMem = m.Verdict
 			}
 		}
 		ratio := "-"
@@ -123,8 +125,9 @@ func TestLoad(t *testing.T) {
 			}
 		}
 		cpu := fmt.Sprintf("%.1f/%.1f/%.1f", cpuOf(r.rep, "analyzer"), natsCPU, cpuOf(r.rep, "producer"))
-		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %6v %9d %9.0fM %11s %8.0fM %10.0f %6s %16s\n", r.mode, r.rate, r.rep.PublishRate,
-			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, r.memBounded, r.stored,
+		fmt.Printf("%-9s %7.0f %9.0f %9.0f %8s %8d %+9.1f %6v %10s %10s %9d %9.0fM %11s %8.0fM %10.0f %6s %16s\n", r.mode, r.rate, r.rep.PublishRate,
+			r.rep.EndToEndRate, r.rep.Drain.Round(10*time.Millisecond), r.rep.MaxLag, r.rep.LagSlope, r.sustained, analyzerMem,
+			strings.Join(natsMem, "/"), r.stored,
 			mibOf(peakOf(r.rep, "analyzer")), strings.Join(nats, "/")+"M", mibOf(peakOf(r.rep, "producer")), r.benchRate, ratio, cpu)
 		if r.benchErr != "" {
 			fmt.Printf("  nats bench: %s\n", r.benchErr)
@@ -319,11 +322,6 @@ func loadOnce(t *testing.T, b *bins, mode string, rate float64, dur time.Duratio
 		t.Errorf("DITTO_EVENTS holds %d messages, %d of them not of %s: another process published to this server during the run",
 			total, total-uint64(n), study)
 	}
-	var sut []string // the system under test: the analyzer and the NATS process(es)
-	for name := range watch {
-		sut = append(sut, name)
-	}
-	row.memBounded = row.rep.MemoryBounded(sut...)
 	// nats bench on the same server(s), same settings, while the analyzer idles.
 	if cli := os.Getenv("DITTO_NATSCLI"); cli != "" {
 		row.benchRate, err = natsBench(cli, url, replicas, row.rep.MeanSize, dur)
