@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/dittolab/ditto/internal/analysis"
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/cli"
 	"github.com/dittolab/ditto/internal/queryapi"
@@ -160,29 +158,9 @@ func TestMetricsThroughServe(t *testing.T) {
 	b := srv.Connect(t)
 	dataDir := t.TempDir()
 	const token = "metrics-token"
-	var cfg serveConfig
-	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
+	cfg := serveConfigFor(srv.ClientURL(), dataDir, token)
 	cfg.ingest.BatchWait = 10 * time.Second
-	cfg.listen = "127.0.0.1:0"
-	cfg.token = token
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- serve(sctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	var c *queryapi.Client
-	waitFor(t, "analyzer.url", func() (bool, error) {
-		var err error
-		c, err = queryapi.Discover(ctx, dataDir, token)
-		return err == nil, err
-	})
+	c := startServe(t, cfg).client
 	viaServe := func(args ...string) metricsConfig {
 		cfg := metricsCfg(t, filepath.Join(dataDir, warehouse.DefaultFile), args...)
 		cfg.target.token = token

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/queryapi"
 	"github.com/dittolab/ditto/internal/sqlguard/sqlguardtest"
 )
 
@@ -29,37 +26,18 @@ func TestServeReattachesWhileServing(t *testing.T) {
 
 	dataDir := t.TempDir()
 	const token = "test-token"
-	var cfg serveConfig
-	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
+	cfg := serveConfigFor(srv.ClientURL(), dataDir, token)
 	// Every commit checkpoints at this threshold: a reattach is due before each transaction
 	// after the first.
 	cfg.db.CheckpointThreshold = "1KB"
 	cfg.ingest.BatchWait = 20 * time.Millisecond
 	cfg.ingest.ReattachEvents = 1
-	cfg.listen = "127.0.0.1:0"
-	cfg.token = token
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	c := startServe(t, cfg).client
 
 	tgt := target{dataDir: dataDir, token: token}
 	tgt.resolve()
-	var c *queryapi.Client
-	waitFor(t, "analyzer.url", func() (bool, error) {
-		var err error
-		c, err = queryapi.Discover(ctx, dataDir, token)
-		return err == nil, err
-	})
 
 	// The API's users, all through the ingestion below.
 	stop := make(chan struct{})

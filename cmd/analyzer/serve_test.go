@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,6 +84,63 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	t.Fatalf("timed out waiting for %s (last error %v)", what, last)
 }
 
+// serveConfigFor is the configuration the serve tests start from: the test's nats-server, a
+// data directory, and the API on a free loopback port, with token ("" for none).
+func serveConfigFor(natsURL, dataDir, token string) serveConfig {
+	var cfg serveConfig
+	cfg.bus = bus.Config{URL: natsURL, DataDir: dataDir}
+	cfg.listen = "127.0.0.1:0"
+	cfg.token = token
+	return cfg
+}
+
+// servingAnalyzer is `analyzer serve` run in the test's process (startServe).
+type servingAnalyzer struct {
+	client *queryapi.Client // its query API, found through the data directory's analyzer.url
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// startServe validates cfg, runs serve with it and waits until its query API is advertised in
+// the data directory. Serve runs until stop, or until the test ends, when an error of its is
+// reported.
+func startServe(t *testing.T, cfg serveConfig) *servingAnalyzer {
+	t.Helper()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &servingAnalyzer{cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	waitFor(t, "analyzer.url", func() (bool, error) {
+		var err error
+		s.client, err = queryapi.Discover(ctx, cfg.bus.DataDir, cfg.token)
+		return err == nil, err
+	})
+	return s
+}
+
+// stop stops serve and returns what it returned, or an error when it has not returned within
+// 30 s. Only its first call stops; the others return the same.
+func (s *servingAnalyzer) stop() error {
+	s.once.Do(func() {
+		s.cancel()
+		select {
+		case s.err = <-s.done:
+		case <-time.After(30 * time.Second):
+			s.err = errors.New("serve did not stop within 30 s")
+		}
+	})
+	return s.err
+}
+
 func findStudy(st []queryapi.Study, name string) *queryapi.Study {
 	for i := range st {
 		if st[i].Study == name {
@@ -106,27 +164,15 @@ func TestServeEndToEnd(t *testing.T) {
 
 	dataDir := t.TempDir()
 	const token = "test-token"
-	var cfg serveConfig
-	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
+	cfg := serveConfigFor(srv.ClientURL(), dataDir, token)
 	cfg.ingest.BatchWait = 50 * time.Millisecond
-	cfg.listen = "127.0.0.1:0"
-	cfg.token = token
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	running := startServe(t, cfg)
+	c := running.client
 
 	tgt := target{dataDir: dataDir, token: token}
 	tgt.resolve()
-	var c *queryapi.Client
-	waitFor(t, "analyzer.url", func() (bool, error) {
-		var err error
-		c, err = queryapi.Discover(ctx, dataDir, token)
-		return err == nil, err
-	})
 	waitFor(t, "ingestion of both studies", func() (bool, error) {
 		st, err := c.Studies(ctx)
 		a, bt := findStudy(st, "alpha"), findStudy(st, "beta")
@@ -206,14 +252,8 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	// Stop serve: it returns, and its URL file is gone.
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
+	if err := running.stop(); err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, queryapi.URLFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("analyzer.url after serve stopped: %v", err)

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/dittolab/ditto/internal/bus"
 	"github.com/dittolab/ditto/internal/bus/bustest"
-	"github.com/dittolab/ditto/internal/queryapi"
 )
 
 // TestServeCutsSlowRequests: a request whose body never finishes arriving is cut off at the
@@ -22,29 +18,10 @@ import (
 func TestServeCutsSlowRequests(t *testing.T) {
 	srv := bustest.NewServer(t)
 	dataDir := t.TempDir()
-	var cfg serveConfig
-	cfg.bus = bus.Config{URL: srv.ClientURL(), DataDir: dataDir}
-	cfg.listen = "127.0.0.1:0"
+	cfg := serveConfigFor(srv.ClientURL(), dataDir, "")
 	cfg.noIngest = true
 	cfg.readTimeout = 500 * time.Millisecond
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve() = %v", err)
-		}
-	}()
-	var c *queryapi.Client
-	waitFor(t, "analyzer.url", func() (bool, error) {
-		var err error
-		c, err = queryapi.Discover(ctx, dataDir, "")
-		return err == nil, err
-	})
+	c := startServe(t, cfg).client
 	u, err := url.Parse(c.BaseURL)
 	if err != nil {
 		t.Fatal(err)

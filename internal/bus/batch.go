@@ -158,27 +158,20 @@ func (p *BatchPublisher) commit(ctx context.Context) error {
 	return nil
 }
 
-// reasonWait bounds how long why waits for the server's reason for a batch that closed.
-const reasonWait = 200 * time.Millisecond
-
 // why returns the error the server reported for the open batch, if it reported one, in place of
 // err from the batch's AddMsg or Close, or err. When the server refuses a batch's messages (a
-// stream at its limits, a full disk), the publisher is closed at once and says only that
-// (jetstreamext.ErrBatchClosed); the server's reason reaches the batch's error handler a
-// moment later, and why waits up to reasonWait for it.
+// stream at its limits, a full disk), the publisher closes and then says only that
+// (jetstreamext.ErrBatchClosed); the server's reason went to the batch's error handler as it
+// closed.
 func (p *BatchPublisher) why(err error) error {
-	deadline := time.Now().Add(reasonWait)
-	for {
-		if f := p.failure.Load(); f != nil {
-			if err == nil || errors.Is(err, jetstreamext.ErrBatchClosed) {
-				return *f
-			}
-			return fmt.Errorf("%w (the server: %w)", err, *f)
-		}
-		if !errors.Is(err, jetstreamext.ErrBatchClosed) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
+	f := p.failure.Load()
+	switch {
+	case f == nil:
+		return err
+	case err == nil || errors.Is(err, jetstreamext.ErrBatchClosed):
+		return *f
+	default:
+		return fmt.Errorf("%w (the server: %w)", err, *f)
 	}
 }
 

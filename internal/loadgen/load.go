@@ -317,7 +317,7 @@ func (m *meter) finish(rep *Report) {
 		if pm, err := ReadProcMemory(pid); err == nil && pm.Peak > m.peak[name].Peak {
 			m.peak[name] = pm
 		}
-		mem := memoryTrend(Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}, m.samples, m.cfg.Duration, nil)
+		mem := memoryTrend(Memory{Name: name, PID: pid, PeakKiB: m.peak[name].Peak}, m.samples, loadTime(m.samples, m.cfg.Duration), nil)
 		if mem.PeakKiB == 0 && m.memErr[name] != nil {
 			mem.Err = m.memErr[name].Error()
 		}

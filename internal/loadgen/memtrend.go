@@ -38,7 +38,8 @@ const (
 //	unresolved  otherwise,
 //
 // and the memory is growing when its peaks or its floors are, bounded when both are, and
-// unresolved otherwise.
+// unresolved otherwise. The samples in a release of the process's (Release: the analyzer's
+// reattaches, told afterwards by Report.JudgeMemory) count towards the peaks only.
 //
 // Why: at a constant event rate, memory that grows with the data handled (a leak, an index of
 // every subject or message id, a cache without a limit) grows by the same amount in each half,
@@ -104,8 +105,8 @@ type Release struct {
 }
 
 // ReleaseRefill is how long after a Release its process's RSS is left out of the floors: the
-// dip of a reattach lasts one cycle of DuckDB's buffer (it fills and is checkpointed every 20
-// to 40 s at 20,000 events/s), and a window, TrendWindow, is as long.
+// dip of a reattach lasts about one cycle of DuckDB's buffer (it fills and is checkpointed
+// every 20 to 40 s at 20,000 events/s), and TrendWindow's 30 s cover most of it.
 //
 // Why leave it out: a floor is there to see a leak under the buffer's cycles, and a span that
 // holds a reattach has a floor 150 to 200 MiB below its neighbours' whatever the process's
@@ -115,8 +116,31 @@ type Release struct {
 // as much as it raises them anywhere, and the peaks keep every sample.
 const ReleaseRefill = TrendWindow
 
+// loadTime is how long the load was applied of a publishing time of dur: all of it, unless the
+// stream stopped storing events more than a TrendWindow before publishing ended (the server
+// refused them: a full disk, a stream at its limits, and each publish failed), when it is until
+// the last sample at which the stream still grew. The processes' memory is judged over it: an
+// idle process after the load stopped says nothing of the memory under it.
+func loadTime(samples []Sample, dur time.Duration) time.Duration {
+	var last time.Duration // the last sample at which the stream held more than at the one before
+	prev := -1
+	for _, s := range samples {
+		if s.At > dur {
+			break
+		}
+		if prev >= 0 && s.Stored > prev {
+			last = s.At
+		}
+		prev = s.Stored
+	}
+	if last == 0 || last >= dur-TrendWindow {
+		return dur
+	}
+	return last
+}
+
 // memoryTrend fills in m's RSS figures and verdict from the samples of the process m.Name taken
-// while publishing lasted (0 < At <= dur). The samples in a release (From, To+ReleaseRefill]
+// while the load was applied (0 < At <= dur: loadTime). The samples in a release (From, To+ReleaseRefill]
 // count towards the peaks only.
 func memoryTrend(m Memory, samples []Sample, dur time.Duration, releases []Release) Memory {
 	type point struct {
@@ -141,6 +165,7 @@ func memoryTrend(m Memory, samples []Sample, dur time.Duration, releases []Relea
 		}
 	}
 	m.Releases = len(releases)
+	m.JudgedOver = dur
 	if len(pts) == 0 {
 		m.Verdict = MemUnknown
 		return m
@@ -290,11 +315,15 @@ func (r *Report) JudgeMemory(name string, releases []Release) error {
 		if m.Err != "" {
 			return fmt.Errorf("loadgen: no memory figures of %s: %s", name, m.Err)
 		}
-		fresh := memoryTrend(Memory{Name: m.Name, PID: m.PID, PeakKiB: m.PeakKiB}, r.Samples, r.Duration, releases)
-		if fresh.Verdict == MemUnknown && m.Verdict != MemUnknown {
+		has := false
+		for _, s := range r.Samples {
+			_, ok := s.RSS[name]
+			has = has || ok
+		}
+		if !has {
 			return fmt.Errorf("loadgen: the report's samples hold no RSS of %s", name)
 		}
-		r.Memory[i] = fresh
+		r.Memory[i] = memoryTrend(Memory{Name: m.Name, PID: m.PID, PeakKiB: m.PeakKiB}, r.Samples, loadTime(r.Samples, r.Duration), releases)
 		return nil
 	}
 	return fmt.Errorf("loadgen: %s was not watched", name)

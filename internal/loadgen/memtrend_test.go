@@ -99,6 +99,7 @@ func TestMemoryTrendPoints(t *testing.T) {
 		QuarterKiB: 120 * 1024,         // 1 min
 		HalfKiB:    140 * 1024,         // 2 min
 		EndKiB:     180 * 1024,         // 4 min, not 4 min 5 s
+		JudgedOver: dur,
 		Verdict:    MemGrowing}
 	got.FirstSlope, got.SecondSlope = math.Round(got.FirstSlope*100)/100, math.Round(got.SecondSlope*100)/100
 	got.FirstFloorSlope, got.SecondFloorSlope = math.Round(got.FirstFloorSlope*100)/100, math.Round(got.SecondFloorSlope*100)/100
@@ -362,5 +363,44 @@ func TestReportJudgeMemory(t *testing.T) {
 		if err := rep.JudgeMemory(name, nil); err == nil {
 			t.Errorf("JudgeMemory(%q): no error", name)
 		}
+	}
+}
+
+// A stream that stopped storing events well before publishing ended (the server refused them)
+// ends the time the memory is judged over: after it the processes idle, and their memory then
+// says nothing of the load's. One that stored until the end, or nearly, is judged over it all.
+func TestMemoryJudgedWhileTheStreamStored(t *testing.T) {
+	const dur = 10 * time.Minute
+	// Memory that grows 20 MiB/min under load, and drops to 100 MiB once the load stops.
+	stopAt := 7 * time.Minute
+	samples := series(dur, func(at time.Duration) float64 {
+		if at > stopAt {
+			return 100
+		}
+		return 200 + 20*at.Minutes()
+	})
+	for i := range samples {
+		samples[i].Stored = int(min(samples[i].At, stopAt) / time.Millisecond)
+	}
+	if got := loadTime(samples, dur); got != stopAt {
+		t.Errorf("loadTime = %v, want %v: the last sample at which the stream grew", got, stopAt)
+	}
+	rep := &Report{Duration: dur, Samples: samples, Memory: []Memory{{Name: "p"}}}
+	if err := rep.JudgeMemory("p", nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := rep.Memory[0]; m.JudgedOver != stopAt || m.Verdict != MemGrowing || m.EndKiB != 340<<10 {
+		t.Errorf("judged over %v, RSS at the end %d KiB, verdict %s; want %v, %d, %s (over the whole publishing time the drop reads as bounded)",
+			m.JudgedOver, m.EndKiB, m.Verdict, stopAt, 340<<10, MemGrowing)
+	}
+	if blind := memoryTrend(Memory{Name: "p"}, samples, dur, nil); blind.Verdict != MemBounded {
+		t.Errorf("over the whole publishing time: %s, want %s (what the test guards against)", blind.Verdict, MemBounded)
+	}
+	// Stored until 20 s before the end (the last batch acknowledged a little early): all of it.
+	for i := range samples {
+		samples[i].Stored = int(min(samples[i].At, dur-20*time.Second) / time.Millisecond)
+	}
+	if got := loadTime(samples, dur); got != dur {
+		t.Errorf("loadTime = %v, want %v", got, dur)
 	}
 }

@@ -42,6 +42,10 @@ type Memory struct {
 	// leaves them uncertain.
 	SecondSlopeHalfWidth      float64 `json:"second_slope_halfwidth_mib_per_min"`
 	SecondFloorSlopeHalfWidth float64 `json:"second_floor_slope_halfwidth_mib_per_min"`
+	// JudgedOver is the time from the first publish the memory was judged over: the
+	// publishing time, or less when the stream stopped storing events well before it ended
+	// (loadTime).
+	JudgedOver time.Duration `json:"judged_over"`
 	// Releases is how many releases (Release) the floors were judged around, and
 	// FloorSamplesLeftOut how many samples they left out of the floors.
 	Releases            int    `json:"releases,omitempty"`
@@ -185,8 +189,12 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "memory %s (pid %d): %s\n", m.Name, m.PID, m.Err)
 			continue
 		}
-		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end of publishing (MiB); slope of its peaks %+.2f MiB/min in the first half, %+.2f ± %.2f (95%%) in the second, of its floors %+.2f and %+.2f ± %.2f: %s\n",
-			m.Name, m.PID, mib(m.PeakKiB), mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
+		over := "publishing"
+		if m.JudgedOver > 0 && m.JudgedOver < r.Duration {
+			over = fmt.Sprintf("the first %s, while the stream stored events", m.JudgedOver.Round(time.Second))
+		}
+		fmt.Fprintf(w, "memory %s (pid %d): peak %.1f MiB (VmHWM); judged over %s: RSS %.1f at start, %.1f at 1/4, %.1f at 1/2, %.1f at the end (MiB); slope of its peaks %+.2f MiB/min in the first half, %+.2f ± %.2f (95%%) in the second, of its floors %+.2f and %+.2f ± %.2f: %s\n",
+			m.Name, m.PID, mib(m.PeakKiB), over, mib(m.StartKiB), mib(m.QuarterKiB), mib(m.HalfKiB), mib(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
 			m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
 	}
 	for _, c := range r.CPU {

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +62,13 @@ func Export(ctx context.Context, db *sql.DB, dir string, tables []string) (*Expo
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrExport, err)
 	}
-	defer func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") }()
+	defer func() {
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			// Not back to the pool inside the transaction: it would hold this snapshot, and
+			// the ingester's reattach would wait for it (warehouse, gate.go).
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 
 	m := &ExportManifest{ExportedAt: time.Now().UTC(), Tables: []ExportedTable{}}
 	for _, t := range tables {

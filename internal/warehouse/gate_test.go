@@ -142,13 +142,7 @@ func TestReattachWaitsForTheDatabasesUsers(t *testing.T) {
 	first, second := chunkMsgs(t, 0, 3000), chunkMsgs(t, 1, 2000)
 	warehousetest.PublishFast(t, b, first)
 	ctx := warehousetest.Context(t, 2*time.Minute)
-	// Every commit checkpoints at this threshold, so that a reattach is due before each
-	// transaction after the first.
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openCheckpointingEveryCommit(t, ctx)
 	cfg := warehouse.IngestConfig{BatchSize: 500, TxnBatches: 1, BatchWait: 50 * time.Millisecond, ReattachEvents: 1}
 
 	user, err := w.DB().Conn(ctx)
@@ -185,11 +179,7 @@ func TestReattachKeepsQueriesWorking(t *testing.T) {
 	msgs := append(chunkMsgs(t, 0, 5000), chunkMsgs(t, 1, 5000)...)
 	warehousetest.PublishFast(t, b, msgs)
 	ctx := warehousetest.Context(t, 2*time.Minute)
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openCheckpointingEveryCommit(t, ctx)
 	db := w.DB()
 
 	done := make(chan struct{})

@@ -1,6 +1,7 @@
 package warehouse_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +16,19 @@ type msg = warehousetest.Msg
 func openWH(t testing.TB, path string) *warehouse.Warehouse {
 	t.Helper()
 	w, err := warehouse.Open(warehousetest.Context(t, 30*time.Second), warehouse.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// openCheckpointingEveryCommit opens a warehouse in a new file whose every commit checkpoints
+// (CheckpointThreshold 1KB), so that with IngestConfig.ReattachEvents 1 a reattach is due
+// before each transaction after the first. It is closed when the test ends.
+func openCheckpointingEveryCommit(t testing.TB, ctx context.Context) *warehouse.Warehouse {
+	t.Helper()
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,13 +114,7 @@ func TestReattachFailureRestartsTheSession(t *testing.T) {
 	msgs := chunkMsgs(t, 0, 3000)
 	warehousetest.PublishFast(t, b, msgs)
 	ctx := warehousetest.Context(t, 2*time.Minute)
-	// Every commit checkpoints at this threshold, so that a reattach is due before each
-	// transaction after the first.
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openCheckpointingEveryCommit(t, ctx)
 	defer warehouse.SetAttachWait(warehouse.SetAttachWait(50 * time.Millisecond))
 	// The reader's connection is not counted by the gate (as a connection of the ingester's
 	// would not be): a counted one puts the reattach off instead
