@@ -143,8 +143,8 @@ func TestLoad(t *testing.T) {
 				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
 				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
 			if m.Releases > 0 {
-				fmt.Printf("%-9s %7s %-14s floors judged around %d reattaches: %d samples left out (from the stats line before each to %s after)\n", "", "", "",
-					m.Releases, m.FloorSamplesLeftOut, loadgen.ReleaseRefill)
+				fmt.Printf("%-9s %7s %-14s floors judged around its reattaches (%d spans of its stats lines): %d samples left out (from %s before the stats line before each to %s after the line that counts it)\n", "", "", "",
+					m.Releases, m.FloorSamplesLeftOut, statsSkew, loadgen.ReleaseRefill)
 			}
 		}
 	}
