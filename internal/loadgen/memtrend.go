@@ -20,7 +20,7 @@ const (
 	// uncertain to put it on either side of the line between bounded and growing. A longer run
 	// narrows the interval (the report gives its half-width).
 	MemUnresolved = "unresolved"
-	// MemUnknown: too few RSS samples in a half of the publishing time to fit a trend.
+	// MemUnknown: too few RSS samples (or floors) in a half of the time judged to fit a trend.
 	MemUnknown = "unknown"
 )
 
@@ -117,26 +117,31 @@ type Release struct {
 const ReleaseRefill = TrendWindow
 
 // loadTime is how long the load was applied of a publishing time of dur: all of it, unless the
-// stream stopped storing events more than a TrendWindow before publishing ended (the server
-// refused them: a full disk, a stream at its limits, and each publish failed), when it is until
-// the last sample at which the stream still grew. The processes' memory is judged over it: an
-// idle process after the load stopped says nothing of the memory under it.
+// stream stopped storing events more than a TrendWindow before publishing ended while events
+// were still published (the server refused them: a full disk, a stream at its limits), when it
+// is until the last sample at which the stream still grew. The processes' memory is judged
+// over it: an idle process after the load stopped says nothing of the memory under it. Samples
+// missing at the end (the stream could not be asked) shorten nothing: the samples after the
+// last growth must show the publisher going on.
 func loadTime(samples []Sample, dur time.Duration) time.Duration {
-	var last time.Duration // the last sample at which the stream held more than at the one before
-	prev := -1
-	for _, s := range samples {
-		if s.At > dur {
-			break
+	last := -1 // the last sample at which the stream held more than at the one before
+	for i := 1; i < len(samples) && samples[i].At <= dur; i++ {
+		if samples[i].Stored > samples[i-1].Stored {
+			last = i
 		}
-		if prev >= 0 && s.Stored > prev {
-			last = s.At
-		}
-		prev = s.Stored
 	}
-	if last == 0 || last >= dur-TrendWindow {
+	if last < 0 || samples[last].At >= dur-TrendWindow {
 		return dur
 	}
-	return last
+	// Published after the last growth, within publishing.
+	end := last
+	for end+1 < len(samples) && samples[end+1].At <= dur {
+		end++
+	}
+	if samples[end].Published <= samples[last].Published {
+		return dur
+	}
+	return samples[last].At
 }
 
 // memoryTrend fills in m's RSS figures and verdict from the samples of the process m.Name taken

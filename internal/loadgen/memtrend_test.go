@@ -380,7 +380,20 @@ func TestMemoryJudgedWhileTheStreamStored(t *testing.T) {
 		return 200 + 20*at.Minutes()
 	})
 	for i := range samples {
+		samples[i].Published = int(samples[i].At / time.Millisecond)
 		samples[i].Stored = int(min(samples[i].At, stopAt) / time.Millisecond)
+	}
+	// The publisher stopped too (its samples flat): nothing says the load stopped early.
+	flat := append([]Sample(nil), samples...)
+	for i := range flat {
+		flat[i].Published = flat[i].Stored
+	}
+	if got := loadTime(flat, dur); got != dur {
+		t.Errorf("loadTime with the publisher idle too = %v, want %v", got, dur)
+	}
+	// Samples missing after 7 minutes (the stream could not be asked): the same.
+	if got := loadTime(samples[:7*60], dur); got != dur {
+		t.Errorf("loadTime with the samples ending at 7 minutes = %v, want %v", got, dur)
 	}
 	if got := loadTime(samples, dur); got != stopAt {
 		t.Errorf("loadTime = %v, want %v: the last sample at which the stream grew", got, stopAt)

@@ -23,8 +23,9 @@ type Memory struct {
 	Name    string `json:"name"`
 	PID     int    `json:"pid"`
 	PeakKiB int64  `json:"peak_kib"` // VmHWM
-	// RSS at the first sample, at the samples nearest a quarter and half of the publishing
-	// time, and at the last sample of publishing.
+	// RSS at the first sample, at the samples nearest a quarter and half of the time judged
+	// (JudgedOver: the publishing time, or the part of it the stream stored events in), and at
+	// its last sample.
 	StartKiB   int64 `json:"start_kib"`
 	QuarterKiB int64 `json:"quarter_kib"`
 	HalfKiB    int64 `json:"half_kib"`
