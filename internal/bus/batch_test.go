@@ -169,16 +169,7 @@ func TestBatchPublisherAcrossBrokenConnection(t *testing.T) {
 func TestBatchPublisherSaysWhyTheServerStoppedIt(t *testing.T) {
 	b := bustest.NewServer(t).Connect(t)
 	ctx := ctxT(t)
-	js := bustest.JetStream(t, b)
-	s, err := js.Stream(ctx, events.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.MaxBytes, cfg.Discard = 20_000, jetstream.DiscardNew
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	bustest.LimitStream(ctx, t, b, events.EventsStream, 20_000)
 	p, err := b.NewBatchPublisher(ctx, events.EventsStream, 50)
 	if err != nil {
 		t.Fatal(err)

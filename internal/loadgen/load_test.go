@@ -126,16 +126,7 @@ func TestRunIntoAFullStream(t *testing.T) {
 	b := srv.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := bustest.JetStream(t, b)
-	s, err := js.Stream(ctx, events.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.MaxBytes, cfg.Discard = 200_000, jetstream.DiscardNew
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	bustest.LimitStream(ctx, t, b, events.EventsStream, 200_000)
 	rep, err := Run(ctx, b, Config{Rate: 2000, Duration: time.Second, Batch: 500, Sample: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "publishes not acknowledged; the first:") || !strings.Contains(err.Error(), "maximum bytes exceeded") {
 		t.Fatalf("Run = %v, want the publishes not acknowledged and the server's reason", err)

@@ -100,3 +100,19 @@ func JetStream(t testing.TB, b *bus.Bus) jetstream.JetStream {
 	}
 	return js
 }
+
+// LimitStream caps stream at maxBytes, new messages refused beyond it (discard new): the server
+// then refuses publishes as it does when its disk is full.
+func LimitStream(ctx context.Context, t testing.TB, b *bus.Bus, stream string, maxBytes int64) {
+	t.Helper()
+	js := JetStream(t, b)
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("bustest: stream %s: %v", stream, err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxBytes, cfg.Discard = maxBytes, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("bustest: limiting stream %s: %v", stream, err)
+	}
+}
