@@ -1,6 +1,9 @@
 package leaktest_test
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -49,4 +52,23 @@ func TestReportsALeak(t *testing.T) {
 	if !r.failed {
 		t.Errorf("a goroutine running past Wait was not reported")
 	}
+}
+
+func TestOpenFiles(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := leaktest.OpenFiles(dir)
+	if runtime.GOOS == "linux" && (len(open) != 1 || filepath.Base(open[0]) != "held") {
+		t.Errorf("OpenFiles with one file open = %v, want [.../held]", open)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if open := leaktest.OpenFiles(dir); len(open) != 0 {
+		t.Errorf("OpenFiles after the file was closed = %v, want none", open)
+	}
+	leaktest.FilesClosed(t, dir)
 }

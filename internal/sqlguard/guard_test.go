@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/dittolab/ditto/internal/duckconn"
+	"github.com/dittolab/ditto/internal/duckconn/duckconntest"
+	"github.com/dittolab/ditto/internal/leaktest"
 )
 
 // fixture is a real DuckDB file with a table, a view and a table macro, hardened like serve's.
@@ -43,10 +45,11 @@ func newFixture(t *testing.T, harden bool) *fixture {
 		t.Fatal(err)
 	}
 	f.dbPath = filepath.Join(f.dir, "w.duckdb")
-	db, err := sql.Open("duckdb", f.dbPath)
+	c, err := duckconn.New(f.dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	db := sql.OpenDB(c) // its Close closes c
 	t.Cleanup(func() { db.Close() })
 	for _, s := range []string{
 		"CREATE TABLE runs (study VARCHAR, run VARCHAR, ok BOOLEAN)",
@@ -400,6 +403,30 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	if _, err := OpenReadOnly(ctx, filepath.Join(f.dir, "missing.duckdb")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("OpenReadOnly(missing) = %v, want ErrNotExist", err)
+	}
+}
+
+// TestOpenReadOnlyClosesAfterAnAbandonedQuery: a connection left with a query pending (what
+// the driver does when a query's context ends at the wrong moment) does not keep the database
+// open once it is closed (package duckconn); DuckDB would otherwise wait for ever in the next
+// open of the file.
+func TestOpenReadOnlyClosesAfterAnAbandonedQuery(t *testing.T) {
+	f := newFixture(t, false)
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // DuckDB keeps such a database about half the time
+		db, err := OpenReadOnly(t.Context(), f.dbPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		duckconntest.AbandonOn(t, db)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if open := leaktest.OpenFiles(f.dir); len(open) > 0 {
+			t.Fatalf("open %d: after it closed, files still open: %v", i+1, open)
+		}
 	}
 }
 

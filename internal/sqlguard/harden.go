@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/duckdb/duckdb-go/v2"
+	"github.com/dittolab/ditto/internal/duckconn"
 )
 
 // Harden turns off DuckDB's access to anything outside its own database files, for the
@@ -67,7 +67,7 @@ func OpenReadOnly(ctx context.Context, path string, allowedDirs ...string) (*sql
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("sqlguard: open %s: %w", path, err)
 	}
-	connector, err := duckdb.NewConnector(path+"?access_mode=READ_ONLY", nil)
+	connector, err := duckconn.New(path + "?access_mode=READ_ONLY")
 	if err != nil {
 		return nil, fmt.Errorf("sqlguard: open %s read-only: %w", path, err)
 	}

@@ -4,13 +4,13 @@ package sqlguard
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/dittolab/ditto/internal/duckconn"
 	"github.com/duckdb/duckdb-go/v2"
 )
 
@@ -38,7 +38,7 @@ func TestRawViewRefused(t *testing.T) {
 	defer rdr.Release()
 	var release func()
 	if err := conn.Raw(func(dc any) error {
-		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		a, err := duckdb.NewArrowFromConn(duckconn.Driver(dc))
 		if err != nil {
 			return err
 		}

@@ -4,16 +4,13 @@ package sqlguard
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/dittolab/ditto/internal/duckconn"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"github.com/duckdb/duckdb-go/v2"
 )
 
 // CanStream reports whether this build can answer queries (Stream): only with the duckdb_arrow
@@ -26,30 +23,8 @@ const CanStream = true
 // (duckdb_pending_prepared_streaming: a chunk is computed when it is fetched), and can convert
 // each chunk to Arrow itself (duckdb_data_chunk_to_arrow), which maps every DuckDB type to its
 // Arrow type. The driver exposes neither on its connection, so openStream reaches the C
-// connection handle the driver holds (rawConnection) and calls the C API through the bindings
+// connection handle the driver holds (duckconn.Handle) and calls the C API through the bindings
 // the driver itself is built on.
-
-// rawConnection returns the C connection handle inside a driver connection. The driver keeps it
-// in an unexported field; every query goes through here, so a driver upgrade that moves it
-// fails every test of this package with the error below.
-func rawConnection(dc any) (bindings.Connection, error) {
-	if u, ok := dc.(interface{ Unwrap() driver.Conn }); ok { // the warehouse's gated connections
-		dc = u.Unwrap()
-	}
-	c, ok := dc.(*duckdb.Conn)
-	if !ok {
-		return bindings.Connection{}, fmt.Errorf("sqlguard: %T is not a DuckDB connection", dc)
-	}
-	f := reflect.ValueOf(c).Elem().FieldByName("conn")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[bindings.Connection]() {
-		return bindings.Connection{}, errors.New("sqlguard: the DuckDB driver no longer holds its C connection in field conn (driver upgraded?)")
-	}
-	h := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(bindings.Connection)
-	if h.Ptr == nil {
-		return bindings.Connection{}, errors.New("sqlguard: the DuckDB connection is closed")
-	}
-	return h, nil
-}
 
 // duckSource is a streaming result of one prepared statement.
 type duckSource struct {
@@ -78,7 +53,7 @@ func openStream(ctx context.Context, dc any, text string, args []any) (batchSour
 }
 
 func openDuck(ctx context.Context, dc any, text string, args []any) (_ *duckSource, _ []Column, _ *arrow.Schema, err error) {
-	conn, err := rawConnection(dc)
+	conn, err := duckconn.Handle(dc)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"sync"
 	"time"
+
+	"github.com/dittolab/ditto/internal/duckconn"
 )
 
 // The gate keeps the warehouse's other users out of a reattach (reattach.go). Between the
@@ -184,8 +186,8 @@ func (c *gatedConn) Unwrap() driver.Conn { return c.Conn }
 
 // unwrapConn returns DuckDB's connection behind dc, a driver connection Conn.Raw gave.
 func unwrapConn(dc any) driver.Conn {
-	if u, ok := dc.(interface{ Unwrap() driver.Conn }); ok {
-		return u.Unwrap()
+	if c := duckconn.Driver(dc); c != nil {
+		return c
 	}
 	conn, _ := dc.(driver.Conn)
 	return conn

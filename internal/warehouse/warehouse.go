@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/duckconn"
 	"github.com/dittolab/ditto/queries"
-	"github.com/duckdb/duckdb-go/v2"
 )
 
 // Warehouse is a DuckDB database holding the projection of the event stream. It is safe for
@@ -19,7 +19,7 @@ import (
 // transaction). Only one Ingest may run at a time.
 type Warehouse struct {
 	cfg       Config
-	connector *duckdb.Connector
+	connector *duckconn.Connector
 	db        *sql.DB
 	gate      *gate // keeps db's other users out of a reattach (gate.go)
 	stats     *statsRecorder
@@ -78,7 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}
-	connector, err := duckdb.NewConnector(dsn, nil)
+	connector, err := duckconn.New(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
 	}
