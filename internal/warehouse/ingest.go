@@ -105,7 +105,7 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 			// begun before the detach). Nothing can be written meanwhile, so
 			// nothing is lost: wait for it for as long as it takes, as for the broker.
 			cfg.Logger.Warn("warehouse: the database is detached and cannot be attached again yet; retrying", "db", w.cfg.Path, "err", err)
-			if ing.conn, err = w.renewConn(ctx, ing.conn); err != nil {
+			if err := ing.renewConn(ctx); err != nil {
 				return err
 			}
 		case errors.Is(err, ErrCommit):
@@ -116,7 +116,7 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 				return err
 			}
 			// A fresh connection: the failed one may be left inside its transaction.
-			if ing.conn, err = w.renewConn(ctx, ing.conn); err != nil {
+			if err := ing.renewConn(ctx); err != nil {
 				return err
 			}
 		case err == nil:

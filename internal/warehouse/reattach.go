@@ -178,14 +178,17 @@ func (w *Warehouse) attach(ctx context.Context, conn *sql.Conn) error {
 // and tries again for as long as it takes (it counts no commit failure).
 var errDetached = fmt.Errorf("%w: the database is detached", ErrCommit)
 
-// renewConn gives ingestion a new connection in place of old, which it discards.
-func (w *Warehouse) renewConn(ctx context.Context, old *sql.Conn) (*sql.Conn, error) {
-	discard(old)
-	conn, err := w.db.Conn(exemptFromGate(ctx))
+// renewConn gives ingestion a new connection in place of its own, which it discards. When none
+// can be had (ctx ended: serve is stopping), ing.conn stays the discarded one, which Ingest's
+// deferred Close then closes again, harmlessly: a nil one would panic there.
+func (ing *ingester) renewConn(ctx context.Context) error {
+	discard(ing.conn)
+	conn, err := ing.w.db.Conn(exemptFromGate(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("warehouse: connection: %w", err)
+		return fmt.Errorf("warehouse: connection: %w", err)
 	}
-	return conn, nil
+	ing.conn = conn
+	return nil
 }
 
 // discard closes conn for good: its DuckDB connection is closed, not put back in the pool,
