@@ -55,7 +55,9 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // Conn is one of DuckDB's connections (every method of the driver's is promoted) whose Close
-// first ends a query the driver may have left pending.
+// first ends a query the driver may have left pending. The driver's functions that take a
+// driver connection and assert *duckdb.Conn (the Arrow interface, the appenders, ConnId, the
+// UDF registrations) must be given Driver(dc).
 type Conn struct {
 	*duckdb.Conn
 }

@@ -15,7 +15,7 @@ import (
 // closed (package duckconn), and the file opens again in the same process; DuckDB would
 // otherwise wait for ever in that open.
 func TestCloseAfterAnAbandonedQuery(t *testing.T) {
-	for i := range 10 { // DuckDB keeps such a database about half the time
+	for i := range 20 { // DuckDB keeps such a database in a third to two thirds of the tries
 		dir := t.TempDir()
 		path := filepath.Join(dir, "w.duckdb")
 		w, err := warehouse.Open(t.Context(), warehouse.Config{Path: path})
@@ -27,7 +27,8 @@ func TestCloseAfterAnAbandonedQuery(t *testing.T) {
 			t.Fatal(err)
 		}
 		if open := leaktest.OpenFiles(dir); len(open) > 0 {
-			t.Fatalf("open %d: after the warehouse closed, files still open: %v", i+1, open)
+			t.Logf("open %d: after the warehouse closed, files still open: %v", i+1, open)
+			leaktest.FilesClosed(t, dir) // fails the test unless they close within leaktest.Wait
 		}
 		r, err := warehouse.Open(t.Context(), warehouse.Config{Path: path, ReadOnly: true})
 		if err != nil {

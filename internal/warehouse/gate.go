@@ -180,8 +180,8 @@ type gatedConn struct {
 	txFailed bool // a transaction's Commit or Rollback failed (IsValid)
 }
 
-// Unwrap returns DuckDB's own connection, for what needs its type (the Arrow interface, the
-// appender).
+// Unwrap returns the connection it wraps (a duckconn.Conn): duckconn.Driver goes on to DuckDB's
+// own, for what needs its type (the Arrow interface, the appenders).
 func (c *gatedConn) Unwrap() driver.Conn { return c.Conn }
 
 // unwrapConn returns DuckDB's connection behind dc, a driver connection Conn.Raw gave.

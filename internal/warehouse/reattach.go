@@ -179,8 +179,9 @@ func (w *Warehouse) attach(ctx context.Context, conn *sql.Conn) error {
 var errDetached = fmt.Errorf("%w: the database is detached", ErrCommit)
 
 // renewConn gives ingestion a new connection in place of its own, which it discards. When none
-// can be had (ctx ended: serve is stopping), ing.conn stays the discarded one, which Ingest's
-// deferred Close then closes again, harmlessly: a nil one would panic there.
+// can be had (ctx ended, as when serve stops, or the database closed), ing.conn stays the
+// discarded one, which Ingest's deferred Close then closes again, harmlessly: a nil one would
+// panic there.
 func (ing *ingester) renewConn(ctx context.Context) error {
 	discard(ing.conn)
 	conn, err := ing.w.db.Conn(exemptFromGate(ctx))
