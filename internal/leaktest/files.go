@@ -37,10 +37,11 @@ func OpenFiles(dir string) []string {
 }
 
 // FilesClosed stops the test (t.Fatal) when this process still has a file under dir open, after
-// waiting up to Wait for it to be closed. It is for a test that has closed all it opened there: a DuckDB database
-// whose file stays open is one whose instance lives on (a connection, statement or result
-// that was never closed keeps it), and DuckDB's instance cache then spins without end in the
-// next open of the same file in this process, which would hang the test rather than fail it.
+// waiting up to Wait for it to be closed. It is for a test that has closed all it opened
+// there: a DuckDB database whose file stays open is one whose instance lives on (a connection,
+// statement or result that was never closed keeps it), and DuckDB's instance cache then spins
+// without end in the next open of the same file in this process, which would hang the test
+// rather than fail it.
 func FilesClosed(t testing.TB, dir string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
