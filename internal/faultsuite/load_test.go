@@ -41,15 +41,15 @@ type loadRow struct {
 // DITTO_LOAD_ANALYZER_FLAGS (make load ANALYZER_FLAGS=..., "none" for none) and
 // DITTO_LOAD_GOMEMLIMIT ("off" for none) say otherwise. DuckDB's buffer pool is capped so that
 // it can fill up within a 5-minute run (DuckDB's own default is 80% of the machine's RAM, which a
-// 5-minute run would still be filling). The checkpoint threshold is 256 MB of WAL instead of
-// the analyzer's default 64 MB (DuckDB's 16 MB when this was measured): at the load's ~660-byte events a checkpoint came every ~25,000 events, each
-// rewriting the table's last row group's long payload strings, and COMMIT was half the
-// analyzer's CPU; with 256 MB the analyzer's CPU per event, its close included, was ~20% lower
-// in paired runs (deploy/README.md). GOMEMLIMIT makes the analyzer's Go runtime collect before
-// its heap's GC slack reaches the limit (a soft limit: it does not hide a live heap that grows;
-// it does not cover DuckDB's C memory).
+// 5-minute run would still be filling). The checkpoint threshold is the analyzer's own
+// (warehouse.DefaultCheckpointThreshold). Until the twenty-eighth session the load set 256 MB:
+// while DuckDB merged small row groups at checkpoints, rewriting them, fewer checkpoints cost
+// less (deploy/README.md); with the merging off a checkpoint costs what the WAL holds, and a
+// larger one only holds a commit longer. GOMEMLIMIT makes the analyzer's Go runtime collect
+// before its heap's GC slack reaches the limit (a soft limit: it does not hide a live heap that
+// grows; it does not cover DuckDB's C memory).
 const (
-	defaultAnalyzerFlags = "--duckdb-memory 256MB --duckdb-checkpoint 256MB"
+	defaultAnalyzerFlags = "--duckdb-memory 256MB"
 	defaultGoMemLimit    = "256MiB"
 )
 

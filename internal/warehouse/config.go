@@ -27,15 +27,16 @@ type Config struct {
 }
 
 // DefaultCheckpointThreshold is the WAL size that makes DuckDB checkpoint when
-// Config.CheckpointThreshold is empty: 64MB, where DuckDB's own default is 16MB. Each checkpoint
-// writes the rows appended since the last one as new row groups of their tables, and DuckDB
-// then merges adjacent small row groups, rewriting them, in doubling steps up to its row group
-// size (122,880 rows): the fewer the checkpoints, the larger the row groups they append and the
-// fewer times a row is rewritten. The run_folds rows of the runs ingested between two
-// checkpoints make a small row group of a wide table, each of its rows rewritten about five
-// times at 16MB in BenchmarkStore, three at 64MB (docs/benchmarks.md, "Checkpoints"). The cost
-// is the replay of up to this much WAL when the database opens after a crash (about 1 s of CPU
-// per 30MB of WAL here).
+// Config.CheckpointThreshold is empty: 64MB, where DuckDB's own default is 16MB. A transaction
+// of a whole row group of events writes them to the database file, so the WAL holds the
+// run_folds rows (a few thousand a transaction) and the events of transactions cut short; each
+// checkpoint writes them as new row groups, and since Open turns off DuckDB's merging of small
+// row groups (max_vacuum_tasks), a checkpoint costs what the WAL holds: the larger the
+// threshold, the longer the commit that checkpoints holds ingestion, and the longer the WAL
+// replay when the database opens after a crash (about 1 s of CPU per 30MB of WAL here); the
+// smaller, the more row groups, each smaller. (Before the merging was off, every merge step
+// rewrote the rows again, and 64MB had been chosen for making fewer of them than 16MB:
+// docs/benchmarks.md, "Checkpoints" and "twenty-eighth session".)
 const DefaultCheckpointThreshold = "64MB"
 
 // Validate reports the first invalid setting.

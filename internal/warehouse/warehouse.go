@@ -71,6 +71,18 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	q.Set("preserve_insertion_order", "false")
 	if !cfg.ReadOnly {
 		q.Set("checkpoint_threshold", cmp.Or(cfg.CheckpointThreshold, DefaultCheckpointThreshold))
+		// A checkpoint writes the rows committed since the one before (in the WAL: the
+		// run_folds rows, whose transactions are far short of a row group, and the events of
+		// transactions cut short) as new row groups. DuckDB then merges adjacent small row
+		// groups, rewriting every column of them (its vacuum tasks): at the 64MB threshold a
+		// row was written again at about every other checkpoint, and those checkpoints took
+		// 2.2 s against 0.65 for the others, idle (at 16MB, merges of 4–9 s); a commit that
+		// checkpoints holds ingestion for all of it (docs/benchmarks.md, twenty-eighth
+		// session). No vacuum task runs: a checkpoint's rows stay in the row groups it wrote,
+		// and a checkpoint costs what the WAL holds. Rows deleted (a run folded again) stay
+		// marked deleted in their row group instead of being compacted away; a row group
+		// whose rows are all deleted is still dropped (DuckDB does that apart from the tasks).
+		q.Set("max_vacuum_tasks", "0")
 		// A database this opens creates its file in storageVersion's format; one that exists
 		// keeps the format it was created in.
 		q.Set("storage_compatibility_version", storageVersion)
