@@ -75,13 +75,14 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		// run_folds rows, whose transactions are far short of a row group, and the events of
 		// transactions cut short) as new row groups. DuckDB then merges adjacent small row
 		// groups, rewriting every column of them (its vacuum tasks): at the 64MB threshold a
-		// row was written again at about every other checkpoint, and those checkpoints took
-		// 2.2 s against 0.65 for the others, idle (at 16MB, merges of 4–9 s); a commit that
+		// merge came at about every other checkpoint, and those checkpoints took about 2.2 s
+		// against 0.65 for the others, idle (at 16MB, merges of 4–9 s); a commit that
 		// checkpoints holds ingestion for all of it (docs/benchmarks.md, twenty-eighth
 		// session). No vacuum task runs: a checkpoint's rows stay in the row groups it wrote,
-		// and a checkpoint costs what the WAL holds. Rows deleted (a run folded again) stay
-		// marked deleted in their row group instead of being compacted away; a row group
-		// whose rows are all deleted is still dropped (DuckDB does that apart from the tasks).
+		// and a checkpoint costs what the WAL holds. Rows deleted (a run folded again, an
+		// analysis stored again) stay marked deleted in their row group instead of being
+		// compacted away; a row group whose rows are all deleted is still dropped at a full
+		// checkpoint (DuckDB does that apart from the tasks; ingestion's are full checkpoints).
 		q.Set("max_vacuum_tasks", "0")
 		// A database this opens creates its file in storageVersion's format; one that exists
 		// keeps the format it was created in.
