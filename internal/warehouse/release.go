@@ -28,11 +28,12 @@ var releaseEvery = time.Second
 // A checkpoint takes the most memory ingestion ever takes at once: DuckDB compresses the rows
 // appended since the last one (and merged small row groups, rewriting them, until Open turned
 // that off), partly outside its buffer manager's account, and then frees all of it and the
-// appended rows' in-memory blocks. A transaction frees less but does so every few seconds: the decoded events' Arrow records and what DuckDB
-// allocated to append, sort and fold them. Left to the allocators, those pages stay in the
-// process: DuckDB's jemalloc returns freed pages over its decay time, and only for an arena a
-// thread allocates in again or through its background thread (Open turns that on), and glibc
-// keeps the free space inside its arenas for good. Under the 20,000 events/s load with a
+// appended rows' in-memory blocks. A transaction frees less but does so every few seconds:
+// the decoded events' Arrow records and what DuckDB allocated to append, sort and fold them.
+// Left to the allocators, those pages stay in the process: DuckDB's jemalloc returns freed
+// pages over its decay time, and only for an arena a thread allocates in again or through its
+// background thread (Open turns that on), and glibc keeps the free space inside its arenas for
+// good. Under the 20,000 events/s load with a
 // release after checkpoints only, jemalloc's resident pages beyond its active ones (freed, not
 // yet returned) were 16–136 MiB from one sample to the next, and they made the analyzer's RSS
 // peaks (deploy/README.md). Released, what stays resident between two commits is what is in
