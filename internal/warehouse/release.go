@@ -33,12 +33,12 @@ var releaseEvery = time.Second
 // Left to the allocators, those pages stay in the process: DuckDB's jemalloc returns freed
 // pages over its decay time, and only for an arena a thread allocates in again or through its
 // background thread (Open turns that on), and glibc keeps the free space inside its arenas for
-// good. Under the 20,000 events/s load with a
-// release after checkpoints only, jemalloc's resident pages beyond its active ones (freed, not
-// yet returned) were 16–136 MiB from one sample to the next, and they made the analyzer's RSS
-// peaks (deploy/README.md). Released, what stays resident between two commits is what is in
-// use. Its cost (a purge, a trim, and the page faults of the memory used again) is a few
-// milliseconds a commit; releaseEvery bounds it when commits are small and frequent.
+// good. Under the 20,000 events/s load with a release after checkpoints only, jemalloc's
+// resident pages beyond its active ones (freed, not yet returned) were 16–136 MiB from one
+// sample to the next, and they made the analyzer's RSS peaks (deploy/README.md). Released, what
+// stays resident between two commits is what is in use. Its cost (a purge, a trim, and the page
+// faults of the memory used again) is a few milliseconds a commit; releaseEvery bounds it when
+// commits are small and frequent.
 func (ing *ingester) releaseAfterCommit(checkpointed bool) {
 	if ing.w.cfg.Path == "" || keepFreed {
 		return
