@@ -15,11 +15,7 @@ import (
 // table ended with one row group.
 func TestCheckpointsDoNotMergeRowGroups(t *testing.T) {
 	const txns, size = 6, 2048
-	msgs := benchMsgs(t, txns*size)[:txns*size]
-	subjects, raws := make([]string, len(msgs)), make([][]byte, len(msgs))
-	for i, m := range msgs {
-		subjects[i], raws[i] = m.Subject, m.Data
-	}
+	subjects, raws := benchSubjectsRaws(t, txns*size)
 	ctx := warehousetest.Context(t, 2*time.Minute)
 	w, err := warehouse.Open(ctx, warehouse.Config{Path: tempDB(t), CheckpointThreshold: "1KB"})
 	if err != nil {
