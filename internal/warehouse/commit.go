@@ -434,6 +434,7 @@ func (ing *ingester) storeAlone(ctx context.Context, it *item, cause error) (sto
 		// unstorable reject because the database was short of memory at that moment.
 		return res, err
 	}
+	it.subject = it.subjectOf()
 	ing.cfg.Logger.Warn("warehouse: DuckDB refuses one message; keeping it in rejected_events",
 		"stream_seq", seq, "subject", printable(it.subject), "err", err)
 	it.rej = &rejection{class: classUnstorable, reason: printable(fmt.Sprintf(

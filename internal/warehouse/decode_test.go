@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dittolab/ditto/events"
 	"github.com/dittolab/ditto/internal/samples"
@@ -99,4 +100,54 @@ func TestLargeMessagesAreNotKeptBySlabs(t *testing.T) {
 	}
 	runtime.KeepAlive(small)
 	runtime.KeepAlive(after)
+}
+
+// TestDecodedItemsLetTheClientStringsGo: a good event's item keeps neither the subject string
+// the client allocated for its message nor the header block its Nats-Msg-Id was cut from; it
+// shares the event's id, and gives the subject back from the event (subjectOf). A message id
+// that is not the event's, and a reject's subject, are kept as delivered.
+func TestDecodedItemsLetTheClientStringsGo(t *testing.T) {
+	line := bytes.SplitN(bytes.TrimSpace(samples.Traces), []byte("\n"), 2)[0]
+	e, err := events.Decode(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, err := events.SubjectOf(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "Nats-Msg-Id: " + e.ID + "\r\n" // as the client keeps it: the id a piece of it
+	fromClient := func() (subject, msgID string) {
+		return string([]byte(subj)), header[len("Nats-Msg-Id: ") : len(header)-2]
+	}
+
+	s, id := fromClient()
+	it := &item{subject: s, msgID: id, raw: line}
+	decodeItem(it)
+	if it.rej != nil {
+		t.Fatalf("rejected: %+v", *it.rej)
+	}
+	if it.subject != "" {
+		t.Errorf("the item keeps the client's subject %q", it.subject)
+	}
+	if it.msgID != e.ID || unsafe.StringData(it.msgID) != unsafe.StringData(it.env.ID) {
+		t.Errorf("msgID %q is not the event's id string (it keeps the client's header block)", it.msgID)
+	}
+	if got := it.subjectOf(); got != subj {
+		t.Errorf("subjectOf = %q, want %q", got, subj)
+	}
+
+	s, _ = fromClient()
+	it = &item{subject: s, msgID: "another-id", raw: line}
+	decodeItem(it)
+	if it.rej != nil || it.msgID != "another-id" {
+		t.Errorf("a message id other than the event's became %q (rej %v)", it.msgID, it.rej)
+	}
+
+	wrong := events.EventsPrefix + ".elsewhere.r." + string(e.Type)
+	it = &item{subject: wrong, msgID: e.ID, raw: line}
+	decodeItem(it)
+	if it.rej == nil || it.subject != wrong || it.subjectOf() != wrong {
+		t.Errorf("a reject's subject became %q (subjectOf %q, rej %v), want %q", it.subject, it.subjectOf(), it.rej, wrong)
+	}
 }
