@@ -909,12 +909,14 @@ func (ing *ingester) ensureFolded(ctx context.Context) error {
 // are appended at once, in the transaction, and the rest when it ends. A transaction of a
 // backlog holds a DuckDB row group of events (DefaultTxnBatches); all of its rows kept to the
 // end were 9-10 MB of the live heap at BenchmarkIngest's peak (its heap profile), 1-4 MB when
-// appended by this bound (docs/benchmarks.md, fourteenth session). 2,048 rows is about what a
-// transaction of 40,000 events of runs of 20 events folded, so the appends cost what they did
-// then. A late event of an attempt whose row is appended already refolds it from the events
-// stored, as one of an attempt folded by an earlier transaction does (ing.folded holds it from
-// its fold on).
-var foldFlushRows = 2048 // a variable for TestLateEventInOpenTransaction
+// appended by this bound (docs/benchmarks.md, fourteenth session). At 2,048 rows (about what a
+// transaction of 40,000 events of runs of 20 events folded) they were still 3.3 of the 28 MB
+// live at the peak; at 1,024 (about every second batch of a backlog) the peak heap growth's
+// median fell from 58.7 to 53.4 MiB, the CPU an event the same within the noise, some twenty
+// more appends a million events (twenty-ninth session). A late event of an attempt whose row
+// is appended already refolds it from the events stored, as one of an attempt folded by an
+// earlier transaction does (ing.folded holds it from its fold on).
+var foldFlushRows = 1024 // a variable for TestLateEventInOpenTransaction
 
 // flushFolds appends the open transaction's pending run_folds rows when they are
 // foldFlushRows or more.
