@@ -12,8 +12,8 @@ import (
 // item is one delivered message, decoded.
 type item struct {
 	streamSeq uint64
-	subject   string
-	msgID     string
+	subject   string // "" once a good event is decoded: subjectOf gives it
+	msgID     string // the Nats-Msg-Id header (a good event's id string when the two are equal)
 	// reply is the delivery's reply subject, by which the committer acknowledges or
 	// terminates the message ("" in replays without a broker).
 	reply string
@@ -79,10 +79,10 @@ func decodeItem(it *item) {
 	it.env, it.payload = e, payload
 	// The client's strings of a good event's message go with the message: its subject is the
 	// event's own (onSubject; subjectOf gives it back) and its Nats-Msg-Id, as ditto's
-	// producers write it, the event's id. Kept, each held a string the client allocated per
-	// message (the id a piece of the whole header block) for as long as the item lived: 2.3
-	// of the 28 MB the analyzer held live at BenchmarkIngest's peak (docs/benchmarks.md,
-	// twenty-ninth session).
+	// producers write it for every event but study.defined, the event's id. Kept, each held a
+	// string the client allocated per message (the id a piece of the whole header block) for as
+	// long as the item lived: 2.3 of the 28 MB the analyzer held live at BenchmarkIngest's peak
+	// (docs/benchmarks.md, twenty-ninth session).
 	it.subject = ""
 	if it.msgID == e.ID {
 		it.msgID = e.ID
