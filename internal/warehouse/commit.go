@@ -913,9 +913,9 @@ func (ing *ingester) ensureFolded(ctx context.Context) error {
 // transaction of 40,000 events of runs of 20 events folded) they were still 3.3 of the 28 MB
 // live at the peak; at 1,024 (about every third batch of a backlog) the peak heap growth's
 // median fell from 58.7 to 53.3 MiB, the CPU an event the same within the noise, for 4
-// appends a transaction of a backlog instead of 3 (twenty-ninth session). A late event of an attempt whose row
-// is appended already refolds it from the events stored, as one of an attempt folded by an
-// earlier transaction does (ing.folded holds it from its fold on).
+// appends a transaction of a backlog instead of 3 (twenty-ninth session). A late event of an
+// attempt whose row is appended already refolds it from the events stored, as one of an
+// attempt folded by an earlier transaction does (ing.folded holds it from its fold on).
 var foldFlushRows = 1024 // a variable for TestLateEventInOpenTransaction
 
 // flushFolds appends the open transaction's pending run_folds rows when they are
