@@ -107,16 +107,9 @@ func TestLargeMessagesAreNotKeptBySlabs(t *testing.T) {
 // shares the event's id, and gives the subject back from the event (subjectOf). A message id
 // that is not the event's, and a reject's subject, are kept as delivered.
 func TestDecodedItemsLetTheClientStringsGo(t *testing.T) {
-	line := bytes.SplitN(bytes.TrimSpace(samples.Traces), []byte("\n"), 2)[0]
-	e, err := events.Decode(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := events.SubjectOf(&e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := "Nats-Msg-Id: " + e.ID + "\r\n" // as the client keeps it: the id a piece of it
+	sl := sampleLines(t)[0]
+	line, subj := sl.line, sl.subject
+	header := "Nats-Msg-Id: " + sl.id + "\r\n" // as the client keeps it: the id a piece of it
 	fromClient := func() (subject, msgID string) {
 		return string([]byte(subj)), header[len("Nats-Msg-Id: ") : len(header)-2]
 	}
@@ -130,12 +123,13 @@ func TestDecodedItemsLetTheClientStringsGo(t *testing.T) {
 	if it.subject != "" {
 		t.Errorf("the item keeps the client's subject %q", it.subject)
 	}
-	if it.msgID != e.ID || unsafe.StringData(it.msgID) != unsafe.StringData(it.env.ID) {
+	if it.msgID != sl.id || unsafe.StringData(it.msgID) != unsafe.StringData(it.env.ID) {
 		t.Errorf("msgID %q is not the event's id string (it keeps the client's header block)", it.msgID)
 	}
 	if got := it.subjectOf(); got != subj {
 		t.Errorf("subjectOf = %q, want %q", got, subj)
 	}
+	typ := it.env.Type
 
 	s, _ = fromClient()
 	it = &item{subject: s, msgID: "another-id", raw: line}
@@ -144,8 +138,8 @@ func TestDecodedItemsLetTheClientStringsGo(t *testing.T) {
 		t.Errorf("a message id other than the event's became %q (rej %v)", it.msgID, it.rej)
 	}
 
-	wrong := events.EventsPrefix + ".elsewhere.r." + string(e.Type)
-	it = &item{subject: wrong, msgID: e.ID, raw: line}
+	wrong := events.EventsPrefix + ".elsewhere.r." + string(typ)
+	it = &item{subject: wrong, msgID: sl.id, raw: line}
 	decodeItem(it)
 	if it.rej == nil || it.subject != wrong || it.subjectOf() != wrong {
 		t.Errorf("a reject's subject became %q (subjectOf %q, rej %v), want %q", it.subject, it.subjectOf(), it.rej, wrong)
