@@ -90,6 +90,56 @@ func TraceSignature(r Run) Signature {
 	return sum(tagTrace, b)
 }
 
+// RunSignatures are a run's six signatures, as the functions above give them one by one.
+type RunSignatures struct {
+	Plan, States, Tools, Calls, Output, Trace Signature
+}
+
+// Signatures returns r's six signatures at once: each field framed once into one buffer (the
+// trace's framing is the plan's, the states', the calls' and the output's, one after another)
+// and hashed with one digest, where the six functions frame and hash apart (the trace framing
+// its fields a second time), each growing its own buffer. It is for a reader that stores all
+// six for every run, as the analyzer's fold does.
+func Signatures(r Run) RunSignatures {
+	n := 5*binary.MaxVarintLen64 + len(r.Plan) + len(r.Output)
+	for _, list := range [...][]string{r.States, r.Tools} {
+		for _, s := range list {
+			n += binary.MaxVarintLen64 + len(s)
+		}
+	}
+	for _, c := range r.Calls {
+		n += 2*binary.MaxVarintLen64 + len(c.Tool) + len(c.Args)
+	}
+	b := make([]byte, 0, n)
+	b = appendString(b, r.Plan)
+	plan := len(b)
+	b = appendStrings(b, r.States)
+	states := len(b)
+	b = appendStrings(b, r.Tools)
+	tools := len(b)
+	b = appendCalls(b, r.Calls)
+	calls := len(b)
+	b = appendString(b, r.Output)
+
+	h := sha256.New()
+	var out RunSignatures
+	sum := func(sig *Signature, tag string, parts ...[]byte) {
+		h.Reset()
+		h.Write([]byte(tag))
+		for _, p := range parts {
+			h.Write(p)
+		}
+		h.Sum(sig[:0])
+	}
+	sum(&out.Plan, tagPlan, b[:plan])
+	sum(&out.States, tagStates, b[plan:states])
+	sum(&out.Tools, tagTools, b[states:tools])
+	sum(&out.Calls, tagCalls, b[tools:calls])
+	sum(&out.Output, tagOutput, b[calls:])
+	sum(&out.Trace, tagTrace, b[:states], b[tools:])
+	return out
+}
+
 // key128 is the in-memory grouping key: two independent 64-bit maphashes of
 // the same framed bytes. ComputeCell groups by these rather than by SHA-256
 // because they are several times cheaper and only the equality partition

@@ -205,16 +205,17 @@ type ingestFigures struct {
 	// event (deploy/README.md, "Five minutes and twelve").
 	cHeapLeft int64
 	// allocs is the Go heap's bytes allocated from the start of ingestion to the end of the
-	// close, and gcs the collections that ran meanwhile.
-	allocs, gcs uint64
+	// close, objects the allocations, and gcs the collections that ran meanwhile.
+	allocs, objects, gcs uint64
 }
 
-// allocated returns the bytes the Go heap has allocated and the collections it has run since
-// the process started (runtime/metrics, which does not stop the world).
-func allocated() (bytes, cycles uint64) {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+// allocated returns the bytes the Go heap has allocated, its allocations, and the collections
+// it has run since the process started (runtime/metrics, which does not stop the world).
+func allocated() (bytes, objects, cycles uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"},
+		{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64()
+	return s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
 }
 
 func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg warehouse.IngestConfig) ingestFigures {
@@ -233,7 +234,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 	c0 := cHeapBeyondRecords(w)
 	mem := watchMemory()
 	cfg.Durable = durable
-	a0, g0 := allocated()
+	a0, o0, g0 := allocated()
 	start, cpu0 := time.Now(), cpuTime()
 	if err := w.CatchUp(ctx, b, cfg); err != nil {
 		tb.Fatal(err)
@@ -253,7 +254,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 		tb.Fatal(err)
 	}
 	cpu := cpuTime() - cpu0
-	a1, g1 := allocated()
+	a1, o1, g1 := allocated()
 	var size int64
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -262,7 +263,7 @@ func analyzerConsume(tb testing.TB, b *bus.Bus, n int, durable string, cfg wareh
 		}
 	}
 	return ingestFigures{took: took, cpu: cpu, peakHeap: peak, baseHeap: base, peakLive: mem.live.Load(), baseLive: baseLive, fileBytes: size, cHeapLeft: left,
-		allocs: a1 - a0, gcs: g1 - g0}
+		allocs: a1 - a0, objects: o1 - o0, gcs: g1 - g0}
 }
 
 // cHeapBeyondRecords is the C heap in use beyond the events' Arrow records (glibc's account,
@@ -320,12 +321,12 @@ func BenchmarkIngest(b *testing.B) {
 	var fig ingestFigures
 	for i := 0; i < b.N; i++ {
 		c0, b0 := cpuTime(), procCPU(brokerPID)
-		ra0, rg0 := allocated()
+		ra0, ro0, rg0 := allocated()
 		stopBroker := profileBroker(b, brokerPID, brokerProfile(".ref"))
 		ref := referenceConsume(b, bs, n, fmt.Sprintf("bench-ref-%d", i), batch)
 		stopBroker()
 		c1, b1 := cpuTime(), procCPU(brokerPID)
-		ra1, rg1 := allocated()
+		ra1, ro1, rg1 := allocated()
 		stopProfile := profileTo(b, os.Getenv("DITTO_BENCH_CPUPROFILE"))
 		stopBroker = profileBroker(b, brokerPID, brokerProfile(""))
 		f := analyzerConsume(b, bs, n, fmt.Sprintf("bench-wh-%d", i), warehouse.IngestConfig{BatchSize: batch, TxnBatches: envInt("DITTO_BENCH_TXN_BATCHES", 0)})
@@ -336,6 +337,7 @@ func BenchmarkIngest(b *testing.B) {
 		p.cHeapLeft = float64(f.cHeapLeft) / float64(n)
 		p.allocs, p.gcs = float64(f.allocs)/float64(n), float64(f.gcs)
 		p.refAllocs, p.refGCs = float64(ra1-ra0)/float64(n), float64(rg1-rg0)
+		p.objects, p.refObjects = float64(f.objects)/float64(n), float64(ro1-ro0)/float64(n)
 		passes = append(passes, p)
 		fig.peakHeap = max(fig.peakHeap, f.peakHeap-min(f.baseHeap, f.peakHeap))
 		fig.peakLive = max(fig.peakLive, f.peakLive-min(f.baseLive, f.peakLive))
@@ -377,6 +379,8 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(ofCeiling, "of-ceiling")
 	b.ReportMetric(med(func(p ingestPass) float64 { return p.allocs }), "alloc-B/event")
 	b.ReportMetric(med(func(p ingestPass) float64 { return p.refAllocs }), "ref-alloc-B/event")
+	b.ReportMetric(med(func(p ingestPass) float64 { return p.objects }), "allocs/event")
+	b.ReportMetric(med(func(p ingestPass) float64 { return p.refObjects }), "ref-allocs/event")
 	b.ReportMetric(med(func(p ingestPass) float64 { return p.gcs }), "gc-cycles")
 	b.ReportMetric(med(func(p ingestPass) float64 { return p.refGCs }), "ref-gc-cycles")
 	if _, _, _, ok := warehouse.ReadMalloc(); ok {
@@ -400,6 +404,7 @@ type ingestPass struct {
 	floor, cpuFloor, ceiling       float64 // µs, µs, events/s
 	cHeapLeft                      float64 // bytes of C heap left in use an event (ingestFigures.cHeapLeft)
 	allocs, refAllocs              float64 // Go heap bytes allocated an event
+	objects, refObjects            float64 // Go heap allocations an event
 	gcs, refGCs                    float64 // collections in the pass
 }
 

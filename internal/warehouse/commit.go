@@ -941,12 +941,12 @@ func (ing *ingester) appendPending(ctx context.Context) error {
 // when it ends or when they are foldFlushRows: DuckDB's append of a wide row costs per column
 // and per flush as well as per row.
 type pendingFolds struct {
-	rows []foldRow          // nil where a later fold of the attempt gave no row
+	rows []*foldRow         // nil where a later fold of the attempt gave no row
 	at   map[attemptKey]int // the index of each attempt's row in rows
 }
 
 // put sets the attempt's row (nil: none), replacing one it folded earlier in the transaction.
-func (p *pendingFolds) put(k attemptKey, row foldRow) {
+func (p *pendingFolds) put(k attemptKey, row *foldRow) {
 	if i, ok := p.at[k]; ok {
 		p.rows[i] = row
 		return
@@ -964,8 +964,8 @@ func (p *pendingFolds) has(k attemptKey) bool {
 }
 
 // take returns the rows, in the order the attempts were first folded, and empties p.
-func (p *pendingFolds) take() []foldRow {
-	rows := slices.DeleteFunc(p.rows, func(r foldRow) bool { return r == nil })
+func (p *pendingFolds) take() []*foldRow {
+	rows := slices.DeleteFunc(p.rows, func(r *foldRow) bool { return r == nil })
 	p.rows = nil
 	clear(p.at)
 	return rows
@@ -1049,7 +1049,7 @@ func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[
 
 // appendFolds stores run_folds rows (in the table run_fold_rows) inside the open transaction,
 // through the connection's event loader, which the transaction's first batch ensured.
-func (ing *ingester) appendFolds(ctx context.Context, rows []foldRow) error {
+func (ing *ingester) appendFolds(ctx context.Context, rows []*foldRow) error {
 	if ing.loader == nil || ing.loader.conn != ing.conn {
 		return errors.New("no event loader on the transaction's connection")
 	}

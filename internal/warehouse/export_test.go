@@ -65,7 +65,10 @@ func FoldForBench(h []events.Envelope) int {
 		f.add(&h[i])
 	}
 	row, _ := f.row(attemptKey{h[0].Study, h[0].Run, h[0].Attempt})
-	return len(row)
+	if row == nil {
+		return 0
+	}
+	return int(row.events)
 }
 
 // StoreOnlyForBench measures DuckDB's part alone: it decodes the messages and builds their

@@ -25,15 +25,85 @@ type histEvent struct {
 	streamSeq uint64
 }
 
-// foldRow is one row of run_fold_rows (run_folds as stored), in column order.
-type foldRow []driver.Value
+// foldRow is one row of run_fold_rows (run_folds as stored): its columns in order as typed
+// fields, a column's NULL the zero value or flag its comment names. buildFolds appends rows to
+// Arrow builders, and values gives a row as the list of values DuckDB's appender takes. Until
+// the thirtieth session a row was that list, each string, time and number in it boxed: a
+// finished run's fold made 76 allocations where it now makes 49 (BenchmarkFold), and row was
+// the function of ingestion's own code that allocated most (docs/benchmarks.md).
+type foldRow struct {
+	study, run           string
+	attempt              int32
+	sourceKind, sourceID string
+	// started: the history has a run.started. Without one, task through simulated, started_at,
+	// elapsed_ms and input_key are NULL.
+	started                bool
+	task, model, condition string
+	instance               string // "" is NULL
+	inputIndex, seedIndex  int32
+	seed                   int64
+	hasSeed                bool // seed is NULL without
+	components             string
+	simulated              bool
+
+	status                string
+	success               bool
+	errText               string // error; "" is NULL
+	startedAt, finishedAt time.Time
+	latencyMS, elapsedMS  float64
+
+	promptTokens, completionTokens, tokens int64
+	modelCalls, toolCalls, retries         int32
+	planReprompts, rejectedToolCalls       int32
+	validationsFailed                      int32
+	escalated                              bool
+
+	plan, states, tools, calls, output string
+	// sig_plan, sig_states, sig_tools, sig_calls, sig_output and sig_trace.
+	sigs [6][]byte
+
+	events                int32
+	foldError, checkError string // "" is NULL
+	finishedStatus        string
+	hasCause              bool // cause_kind, cause_permanent and cause are NULL without
+	causeKind, cause      string
+	causePermanent        bool
+	inputKey              string // "" is NULL
+}
+
+// values is r as the list of its columns' values that DuckDB's appender takes, nil for NULL.
+func (r *foldRow) values() []driver.Value {
+	orNull := func(ok bool, v driver.Value) driver.Value {
+		if !ok {
+			return nil
+		}
+		return v
+	}
+	s := r.started
+	return []driver.Value{
+		r.study, r.run, r.attempt, r.sourceKind, r.sourceID,
+		orNull(s, r.task), orNull(s, r.model), orNull(s, r.condition), nullString(r.instance),
+		orNull(s, r.inputIndex), orNull(s, r.seedIndex), orNull(r.hasSeed, r.seed),
+		orNull(s, r.components), orNull(s, r.simulated),
+		r.status, r.success, nullString(r.errText),
+		orNull(s, r.startedAt), r.finishedAt, r.latencyMS, orNull(s, r.elapsedMS),
+		r.promptTokens, r.completionTokens, r.tokens,
+		r.modelCalls, r.toolCalls, r.retries, r.planReprompts, r.rejectedToolCalls, r.validationsFailed,
+		r.escalated,
+		r.plan, r.states, r.tools, r.calls, r.output,
+		r.sigs[0], r.sigs[1], r.sigs[2], r.sigs[3], r.sigs[4], r.sigs[5],
+		r.events, nullString(r.foldError), nullString(r.checkError),
+		r.finishedStatus, orNull(r.hasCause, r.causeKind), orNull(r.hasCause, r.causePermanent),
+		orNull(r.hasCause, r.cause), nullString(r.inputKey),
+	}
+}
 
 // micro truncates t to DuckDB's microsecond precision, so that a row computed from events in
 // memory equals one computed from events read back from DuckDB.
 func micro(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }
 
 // foldHistory folds an attempt's sorted history into its run_folds row.
-func foldHistory(k attemptKey, h []histEvent) (foldRow, bool) {
+func foldHistory(k attemptKey, h []histEvent) (*foldRow, bool) {
 	var f foldState
 	for i := range h {
 		f.add(&h[i].env)
@@ -80,97 +150,81 @@ func (f *foldState) add(e *events.Envelope) {
 
 // row returns the attempt's run_folds row, or nil while no run.finished has been added, and
 // whether the fold refused the history.
-func (f *foldState) row(k attemptKey) (foldRow, bool) {
+func (f *foldState) row(k attemptKey) (*foldRow, bool) {
 	started, finished := f.started, f.finished
-	var startedAt, finishedAt any
-	st, ft := f.startedAt, f.finishedAt
-	if started != nil {
-		startedAt = st
-	}
 	if finished == nil {
 		return nil, false // nothing to write until run.finished is stored
 	}
-	finishedAt = ft
 	r, ferr := &f.run, f.err
 	if r.Finished != nil {
 		finished = r.Finished
 	}
-
-	var task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated any
+	row := &foldRow{
+		study: k.study, run: k.run, attempt: int32(k.attempt),
+		sourceKind: string(f.src.Kind), sourceID: f.src.ID,
+		finishedAt: f.finishedAt, latencyMS: finished.Totals.LatencyMS,
+	}
 	if started != nil {
-		task, model, condition = started.Task, started.Model, started.Condition
-		instance = nullString(started.Instance)
-		inputIndex, seedIndex = int32(started.InputIndex), int32(started.SeedIndex)
+		row.started = true
+		row.task, row.model, row.condition = started.Task, started.Model, started.Condition
+		row.instance = started.Instance
+		row.inputIndex, row.seedIndex = int32(started.InputIndex), int32(started.SeedIndex)
 		if started.Seed != nil {
-			seed = *started.Seed
+			row.seed, row.hasSeed = *started.Seed, true
 		}
 		c := started.Components
 		if c == nil {
 			c = []string{}
 		}
-		components, simulated = jsonStrings(c), started.Simulated
-	}
-	var elapsed any
-	if started != nil {
-		elapsed = float64(ft.Sub(st).Microseconds()) / 1000
+		row.components, row.simulated = jsonStrings(c), started.Simulated
+		row.startedAt = f.startedAt
+		row.elapsedMS = float64(f.finishedAt.Sub(f.startedAt).Microseconds()) / 1000
+		row.inputKey = started.ResolvedInputKey()
 	}
 
-	states, tools := r.States, r.Tools
 	calls := make([]metrics.Call, len(r.Calls))
 	for i, c := range r.Calls {
 		calls[i] = metrics.Call{Tool: c.Tool, Args: string(c.Args)}
 	}
-	callsJSON := events.CanonicalCalls(r.Calls)
-	output := NoOutput
+	row.output = NoOutput
 	if len(finished.Output) > 0 {
-		output = string(finished.Output)
+		row.output = string(finished.Output)
 	}
-	mr := metrics.Run{Plan: r.Plan, States: states, Tools: tools, Calls: calls, Output: output}
+	mr := metrics.Run{Plan: r.Plan, States: r.States, Tools: r.Tools, Calls: calls, Output: row.output}
 
-	var foldErr, checkErr any
 	foldErrors := false
-	status, success := finished.Status, finished.Success
+	row.status, row.success = finished.Status, finished.Success
 	if ferr != nil {
-		foldErr, foldErrors = ferr.Error(), true
+		row.foldError, foldErrors = ferr.Error(), true
 		// A history with a gap or an event the fold refuses is not the run: it stays
 		// incomplete, out of every metric, until the missing events arrive and it folds.
-		status, success = StatusIncomplete, false
-	} else if msg := checkTotals(finished.Totals, r); msg != "" {
-		checkErr = msg
+		row.status, row.success = StatusIncomplete, false
+	} else {
+		row.checkError = checkTotals(finished.Totals, r)
 	}
-	var causeKind, causePermanent, cause, inputKey any
+	row.errText = finished.Error
 	if c := finished.Cause; c.Kind != "" {
-		causeKind, causePermanent, cause = c.Kind, c.Permanent, c.Detail
+		row.hasCause, row.causeKind, row.causePermanent, row.cause = true, c.Kind, c.Permanent, c.Detail
 	}
-	if started != nil {
-		inputKey = nullString(started.ResolvedInputKey())
-	}
-	src := f.src
-	sigs := sigBytes(metrics.PlanSignature(mr), metrics.StatesSignature(mr), metrics.ToolsSignature(mr),
-		metrics.CallsSignature(mr), metrics.OutputSignature(mr), metrics.TraceSignature(mr))
-	row := foldRow{
-		k.study, k.run, int32(k.attempt), string(src.Kind), src.ID,
-		task, model, condition, instance, inputIndex, seedIndex, seed, components, simulated,
-		status, success, nullString(finished.Error),
-		startedAt, finishedAt, finished.Totals.LatencyMS, elapsed,
-		r.PromptTokens, r.CompletionTokens, r.PromptTokens + r.CompletionTokens,
-		int32(r.ModelCalls), int32(len(r.Tools)), int32(r.Retries), int32(r.PlanReprompts),
-		int32(r.RejectedToolCalls), int32(r.ValidationsFailed),
-		r.Escalated || finished.Status == events.StatusEscalated,
-		r.Plan, jsonStrings(states), jsonStrings(tools), string(callsJSON), output,
-		sigs[0], sigs[1], sigs[2], sigs[3], sigs[4], sigs[5],
-		int32(f.n), foldErr, checkErr,
-		finished.Status, causeKind, causePermanent, cause, inputKey,
-	}
+	row.promptTokens, row.completionTokens = r.PromptTokens, r.CompletionTokens
+	row.tokens = r.PromptTokens + r.CompletionTokens
+	row.modelCalls, row.toolCalls, row.retries = int32(r.ModelCalls), int32(len(r.Tools)), int32(r.Retries)
+	row.planReprompts, row.rejectedToolCalls = int32(r.PlanReprompts), int32(r.RejectedToolCalls)
+	row.validationsFailed = int32(r.ValidationsFailed)
+	row.escalated = r.Escalated || finished.Status == events.StatusEscalated
+	row.plan, row.states, row.tools = r.Plan, jsonStrings(r.States), jsonStrings(r.Tools)
+	row.calls = string(events.CanonicalCalls(r.Calls))
+	row.sigs = sigBytes(metrics.Signatures(mr))
+	row.events, row.finishedStatus = int32(f.n), finished.Status
 	return row, foldErrors
 }
 
 // sigBytes gives the row's six signatures as run_fold_rows stores them, their bytes (run_folds
 // shows them in hex), in one allocation rather than one each.
-func sigBytes(plan, states, tools, calls, output, trace metrics.Signature) [6][]byte {
-	all := make([]byte, 0, 6*len(plan))
+func sigBytes(sigs metrics.RunSignatures) [6][]byte {
+	all := make([]byte, 0, 6*len(sigs.Plan))
 	var out [6][]byte
-	for i, s := range [6]metrics.Signature{plan, states, tools, calls, output, trace} {
+	for i, s := range [6]metrics.Signature{sigs.Plan, sigs.States, sigs.Tools, sigs.Calls, sigs.Output, sigs.Trace} {
 		all = append(all, s[:]...)
 		out[i] = all[i*len(s) : (i+1)*len(s) : (i+1)*len(s)]
 	}

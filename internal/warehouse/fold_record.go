@@ -1,8 +1,6 @@
 package warehouse
 
 import (
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,67 +47,109 @@ var foldsSchema = func() *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }()
 
-// buildFolds converts run_folds rows to one Arrow record batch in foldsSchema. A value of a
-// type its column cannot hold is an error naming the column. The caller releases the record.
-func buildFolds(mem memory.Allocator, rows []foldRow) (arrow.RecordBatch, error) {
+// buildFolds converts run_folds rows to one Arrow record batch in foldsSchema, each field of a
+// row appended to its column's builder (TestBuildFoldsMatchesValues checks the order against
+// values'). The caller releases the record.
+func buildFolds(mem memory.Allocator, rows []*foldRow) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, foldsSchema)
 	defer b.Release()
 	b.Reserve(len(rows))
+	col := 0
+	next := func() array.Builder { col++; return b.Field(col - 1) }
+	str := func(v string, ok bool) {
+		sb := next().(*array.StringBuilder)
+		if ok {
+			sb.Append(v)
+		} else {
+			sb.AppendNull()
+		}
+	}
+	i32 := func(v int32, ok bool) {
+		ib := next().(*array.Int32Builder)
+		if ok {
+			ib.Append(v)
+		} else {
+			ib.AppendNull()
+		}
+	}
+	i64 := func(v int64, ok bool) {
+		ib := next().(*array.Int64Builder)
+		if ok {
+			ib.Append(v)
+		} else {
+			ib.AppendNull()
+		}
+	}
+	f64 := func(v float64, ok bool) {
+		fb := next().(*array.Float64Builder)
+		if ok {
+			fb.Append(v)
+		} else {
+			fb.AppendNull()
+		}
+	}
+	boolean := func(v, ok bool) {
+		bb := next().(*array.BooleanBuilder)
+		if ok {
+			bb.Append(v)
+		} else {
+			bb.AppendNull()
+		}
+	}
+	ts := func(v time.Time, ok bool) {
+		tb := next().(*array.TimestampBuilder)
+		if ok {
+			tb.Append(arrow.Timestamp(v.UnixMicro()))
+		} else {
+			tb.AppendNull()
+		}
+	}
+	blob := func(v []byte) { next().(*array.BinaryBuilder).Append(v) }
 	for _, r := range rows {
-		if len(r) != len(b.Fields()) {
-			return nil, fmt.Errorf("run_fold_rows: a row of %d values for %d columns", len(r), len(b.Fields()))
+		col = 0
+		s := r.started
+		str(r.study, true)
+		str(r.run, true)
+		i32(r.attempt, true)
+		str(r.sourceKind, true)
+		str(r.sourceID, true)
+		str(r.task, s)
+		str(r.model, s)
+		str(r.condition, s)
+		str(r.instance, r.instance != "")
+		i32(r.inputIndex, s)
+		i32(r.seedIndex, s)
+		i64(r.seed, r.hasSeed)
+		str(r.components, s)
+		boolean(r.simulated, s)
+		str(r.status, true)
+		boolean(r.success, true)
+		str(r.errText, r.errText != "")
+		ts(r.startedAt, s)
+		ts(r.finishedAt, true)
+		f64(r.latencyMS, true)
+		f64(r.elapsedMS, s)
+		i64(r.promptTokens, true)
+		i64(r.completionTokens, true)
+		i64(r.tokens, true)
+		for _, v := range [...]int32{r.modelCalls, r.toolCalls, r.retries, r.planReprompts, r.rejectedToolCalls, r.validationsFailed} {
+			i32(v, true)
 		}
-		for c, v := range r {
-			if err := appendValue(b.Field(c), v); err != nil {
-				return nil, fmt.Errorf("run_fold_rows column %s: %w", foldsSchema.Field(c).Name, err)
-			}
+		boolean(r.escalated, true)
+		for _, v := range [...]string{r.plan, r.states, r.tools, r.calls, r.output} {
+			str(v, true)
 		}
-	}
-	return b.NewRecordBatch(), nil
-}
-
-// appendValue appends v, a value of a foldRow, to fb; nil is null.
-func appendValue(fb array.Builder, v any) error {
-	if v == nil {
-		fb.AppendNull()
-		return nil
-	}
-	ok := false
-	switch fb := fb.(type) {
-	case *array.StringBuilder:
-		if ok = appendAs[string](fb, v); !ok {
-			if rv := reflect.ValueOf(v); rv.Kind() == reflect.String { // a named string type
-				fb.Append(rv.String())
-				ok = true
-			}
+		for _, sig := range r.sigs {
+			blob(sig)
 		}
-	case *array.Int32Builder:
-		ok = appendAs[int32](fb, v)
-	case *array.Int64Builder:
-		ok = appendAs[int64](fb, v)
-	case *array.Float64Builder:
-		ok = appendAs[float64](fb, v)
-	case *array.BooleanBuilder:
-		ok = appendAs[bool](fb, v)
-	case *array.BinaryBuilder:
-		ok = appendAs[[]byte](fb, v)
-	case *array.TimestampBuilder:
-		if t, is := v.(time.Time); is {
-			fb.Append(arrow.Timestamp(t.UnixMicro()))
-			ok = true
-		}
+		i32(r.events, true)
+		str(r.foldError, r.foldError != "")
+		str(r.checkError, r.checkError != "")
+		str(r.finishedStatus, true)
+		str(r.causeKind, r.hasCause)
+		boolean(r.causePermanent, r.hasCause)
+		str(r.cause, r.hasCause)
+		str(r.inputKey, r.inputKey != "")
 	}
-	if !ok {
-		return fmt.Errorf("a %T for a %s column", v, fb.Type())
-	}
-	return nil
-}
-
-// appendAs appends v to b when v is a T, and reports whether it was.
-func appendAs[T any](b interface{ Append(T) }, v any) bool {
-	x, ok := v.(T)
-	if ok {
-		b.Append(x)
-	}
-	return ok
+	return b.NewRecordBatch()
 }

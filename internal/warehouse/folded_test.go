@@ -58,7 +58,7 @@ func TestFoldedReloadKeepsPendingAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := attemptKey{study: "s", run: "pending", attempt: 1}
-	ing.pending.put(pending, foldRow{"a row"})
+	ing.pending.put(pending, &foldRow{study: "a row"})
 	ing.folded.add(pending)
 	ing.folded.n = ing.folded.limit + 1 // outgrown: the next batch reloads it
 	if err := ing.ensureFolded(ctx); err != nil {

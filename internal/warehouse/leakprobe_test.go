@@ -122,7 +122,7 @@ func leakPerStep(t *testing.T, variant string, warm, n int) float64 {
 			if err := loader.load(ctx, br.rec); err != nil {
 				return err
 			}
-			if err := loader.loadFolds(ctx, []foldRow{probeFoldRow(i)}); err != nil {
+			if err := loader.loadFolds(ctx, []*foldRow{probeFoldRow(i)}); err != nil {
 				return err
 			}
 			_, err := conn.ExecContext(ctx, "COMMIT")
@@ -237,31 +237,6 @@ func TestLoaderRefusesAnotherLoadersView(t *testing.T) {
 	if err := w.db.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != want {
 		t.Fatalf("events hold %d rows (%v), want %d", n, err, want)
 	}
-}
-
-// probeFoldRow is a run_folds row of attempt i of run "probe": a value of its column's type in
-// every column.
-func probeFoldRow(i int) foldRow {
-	row := make(foldRow, foldsSchema.NumFields())
-	for c, f := range foldsSchema.Fields() {
-		switch f.Type.ID() {
-		case arrow.STRING:
-			row[c] = "probe"
-		case arrow.INT32:
-			row[c] = int32(i)
-		case arrow.INT64:
-			row[c] = int64(i)
-		case arrow.FLOAT64:
-			row[c] = float64(i)
-		case arrow.BOOL:
-			row[c] = true
-		case arrow.TIMESTAMP:
-			row[c] = time.UnixMicro(int64(i)).UTC()
-		case arrow.BINARY:
-			row[c] = []byte{byte(i)}
-		}
-	}
-	return row
 }
 
 // TestLoaderCloseDropsItsViews: a loader closed on an open connection leaves no view behind. A

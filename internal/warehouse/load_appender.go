@@ -40,14 +40,14 @@ func (l *eventLoader) close() {}
 
 // loadFolds appends run_folds rows to the table run_fold_rows with DuckDB's appender, inside
 // the connection's open transaction.
-func (l *eventLoader) loadFolds(_ context.Context, rows []foldRow) error {
+func (l *eventLoader) loadFolds(_ context.Context, rows []*foldRow) error {
 	return l.conn.Raw(func(dc any) error {
 		app, err := duckdb.NewAppenderFromConn(unwrapConn(dc), "", "run_fold_rows")
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			if err := app.AppendRow(r...); err != nil {
+			if err := app.AppendRow(r.values()...); err != nil {
 				_ = app.Close()
 				return err
 			}

@@ -130,11 +130,8 @@ func (l *eventLoader) load(ctx context.Context, rec arrow.RecordBatch) error {
 }
 
 // loadFolds stores run_folds rows in the connection's open transaction.
-func (l *eventLoader) loadFolds(ctx context.Context, rows []foldRow) error {
-	rec, err := buildFolds(recordAllocator, rows)
-	if err != nil {
-		return err
-	}
+func (l *eventLoader) loadFolds(ctx context.Context, rows []*foldRow) error {
+	rec := buildFolds(recordAllocator, rows)
 	defer rec.Release()
 	return l.folds.load(ctx, l.conn, rec)
 }
