@@ -8,7 +8,7 @@ import (
 
 // TestSignaturesMatchTheOneByOne checks that Signatures gives each of the six signatures the
 // function of its field gives, over runs with empty and missing fields, long strings (lengths
-// that take two and three bytes of uvarint) and lists of every length up to 200.
+// that take two and three bytes of uvarint) and lists of random lengths up to 199.
 func TestSignaturesMatchTheOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	str := func() string {

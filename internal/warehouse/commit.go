@@ -42,8 +42,9 @@ func (r *builtRecord) release() {
 
 // txn is the DuckDB transaction the committer holds open across fetched batches. While batches
 // fill before BatchWait (keepOpen) the committer stores the next batch in the same transaction,
-// up to TxnBatches of them, instead of committing each batch alone: a transaction costs DuckDB a large fixed part whatever its size (the COMMIT, the
-// run_folds rows' appender and their 49 columns, the watermark). Each batch's messages and
+// up to TxnBatches of them, instead of committing each batch alone: a transaction costs DuckDB
+// a large fixed part whatever its size (the COMMIT, the run_folds rows' appender and their 50
+// columns, the watermark). Each batch's messages and
 // Arrow record go once it is stored (its run_folds rows wait in ing.pending): the open
 // transaction keeps what its COMMIT and acknowledgement need, the watermark, the counters, the
 // rejected messages to terminate and the reply subject whose ack acknowledges the rest (AckAll).

@@ -25,12 +25,15 @@ type histEvent struct {
 	streamSeq uint64
 }
 
-// foldRow is one row of run_fold_rows (run_folds as stored): its columns in order as typed
-// fields, a column's NULL the zero value or flag its comment names. buildFolds appends rows to
-// Arrow builders, and values gives a row as the list of values DuckDB's appender takes. Until
-// the thirtieth session a row was that list, each string, time and number in it boxed: a
-// finished run's fold made 76 allocations where it now makes 49 (BenchmarkFold), and row was
-// the function of ingestion's own code that allocated most (docs/benchmarks.md).
+// foldRow is one row of run_fold_rows (run_folds as stored): its columns as typed fields, in
+// the columns' order, beside flags that say which columns are NULL (a column's NULL is the
+// zero value or the flag its comment names). buildFolds appends rows to Arrow builders, and
+// values gives a row as the list of values DuckDB's appender takes. Until the thirtieth
+// session a row was that list, each string, time and number in it boxed: a finished run's fold
+// made 76 allocations where it now makes 32 (BenchmarkFold; 17 of the difference are the six
+// signatures computed together, metrics.Signatures), and row was the function of ingestion's
+// own code that allocated most (docs/benchmarks.md). A row can no longer hold a value of the
+// wrong type for its column.
 type foldRow struct {
 	study, run           string
 	attempt              int32
@@ -66,8 +69,9 @@ type foldRow struct {
 	foldError, checkError string // "" is NULL
 	finishedStatus        string
 	hasCause              bool // cause_kind, cause_permanent and cause are NULL without
-	causeKind, cause      string
+	causeKind             string
 	causePermanent        bool
+	cause                 string
 	inputKey              string // "" is NULL
 }
 

@@ -49,7 +49,9 @@ var foldsSchema = func() *arrow.Schema {
 
 // buildFolds converts run_folds rows to one Arrow record batch in foldsSchema, each field of a
 // row appended to its column's builder (TestBuildFoldsMatchesValues checks the order against
-// values'). The caller releases the record.
+// values', and values' against the columns' names). The caller releases the record. It takes
+// the builders' types from foldsSchema's order: a column added to foldsSchema and not here
+// panics at a type assertion, in that test and in every test that ingests a finished run.
 func buildFolds(mem memory.Allocator, rows []*foldRow) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, foldsSchema)
 	defer b.Release()

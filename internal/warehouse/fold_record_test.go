@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -54,9 +55,10 @@ func TestFoldsSchemaMatchesTable(t *testing.T) {
 
 // TestBuildFoldsMatchesValues checks that buildFolds puts each field of a row in its own
 // column: every value of the record equals the row's values (what DuckDB's appender stores in a
-// build without the Arrow tag), NULL for NULL, and is of the type its column holds. The rows
-// are the sample runs' folds, and two made up: one with every nullable column set, one with
-// every nullable column NULL.
+// build without the Arrow tag), NULL for NULL, and is of the type its column holds; and that
+// each of the row's values is in the column its name says. The rows are the sample runs' folds
+// and three made up: two with every column set, each column to a value of its own
+// (probeFoldRow), and one with every nullable column NULL.
 func TestBuildFoldsMatchesValues(t *testing.T) {
 	var rows []*foldRow
 	for k, h := range sampleHistories(t) {
@@ -68,7 +70,7 @@ func TestBuildFoldsMatchesValues(t *testing.T) {
 		t.Fatal("no run in the sample folds")
 	}
 	bare := &foldRow{study: "s", run: "r", attempt: 2, status: "ok", finishedAt: time.UnixMicro(5).UTC()}
-	rows = append(rows, probeFoldRow(7), bare)
+	rows = append(rows, probeFoldRow(3), probeFoldRow(5), bare)
 	rec := buildFolds(memory.DefaultAllocator, rows)
 	defer rec.Release()
 	if int(rec.NumRows()) != len(rows) || int(rec.NumCols()) != foldsSchema.NumFields() {
@@ -128,28 +130,71 @@ func TestBuildFoldsMatchesValues(t *testing.T) {
 			t.Errorf("column %s of a row without run.started, seed, cause or errors: %#v, want NULL", name, v)
 		}
 	}
-	for c, v := range probeFoldRow(7).values() {
-		if v == nil {
-			t.Errorf("column %s of a row with every value: NULL", foldsSchema.Field(c).Name)
+	// Each column's value is the one its name asks for, which ties values, and through it
+	// buildFolds, to the columns' meaning.
+	for _, i := range []int{3, 5} {
+		for c, v := range probeFoldRow(i).values() {
+			if want := probeValue(i, c); !reflect.DeepEqual(v, want) {
+				t.Errorf("probeFoldRow(%d) column %s: %#v, want %#v", i, foldsSchema.Field(c).Name, v, want)
+			}
 		}
 	}
 }
 
-// probeFoldRow is a run_folds row of attempt i of run "probe": a value in every column.
+// probeFoldRow is a run_folds row of attempt i of run "run", with a value in every column and
+// each column's value its own (probeValue): a string or blob column holds its name, a number
+// column i×100 plus its index (attempt: i), a boolean column bit k of i (k counting the boolean
+// columns), so that no two columns of a type hold the same value in both probeFoldRow(3) and
+// probeFoldRow(5).
 func probeFoldRow(i int) *foldRow {
-	const p = "probe"
-	n, t, sig := int32(i), time.UnixMicro(int64(i)).UTC(), []byte{byte(i)}
+	n := func(c int) int32 { return int32(i*100 + c) }
+	bit := func(k int) bool { return i>>k&1 == 1 }
+	at := func(c int) time.Time { return time.UnixMicro(int64(i*100 + c)).UTC() }
 	return &foldRow{
-		study: p, run: p, attempt: n, sourceKind: p, sourceID: p,
-		started: true, task: p, model: p, condition: p, instance: p, inputIndex: n, seedIndex: n,
-		seed: int64(i), hasSeed: true, components: p, simulated: true,
-		status: p, success: true, errText: p, startedAt: t, finishedAt: t,
-		latencyMS: float64(i), elapsedMS: float64(i),
-		promptTokens: int64(i), completionTokens: int64(i), tokens: int64(i),
-		modelCalls: n, toolCalls: n, retries: n, planReprompts: n, rejectedToolCalls: n, validationsFailed: n,
-		escalated: true, plan: p, states: p, tools: p, calls: p, output: p,
-		sigs:   [6][]byte{sig, sig, sig, sig, sig, sig},
-		events: n, foldError: p, checkError: p, finishedStatus: p,
-		hasCause: true, causeKind: p, causePermanent: true, cause: p, inputKey: p,
+		study: "study", run: "run", attempt: int32(i), sourceKind: "source_kind", sourceID: "source_id",
+		started: true, task: "task", model: "model", condition: "condition", instance: "instance",
+		inputIndex: n(9), seedIndex: n(10), seed: int64(n(11)), hasSeed: true,
+		components: "components", simulated: bit(0),
+		status: "status", success: bit(1), errText: "error", startedAt: at(17), finishedAt: at(18),
+		latencyMS: float64(n(19)), elapsedMS: float64(n(20)),
+		promptTokens: int64(n(21)), completionTokens: int64(n(22)), tokens: int64(n(23)),
+		modelCalls: n(24), toolCalls: n(25), retries: n(26), planReprompts: n(27),
+		rejectedToolCalls: n(28), validationsFailed: n(29), escalated: bit(2),
+		plan: "plan", states: "states", tools: "tools", calls: "calls", output: "output",
+		sigs: [6][]byte{[]byte("sig_plan"), []byte("sig_states"), []byte("sig_tools"), []byte("sig_calls"),
+			[]byte("sig_output"), []byte("sig_trace")},
+		events: n(42), foldError: "fold_error", checkError: "check_error", finishedStatus: "finished_status",
+		hasCause: true, causeKind: "cause_kind", causePermanent: bit(3), cause: "cause", inputKey: "input_key",
 	}
+}
+
+// probeValue is the value probeFoldRow(i) is to hold in column c, as values gives it.
+func probeValue(i, c int) any {
+	f := foldsSchema.Field(c)
+	switch f.Type.ID() {
+	case arrow.STRING:
+		return f.Name
+	case arrow.BINARY:
+		return []byte(f.Name)
+	case arrow.BOOL:
+		k := 0
+		for _, g := range foldsSchema.Fields()[:c] {
+			if g.Type.ID() == arrow.BOOL {
+				k++
+			}
+		}
+		return i>>k&1 == 1
+	case arrow.TIMESTAMP:
+		return time.UnixMicro(int64(i*100 + c)).UTC()
+	case arrow.INT32:
+		if f.Name == "attempt" {
+			return int32(i)
+		}
+		return int32(i*100 + c)
+	case arrow.INT64:
+		return int64(i*100 + c)
+	case arrow.FLOAT64:
+		return float64(i*100 + c)
+	}
+	return nil
 }
