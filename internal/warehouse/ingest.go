@@ -67,7 +67,8 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 		return fmt.Errorf("warehouse: connection: %w", err)
 	}
 	ing := &ingester{w: w, bus: b, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
-		untilCaughtUp: untilCaughtUp, hold: holdSignal{wake: make(chan struct{}, 1)}}
+		untilCaughtUp: untilCaughtUp, hold: holdSignal{wake: make(chan struct{}, 1)},
+		releasedAt: time.Now()} // the first release between checkpoints: releaseEvery from now
 	defer func() {
 		ing.closeLoader()
 		_ = ing.conn.Close()
@@ -158,7 +159,7 @@ type ingester struct {
 	current       []*builtRecord // the decoder's records of the batch being stored
 	maxID         string         // the largest stored event id, once maxIDKnown
 	walSize       int64          // the WAL's size after the last commit (sawCheckpoint)
-	releasedAt    time.Time      // when releaseAfterCommit last released free memory
+	releasedAt    time.Time      // releaseAfterCommit's last release, or when ingestion began
 	sinceAttach   int64          // events committed since the database was last attached (reattach)
 	reattachDue   bool           // reattach before the next transaction begins
 	putOff        int            // reattaches put off in a row (reattach, gate.go)

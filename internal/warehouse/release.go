@@ -16,14 +16,23 @@ var keepFreed bool
 var releases, checkpointReleases atomic.Int64
 
 // releaseEvery is the shortest time between two releases after commits that did not
-// checkpoint (a variable for TestReleaseAfterEveryCommit).
-var releaseEvery = time.Second
+// checkpoint (a variable for TestReleaseAfterEveryCommit). It was 1 s until the thirtieth
+// session: a release after nearly every commit, which jemalloc's background thread (turned on
+// after it) made all but redundant. Under the 20,000 events/s load with releases after
+// checkpoints only, jemalloc's freed pages not yet returned were 12.0 MiB at the median sample
+// (12.3 with a release every second), the analyzer's peak RSS 514.7 MiB (514.6), and it spent
+// 22.0 µs of CPU an event against 23.4; in BenchmarkIngest its CPU over the reference's was
+// 2.62 against 2.74 (medians of 5 alternated rounds), a pass faulting 21,200 pages instead of
+// 26,600 (docs/benchmarks.md). 30 s keeps a release between checkpoints for an analyzer whose
+// commits rarely checkpoint (a slow stream) at a cost no rate of commits notices.
+var releaseEvery = 30 * time.Second
 
 // releaseAfterCommit returns the allocators' free memory to the OS after a COMMIT: always when
 // the commit checkpointed the database, which it tells by the WAL (a checkpoint writes the
 // WAL's contents into the file and empties it, so the WAL is no larger than after the last
-// commit), and otherwise when the last release is at least releaseEvery old. The time is kept
-// per ingester: each warehouse ingesting in one process releases on its own.
+// commit), and otherwise when the last release (or the start of ingestion) is at least
+// releaseEvery old. The time is kept per ingester: each warehouse ingesting in one process
+// releases on its own.
 //
 // A checkpoint takes the most memory ingestion ever takes at once: DuckDB compresses the rows
 // appended since the last one (and merged small row groups, rewriting them, until Open turned
@@ -35,10 +44,10 @@ var releaseEvery = time.Second
 // background thread (Open turns that on), and glibc keeps the free space inside its arenas for
 // good. Under the 20,000 events/s load with a release after checkpoints only, jemalloc's
 // resident pages beyond its active ones (freed, not yet returned) were 16–136 MiB from one
-// sample to the next, and they made the analyzer's RSS peaks (deploy/README.md). Released, what
-// stays resident between two commits is what is in use. Its cost (a purge, a trim, and the page
-// faults of the memory used again) is a few milliseconds a commit; releaseEvery bounds it when
-// commits are small and frequent.
+// sample to the next, and they made the analyzer's RSS peaks (deploy/README.md); the background
+// thread now returns most of them within a second or so. Released, what stays resident is what
+// is in use. Its cost (a purge, a trim, and the page faults of the memory used again) is a few
+// milliseconds, and CPU the process spends faulting pages back in: releaseEvery bounds it.
 func (ing *ingester) releaseAfterCommit(checkpointed bool) {
 	if ing.w.cfg.Path == "" || keepFreed {
 		return
