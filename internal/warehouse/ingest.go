@@ -67,8 +67,7 @@ func (w *Warehouse) ingest(ctx context.Context, b *bus.Bus, cfg IngestConfig, un
 		return fmt.Errorf("warehouse: connection: %w", err)
 	}
 	ing := &ingester{w: w, bus: b, cfg: cfg, conn: conn, tracker: newTracker(cfg.MaxOpenEvents),
-		untilCaughtUp: untilCaughtUp, hold: holdSignal{wake: make(chan struct{}, 1)},
-		releasedAt: time.Now()} // the first release between checkpoints: releaseEvery from now
+		untilCaughtUp: untilCaughtUp, hold: holdSignal{wake: make(chan struct{}, 1)}}
 	defer func() {
 		ing.closeLoader()
 		_ = ing.conn.Close()
@@ -159,7 +158,7 @@ type ingester struct {
 	current       []*builtRecord // the decoder's records of the batch being stored
 	maxID         string         // the largest stored event id, once maxIDKnown
 	walSize       int64          // the WAL's size after the last commit (sawCheckpoint)
-	releasedAt    time.Time      // releaseAfterCommit's last release, or when ingestion began
+	releasedAt    time.Time      // releaseAfterCommit's last release, or the first commit
 	sinceAttach   int64          // events committed since the database was last attached (reattach)
 	reattachDue   bool           // reattach before the next transaction begins
 	putOff        int            // reattaches put off in a row (reattach, gate.go)

@@ -407,8 +407,8 @@ func TestReleaseAfterCheckpoint(t *testing.T) {
 }
 
 // TestReleaseAfterEveryCommit: between checkpoints, ingestion releases the allocators' free
-// memory after a commit when the last release (or the start of ingestion) is at least
-// releaseEvery old: after every commit when that is 0, after none when it is an hour.
+// memory after a commit when the last release (or the first commit) is at least releaseEvery
+// old: after every commit when that is 0, after none when it is an hour.
 func TestReleaseAfterEveryCommit(t *testing.T) {
 	defer warehouse.KeepFreed(warehouse.KeepFreed(false))
 	for _, tc := range []struct {

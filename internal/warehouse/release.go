@@ -16,21 +16,23 @@ var keepFreed bool
 var releases, checkpointReleases atomic.Int64
 
 // releaseEvery is the shortest time between two releases after commits that did not
-// checkpoint (a variable for TestReleaseAfterEveryCommit). It was 1 s until the thirtieth
-// session: a release after nearly every commit, which jemalloc's background thread (turned on
-// after it) made all but redundant. Under the 20,000 events/s load with releases after
-// checkpoints only, jemalloc's freed pages not yet returned were 12.0 MiB at the median sample
-// (12.3 with a release every second), the analyzer's peak RSS 514.7 MiB (514.6), and it spent
-// 22.0 µs of CPU an event against 23.4; in BenchmarkIngest its CPU over the reference's was
-// 2.62 against 2.74 (medians of 5 alternated rounds), a pass faulting 21,200 pages instead of
-// 26,600 (docs/benchmarks.md). 30 s keeps a release between checkpoints for an analyzer whose
-// commits rarely checkpoint (a slow stream) at a cost no rate of commits notices.
+// checkpoint, counted from the first commit (a variable for TestReleaseAfterEveryCommit). It
+// was 1 s, and the first commit released, until the thirtieth session: a release after nearly
+// every commit, whose part for jemalloc's pages its background thread (turned on after it)
+// mostly does now. In one 5-minute run each of the 20,000 events/s load, with releases after
+// checkpoints only, jemalloc's freed pages not yet returned were 12.05 MiB at the median
+// sample against 12.35 with one every second (90th percentile 30.7 against 19.6), the peak RSS
+// 514.7 MiB against 514.6, the analyzer's CPU 22.0 µs an event against 23.4; in
+// BenchmarkIngest its CPU over the reference's was 2.62 against 2.74 (medians of 5 alternated
+// rounds), a pass faulting 21,200 pages instead of 26,600 (docs/benchmarks.md). 30 s keeps a
+// release between checkpoints (and glibc's trim, which has no background thread) for an
+// analyzer whose commits rarely checkpoint; it was not itself run under load.
 var releaseEvery = 30 * time.Second
 
 // releaseAfterCommit returns the allocators' free memory to the OS after a COMMIT: always when
 // the commit checkpointed the database, which it tells by the WAL (a checkpoint writes the
 // WAL's contents into the file and empties it, so the WAL is no larger than after the last
-// commit), and otherwise when the last release (or the start of ingestion) is at least
+// commit), and otherwise when the last release (or the ingester's first commit) is at least
 // releaseEvery old. The time is kept per ingester: each warehouse ingesting in one process
 // releases on its own.
 //
@@ -46,13 +48,17 @@ var releaseEvery = 30 * time.Second
 // resident pages beyond its active ones (freed, not yet returned) were 16–136 MiB from one
 // sample to the next, and they made the analyzer's RSS peaks (deploy/README.md); the background
 // thread now returns most of them within a second or so. Released, what stays resident is what
-// is in use. Its cost (a purge, a trim, and the page faults of the memory used again) is a few
-// milliseconds, and CPU the process spends faulting pages back in: releaseEvery bounds it.
+// is in use. Its cost is the purge and the trim (27.5 ms at the median under load, with the
+// background thread on; deploy/README.md) and the page faults of the memory used again:
+// releaseEvery bounds it.
 func (ing *ingester) releaseAfterCommit(checkpointed bool) {
 	if ing.w.cfg.Path == "" || keepFreed {
 		return
 	}
 	now := time.Now()
+	if ing.releasedAt.IsZero() {
+		ing.releasedAt = now // the first commit: releaseEvery from now
+	}
 	if !checkpointed && now.Sub(ing.releasedAt) < releaseEvery {
 		return
 	}
