@@ -58,53 +58,13 @@ func buildFolds(mem memory.Allocator, rows []*foldRow) arrow.RecordBatch {
 	b.Reserve(len(rows))
 	col := 0
 	next := func() array.Builder { col++; return b.Field(col - 1) }
-	str := func(v string, ok bool) {
-		sb := next().(*array.StringBuilder)
-		if ok {
-			sb.Append(v)
-		} else {
-			sb.AppendNull()
-		}
-	}
-	i32 := func(v int32, ok bool) {
-		ib := next().(*array.Int32Builder)
-		if ok {
-			ib.Append(v)
-		} else {
-			ib.AppendNull()
-		}
-	}
-	i64 := func(v int64, ok bool) {
-		ib := next().(*array.Int64Builder)
-		if ok {
-			ib.Append(v)
-		} else {
-			ib.AppendNull()
-		}
-	}
-	f64 := func(v float64, ok bool) {
-		fb := next().(*array.Float64Builder)
-		if ok {
-			fb.Append(v)
-		} else {
-			fb.AppendNull()
-		}
-	}
-	boolean := func(v, ok bool) {
-		bb := next().(*array.BooleanBuilder)
-		if ok {
-			bb.Append(v)
-		} else {
-			bb.AppendNull()
-		}
-	}
+	str := func(v string, ok bool) { appendOrNull(next().(*array.StringBuilder), v, ok) }
+	i32 := func(v int32, ok bool) { appendOrNull(next().(*array.Int32Builder), v, ok) }
+	i64 := func(v int64, ok bool) { appendOrNull(next().(*array.Int64Builder), v, ok) }
+	f64 := func(v float64, ok bool) { appendOrNull(next().(*array.Float64Builder), v, ok) }
+	boolean := func(v, ok bool) { appendOrNull(next().(*array.BooleanBuilder), v, ok) }
 	ts := func(v time.Time, ok bool) {
-		tb := next().(*array.TimestampBuilder)
-		if ok {
-			tb.Append(arrow.Timestamp(v.UnixMicro()))
-		} else {
-			tb.AppendNull()
-		}
+		appendOrNull(next().(*array.TimestampBuilder), arrow.Timestamp(v.UnixMicro()), ok)
 	}
 	blob := func(v []byte) { next().(*array.BinaryBuilder).Append(v) }
 	for _, r := range rows {
@@ -154,4 +114,16 @@ func buildFolds(mem memory.Allocator, rows []*foldRow) arrow.RecordBatch {
 		str(r.inputKey, r.inputKey != "")
 	}
 	return b.NewRecordBatch()
+}
+
+// appendOrNull appends v to b, or a NULL when ok is false.
+func appendOrNull[T any](b interface {
+	Append(T)
+	AppendNull()
+}, v T, ok bool) {
+	if ok {
+		b.Append(v)
+	} else {
+		b.AppendNull()
+	}
 }
