@@ -359,6 +359,7 @@ func BenchmarkIngest(b *testing.B) {
 	floor, ceiling := med(func(p ingestPass) float64 { return p.floor }), med(func(p ingestPass) float64 { return p.ceiling })
 	cpuFloor := med(func(p ingestPass) float64 { return p.cpuFloor })
 	beyond := med(func(p ingestPass) float64 { return p.cpu - p.cpuFloor })
+	overFloor := med(ingestPass.overFloor)
 	ratio, ofCeiling := med(func(p ingestPass) float64 { return p.rate / p.refRate }), med(func(p ingestPass) float64 { return p.rate / p.ceiling })
 	ceilingRatio := med(func(p ingestPass) float64 { return p.ceiling / p.refRate })
 	storeUS := float64(storeCPU.Microseconds()) / float64(n)
@@ -375,6 +376,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(storeUS, "duckdb-only-cpu-µs/event")
 	b.ReportMetric(cpuFloor, "cpu-floor-µs/event")
 	b.ReportMetric(beyond, "beyond-floor-cpu-µs/event")
+	b.ReportMetric(overFloor, "cpu-over-floor")
 	b.ReportMetric(ceilingRatio, "ceiling-ratio")
 	b.ReportMetric(ofCeiling, "of-ceiling")
 	b.ReportMetric(med(func(p ingestPass) float64 { return p.allocs }), "alloc-B/event")
@@ -388,8 +390,8 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	fmt.Printf("ingest bench ceiling (median of %d passes): DuckDB's part alone (load + watermark + commit of the same events in batches of %d, decoded beforehand) costs %.1f µs CPU/event; with the reference's %.1f µs (client) + %.1f µs (broker), no analyzer storing in DuckDB can exceed %d cores / %.1f µs = %.0f events/s here, a ratio of %.2f to the reference\n",
 		len(passes), batch, storeUS, refCPU, refBroker, runtime.NumCPU(), floor, ceiling, ceilingRatio)
-	fmt.Printf("ingest bench CPU floor: no analyzer storing in DuckDB spends less than the reference's client plus DuckDB's part alone, %.1f µs CPU/event here; this one spends %.1f, %.1f beyond the floor\n",
-		cpuFloor, cpu, beyond)
+	fmt.Printf("ingest bench CPU floor: no analyzer storing in DuckDB spends less than the reference's client plus DuckDB's part alone, %.1f µs CPU/event here; this one spends %.1f, %.1f beyond the floor, %.2f times it (the issue's 8 µs was %.2f times the floor of %.1f µs it was set beside)\n",
+		cpuFloor, cpu, beyond, overFloor, goalCPU/goalFloor, goalFloor)
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("ingest bench (%s path, DuckDB threads %d, %d events of %d bytes mean, batch %d): analyzer %.0f events/s, reference fetch+ack %.0f events/s, ratio %.2f (%.2f of the ceiling); CPU per event: analyzer %.1f µs + broker %.1f µs, reference %.1f µs + broker %.1f µs (broker in a child process); DuckDB %.1f bytes/event; peak Go heap in use %.1f MiB above the heap before ingestion (after a collection; the benchmark holds none of its messages then); peak RSS of the test process %.1f MiB; load average %s\n",
 		warehouse.LoadPath, benchThreads(), n, raw/n, batch, whRate, refRate, ratio, ofCeiling, cpu, broker, refCPU, refBroker,
@@ -426,6 +428,21 @@ func newIngestPass(n, cores int, store, ref, refCPU, refBroker, took, cpu, broke
 	p.cpuFloor = p.refCPU + us(store)
 	return p
 }
+
+// overFloor is the analyzer's CPU an event as a multiple of the floor measured in the same pass.
+// A machine that runs slower makes the floor and the analyzer's own work slower alike: over 44
+// runs on two evenings (2026-12-06) the analyzer's CPU rose 1.14 µs for each µs of the floor
+// (r = 0.74), from medians of 7.9 to 9.3 µs, while this multiple stayed at 1.32–1.33
+// (docs/benchmarks.md, thirty-second session).
+func (p ingestPass) overFloor() float64 { return p.cpu / p.cpuFloor }
+
+// The issue that set the CPU goal (≤ goalCPU µs an event) measured, on its day, the reference's
+// client at 2.3 µs an event and DuckDB's part alone at 3.0: a floor of goalFloor, of which the
+// goal was 1.51 times. BenchmarkIngest prints that multiple beside the one it measures.
+const (
+	goalCPU   = 8.0
+	goalFloor = 2.3 + 3.0
+)
 
 // storeOnly stores msgs in a fresh database with DuckDB's part alone (no broker, no fold) and
 // returns its CPU time.
@@ -515,5 +532,27 @@ func TestMemoryBoundedUnderBacklog(t *testing.T) {
 	t.Logf("heap growth during ingestion: %.1f MiB for %d events, %.1f MiB for %d", float64(small)/(1<<20), n, float64(large)/(1<<20), 10*n)
 	if large > 2*small+(8<<20) {
 		t.Errorf("heap grew by %d bytes for a 10x backlog, %d for 1x: memory grows with the backlog", large, small)
+	}
+}
+
+// TestIngestPassFloor: a pass's CPU floor is the reference's client plus DuckDB's part alone,
+// and its multiple the analyzer's CPU over that floor, per event; the ceiling is the cores over
+// the floor with the broker's part added.
+func TestIngestPassFloor(t *testing.T) {
+	const n = 1000
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	// Per event: DuckDB 3 µs, reference client 2.5 µs and broker 4.5 µs, analyzer 7.5 µs.
+	p := newIngestPass(n, 2, ms(3), time.Second, ms(2.5), ms(4.5), time.Second, ms(7.5), ms(4))
+	if p.cpuFloor != 5.5 {
+		t.Errorf("floor %v µs, want 5.5", p.cpuFloor)
+	}
+	if got, want := p.overFloor(), 7.5/5.5; got != want {
+		t.Errorf("multiple of the floor %v, want %v", got, want)
+	}
+	if p.floor != 10 || p.ceiling != 200_000 {
+		t.Errorf("ceiling floor %v µs, ceiling %v events/s; want 10 and 200,000", p.floor, p.ceiling)
+	}
+	if r := goalCPU / goalFloor; r < 1.50 || r > 1.51 {
+		t.Errorf("the issue's goal over its floor is %v, want 8/5.3", r)
 	}
 }
