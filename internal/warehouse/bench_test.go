@@ -431,9 +431,9 @@ func newIngestPass(n, cores int, store, ref, refCPU, refBroker, took, cpu, broke
 
 // overFloor is the analyzer's CPU an event as a multiple of the floor measured in the same pass.
 // A machine that runs slower makes the floor and the analyzer's own work slower alike: over 44
-// runs on two evenings (2026-12-06) the analyzer's CPU rose 1.14 µs for each µs of the floor
-// (r = 0.74), from medians of 7.9 to 9.3 µs, while this multiple stayed at 1.32–1.33
-// (docs/benchmarks.md, thirty-second session).
+// runs in two sessions two hours apart (2026-12-06) the analyzer's CPU rose 1.14 µs for each µs
+// of the floor (r = 0.74), its median from 7.9 to 9.3 µs, while the median of this multiple
+// stayed at 1.32–1.33 (docs/benchmarks.md, thirty-second session).
 func (p ingestPass) overFloor() float64 { return p.cpu / p.cpuFloor }
 
 // The issue that set the CPU goal (≤ goalCPU µs an event) measured, on its day, the reference's
