@@ -430,10 +430,11 @@ func newIngestPass(n, cores int, store, ref, refCPU, refBroker, took, cpu, broke
 }
 
 // overFloor is the analyzer's CPU an event as a multiple of the floor measured in the same pass.
-// A machine that runs slower makes the floor and the analyzer's own work slower alike: over 44
+// On a machine that runs slower, the floor and the analyzer's own work both slow down: over 44
 // runs in two sessions two hours apart (2026-12-06) the analyzer's CPU rose 1.14 µs for each µs
-// of the floor (r = 0.74), its median from 7.9 to 9.3 µs, while the median of this multiple
-// stayed at 1.32–1.33 (docs/benchmarks.md, thirty-second session).
+// of the floor (95% interval about 0.8–1.5, r = 0.74), its median from 7.9 to 9.3 µs, while
+// each run's CPU over its floor had medians of 1.32–1.33 in all three series
+// (docs/benchmarks.md, thirty-second session).
 func (p ingestPass) overFloor() float64 { return p.cpu / p.cpuFloor }
 
 // The issue that set the CPU goal (≤ goalCPU µs an event) measured, on its day, the reference's
