@@ -17,8 +17,10 @@ FAULT_TIMEOUT ?= 40m
 ANALYZER_FLAGS ?=
 # Extra flags for `producer load` (e.g. LOAD_FLAGS='--batch 0': each event acknowledged on its own).
 LOAD_FLAGS ?=
-# A directory (absolute, or relative to the repository) for CPU profiles of the load's processes.
+# A directory (absolute, or relative to the repository) for CPU and heap profiles of the load's
+# processes; HEAP_EVERY is how often each writes a heap profile besides the one at its end.
 PROFILE ?=
+HEAP_EVERY ?= 5m
 
 $(NATS_SERVER):
 	@mkdir -p $(TOOLS)
@@ -59,10 +61,10 @@ test-faults: $(NATS_SERVER) ## crash tests with real processes (SIGKILL a NATS n
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(FAULT_TIMEOUT) -run 'Test' ./internal/faultsuite/
 
 .PHONY: load
-load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=r1,r2 DURATION=30s LOAD_MODE=embedded|cluster|both SYNC=always|default ANALYZER_FLAGS=... LOAD_FLAGS=... PROFILE=dir)
+load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in DuckDB (RATE=r1,r2 DURATION=30s LOAD_MODE=embedded|cluster|both SYNC=always|default ANALYZER_FLAGS=... LOAD_FLAGS=... PROFILE=dir HEAP_EVERY=5m)
 	DITTO_LOAD=1 DITTO_NATS_SERVER=$(CURDIR)/$(NATS_SERVER) DITTO_NATSCLI=$(CURDIR)/$(NATSCLI) DITTO_GOTAGS='$(GOTAGS)' \
 	DITTO_LOAD_RATE=$(RATE) DITTO_LOAD_DURATION=$(DURATION) DITTO_LOAD_MODE=$(LOAD_MODE) DITTO_LOAD_SYNC=$(SYNC) DITTO_LOAD_ANALYZER_FLAGS='$(ANALYZER_FLAGS)' DITTO_LOAD_FLAGS='$(LOAD_FLAGS)' \
-	DITTO_LOAD_PROFILE='$(if $(PROFILE),$(abspath $(PROFILE)))' \
+	DITTO_LOAD_PROFILE='$(if $(PROFILE),$(abspath $(PROFILE)))' DITTO_LOAD_HEAP_EVERY=$(HEAP_EVERY) \
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(LOAD_TIMEOUT) -run 'TestLoad' ./internal/faultsuite/
 
 .PHONY: load-judge

@@ -91,7 +91,7 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
 						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches, "short_transactions", s.ShortTransactions, "reattaches", s.Reattaches,
 						"restarts", s.Restarts, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
-						"go_heap_mib", mib(m.GoHeap), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
+						"go_heap_mib", mib(m.GoHeap), "go_live_mib", mib(m.GoLive), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
 						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_active_mib", mib(m.DuckDBActive),
 						"duckdb_resident_mib", mib(m.DuckDBResident),
 						"malloc_held_mib", mib(m.MallocHeld), "malloc_inuse_mib", mib(m.MallocInUse),

@@ -19,7 +19,7 @@
 // secret: a Secret's help says whether its variable is set, a URL's hides its password.
 //
 // With DITTO_CPUPROFILE=FILE in its environment, any command writes a CPU profile of its run
-// to FILE (CPUProfileEnv).
+// to FILE (CPUProfileEnv); with DITTO_HEAPPROFILE=FILE, heap profiles (HeapProfileEnv).
 package cli
 
 import (
@@ -112,6 +112,19 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		defer func() {
 			if err := stopProfile(); err != nil {
 				fmt.Fprintf(stderr, "%s %s: %s: %v\n", p.Name, c.Name, CPUProfileEnv, err)
+			}
+		}()
+	}
+	if path := os.Getenv(HeapProfileEnv); path != "" {
+		every, err := heapProfileEvery()
+		if err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			return 1
+		}
+		stopHeap := startHeapProfiles(path, every)
+		defer func() {
+			if err := stopHeap(); err != nil {
+				fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
 			}
 		}()
 	}

@@ -3,7 +3,10 @@ package cli
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"sync"
+	"time"
 )
 
 // CPUProfileEnv names the environment variable that has a command of any of ditto's binaries
@@ -27,4 +30,78 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return f.Close()
 	}, nil
+}
+
+// HeapProfileEnv names the environment variable that has a command of any of ditto's binaries
+// write heap profiles (runtime/pprof's "heap": the objects live at a garbage collection, with
+// where they were allocated; `go tool pprof -sample_index=inuse_space`) to the file it names,
+// when the command ends; with HeapProfileEveryEnv also every that long while it runs, to the
+// file named with the time since the start appended (FILE.300s, FILE.600s, …). Two of them
+// give what a long-running process keeps more of as it goes (`go tool pprof -base FILE.300s
+// FILE.3600s`), which its memory figures alone do not say.
+const (
+	HeapProfileEnv      = "DITTO_HEAPPROFILE"
+	HeapProfileEveryEnv = "DITTO_HEAPPROFILE_EVERY"
+)
+
+// writeHeapProfile collects the garbage, so that the profile's in-use figures are what is
+// live now, and writes the heap profile to path.
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cli: %s: %w", HeapProfileEnv, err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("cli: %s: %w", HeapProfileEnv, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cli: %s: %w", HeapProfileEnv, err)
+	}
+	return nil
+}
+
+// startHeapProfiles writes a heap profile to path every `every` (0: never) until the returned
+// function is called, which writes the last one to path itself.
+func startHeapProfiles(path string, every time.Duration) (stop func() error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if every > 0 {
+		start := time.Now()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case now := <-t.C:
+					// A failure here is reported by the last profile's, which uses the same
+					// directory; the run goes on.
+					_ = writeHeapProfile(fmt.Sprintf("%s.%ds", path, int(now.Sub(start).Round(time.Second).Seconds())))
+				}
+			}
+		}()
+	}
+	return func() error {
+		close(done)
+		wg.Wait()
+		return writeHeapProfile(path)
+	}
+}
+
+// heapProfileEvery reads HeapProfileEveryEnv: a Go duration, or empty for never.
+func heapProfileEvery() (time.Duration, error) {
+	v := os.Getenv(HeapProfileEveryEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("cli: %s=%q: want a positive duration such as 5m", HeapProfileEveryEnv, v)
+	}
+	return d, nil
 }

@@ -66,3 +66,70 @@ func TestCPUProfileEnv(t *testing.T) {
 		t.Errorf("Run(spin) with an unwritable profile = %d, stderr %q; want 1 and an error naming %s", code, stderr.String(), CPUProfileEnv)
 	}
 }
+
+// heldForProfile is what allocateForProfile keeps: the heap profile must find it live.
+var heldForProfile [][]byte
+
+func allocateForProfile() {
+	for range 64 {
+		heldForProfile = append(heldForProfile, make([]byte, 64<<10))
+	}
+}
+
+// readProfile returns the decompressed bytes of the pprof profile at path.
+func readProfile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no profile written: %v", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("profile %s is not gzipped: %v", path, err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestHeapProfileEnv(t *testing.T) {
+	prog := Program{Name: "prog", Commands: []Command{{Name: "hold", Run: func(_ context.Context, fs *flag.FlagSet, args []string) error {
+		if err := Parse(fs, args); err != nil {
+			return err
+		}
+		allocateForProfile()
+		time.Sleep(450 * time.Millisecond) // a few periodic profiles
+		return nil
+	}}}}
+	defer func() { heldForProfile = nil }()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hold.heap")
+	t.Setenv(HeapProfileEnv, path)
+	t.Setenv(HeapProfileEveryEnv, "100ms")
+	var stdout, stderr bytes.Buffer
+	if code := prog.Run(context.Background(), []string{"hold"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("Run(hold) = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	// The last profile, at the end, names the function whose 4 MiB are live (the sampling
+	// rate, 512 KiB, samples them).
+	if raw := readProfile(t, path); !bytes.Contains(raw, []byte("allocateForProfile")) {
+		t.Errorf("the heap profile (%d bytes) does not name allocateForProfile, which holds 4 MiB", len(raw))
+	}
+	periodic, err := filepath.Glob(path + ".*s")
+	if err != nil || len(periodic) == 0 {
+		t.Fatalf("no periodic heap profile beside %s (%v) with %s=100ms over 450 ms", path, err, HeapProfileEveryEnv)
+	}
+	for _, p := range periodic {
+		_ = readProfile(t, p)
+	}
+
+	// A period that is not a duration fails the command before it runs, naming the variable.
+	t.Setenv(HeapProfileEveryEnv, "often")
+	stderr.Reset()
+	if code := prog.Run(context.Background(), []string{"hold"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), HeapProfileEveryEnv) {
+		t.Errorf("Run(hold) with %s=often = %d, stderr %q; want 1 and an error naming it", HeapProfileEveryEnv, code, stderr.String())
+	}
+}

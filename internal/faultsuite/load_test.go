@@ -201,13 +201,17 @@ func analyzerMemory() (flags []string, goMemLimit string) {
 }
 
 // profileEnv is the environment that has a ditto process of the load write a CPU profile of
-// its run to DITTO_LOAD_PROFILE/<name>-<mode>-<rate>.pprof (make load PROFILE=dir), or none.
+// its run to DITTO_LOAD_PROFILE/<name>-<mode>-<rate>.pprof (make load PROFILE=dir), and heap
+// profiles to <name>-<mode>-<rate>.heap at its end and every DITTO_LOAD_HEAP_EVERY (5m by
+// default; make load HEAP_EVERY=…) to .heap.<seconds>s, or none.
 func profileEnv(name, mode string, rate float64) []string {
 	dir := os.Getenv("DITTO_LOAD_PROFILE")
 	if dir == "" {
 		return nil
 	}
-	return []string{cli.CPUProfileEnv + "=" + filepath.Join(dir, fmt.Sprintf("%s-%s-%.0f.pprof", name, mode, rate))}
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s-%.0f", name, mode, rate))
+	return []string{cli.CPUProfileEnv + "=" + base + ".pprof", cli.HeapProfileEnv + "=" + base + ".heap",
+		cli.HeapProfileEveryEnv + "=" + envOr("DITTO_LOAD_HEAP_EVERY", "5m")}
 }
 
 func envOr(name, def string) string {
@@ -442,7 +446,7 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 }
 
 // memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|rss_mib)=(\S+)`)
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
 // heap, DuckDB's buffer manager and allocator, glibc's heap, RSS): of every six lines (30 s at
@@ -453,7 +457,7 @@ func printMemoryTrail(logPath string) {
 	if err != nil {
 		return
 	}
-	fmt.Println("analyzer memory (its own log, the largest RSS of each six lines: events stored, Go heap objects, memory the Go runtime holds, duckdb_memory(),")
+	fmt.Println("analyzer memory (its own log, the largest RSS of each six lines: events stored, Go heap objects, live at the last collection, memory the Go runtime holds, duckdb_memory(),")
 	fmt.Println("  DuckDB's allocator (jemalloc) allocated, in active pages and resident, glibc's heap held and in use, of which the events' Arrow records and their pool, RSS; MiB):")
 	var lines []string
 	for _, line := range strings.Split(string(raw), "\n") {

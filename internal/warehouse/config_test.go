@@ -2,6 +2,7 @@ package warehouse_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -169,8 +170,19 @@ func TestMemoryFigures(t *testing.T) {
 	if _, err := w.DB().ExecContext(ctx, "CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS s FROM range(200000)"); err != nil {
 		t.Fatal(err)
 	}
+	// 16 MiB held across a collection: the live heap counts them.
+	held := make([]byte, 16<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	runtime.GC()
 	m := w.Memory(ctx)
+	runtime.KeepAlive(held)
 	if m.GoHeap == 0 || m.GoMapped < m.GoHeap || m.DuckDB == 0 || m.RSS < m.DuckDB {
 		t.Errorf("Memory() = %+v, want a Go heap, DuckDB memory and an RSS above DuckDB's", m)
+	}
+	if m.GoLive < 16<<20 || m.GoLive > m.GoMapped {
+		t.Errorf("Memory().GoLive = %d after a collection with 16 MiB held, want at least %d and at most GoMapped %d",
+			m.GoLive, 16<<20, m.GoMapped)
 	}
 }

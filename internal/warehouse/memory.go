@@ -11,6 +11,10 @@ import (
 // Memory is where the analyzer process's memory is, as far as it can tell.
 type Memory struct {
 	GoHeap uint64 // bytes of heap objects, live and not yet collected (runtime/metrics)
+	// GoLive is the heap the last garbage collection found live (runtime/metrics'
+	// /gc/heap/live:bytes): GoHeap without the garbage not yet collected, which rises and falls
+	// with the collector's pacing. A growing GoLive is memory something holds.
+	GoLive uint64
 	// GoMapped is the memory the Go runtime holds from the OS and has not returned: heap
 	// objects, free heap spans not yet scavenged, stacks, runtime metadata.
 	GoMapped uint64
@@ -38,7 +42,7 @@ type Memory struct {
 func (w *Warehouse) Memory(ctx context.Context) Memory {
 	var m Memory
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"}}
+		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	metrics.Read(sample)
 	u := func(i int) uint64 {
 		if sample[i].Value.Kind() == metrics.KindUint64 {
@@ -46,7 +50,7 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 		}
 		return 0
 	}
-	m.GoHeap = u(0)
+	m.GoHeap, m.GoLive = u(0), u(3)
 	if total, released := u(1), u(2); total > released {
 		m.GoMapped = total - released
 	}
