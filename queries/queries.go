@@ -90,6 +90,7 @@ var (
 	IngestAttemptEvents   = load("ingest_attempt_events", Ingest)
 	IngestFoldedKeys      = load("ingest_folded_keys", Ingest)
 	IngestFoldedAll       = load("ingest_folded_all", Ingest)
+	IngestFoldedCount     = load("ingest_folded_count", Ingest)
 	IngestFoldDelete      = load("ingest_fold_delete", Ingest)
 	IngestSchemaCheck     = load("ingest_schema_check", Ingest)
 )
@@ -158,7 +159,7 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestFolds, IngestExistingIDs, IngestExistingIDsFew, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldDelete, IngestSchemaCheck,
+		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldedCount, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,

@@ -15,8 +15,11 @@ import (
 // (ingest_folded_keys) scanned run_folds once a batch, a cost growing with every run stored.
 // The filter is loaded from run_folds when first used, and again when it holds more attempts
 // than it was sized for (a doubling: amortised, one scan per doubling of the runs); the
-// committer adds each attempt it folds once the batch is committed. Its memory is about 10 bits
-// an attempt (1.2 MiB for a million runs).
+// committer adds each attempt it folds once the batch is committed. Its memory is 10 bits for
+// each of twice the attempts at the last load: 1.2 to 2.4 MiB a million attempts stored, growing
+// with the table in steps (at 2^21 and 2^22 runs stored from an empty database, to 5.0 and 10.0
+// MiB). It is the Go heap's part that grows with the table under a long load (docs/benchmarks.md,
+// thirty-fourth session).
 type foldedFilter struct {
 	bits     []uint64
 	n, limit int // attempts added, and how many the bits are sized for
@@ -33,31 +36,35 @@ const (
 
 // ensure loads the filter from run_folds if it is not loaded or has outgrown its size, and
 // reports whether it did. A load sees the rows appended so far, not those an open transaction
-// still holds in memory (ingester.ensureFolded adds them).
+// still holds in memory (ingester.ensureFolded adds them). It counts the rows first and sizes
+// the filter for twice as many, then sets each row's bits as it reads it: keeping the rows'
+// hashes until the count was known took 8 bytes a run (in a slice grown by appending, about 80
+// MB allocated for 4 million runs) at each doubling.
 func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error) {
 	if f.loaded && f.n <= f.limit {
 		return false, nil
+	}
+	var count int
+	if err := conn.QueryRowContext(ctx, queries.IngestFoldedCount.SQL).Scan(&count); err != nil {
+		return false, err
 	}
 	rows, err := conn.QueryContext(ctx, queries.IngestFoldedAll.SQL)
 	if err != nil {
 		return false, err
 	}
 	defer rows.Close()
-	seed := maphash.MakeSeed()
-	var sums []uint64 // the keys' hashes: 8 bytes an attempt while the filter is sized
+	// Until every row is in, the filter is not loaded: it says "maybe" for every attempt.
+	f.loaded = false
+	f.reset(2*count, maphash.MakeSeed())
 	var k attemptKey
 	for rows.Next() {
 		if err := rows.Scan(&k.study, &k.run, &k.attempt); err != nil {
 			return false, err
 		}
-		sums = append(sums, keyHash(seed, k))
+		f.set(keyHash(f.seed, k))
 	}
 	if err := rows.Err(); err != nil {
 		return false, err
-	}
-	f.reset(2*len(sums), seed)
-	for _, s := range sums {
-		f.set(s)
 	}
 	f.loaded = true
 	return true, nil

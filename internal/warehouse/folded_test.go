@@ -71,3 +71,36 @@ func TestFoldedReloadKeepsPendingAttempts(t *testing.T) {
 		t.Error("an attempt whose run_folds row the open transaction holds was dropped from the filter by its reload")
 	}
 }
+
+// TestFoldedLoadSizedFromCount: a load counts run_folds' rows and sizes the filter for twice as
+// many (more than foldedMinKeys here), and finds every row it read.
+func TestFoldedLoadSizedFromCount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, ing := testIngester(t, ctx, IngestConfig{})
+	const rows = 100_000
+	if _, err := ing.conn.ExecContext(ctx, fmt.Sprintf(`INSERT INTO run_fold_rows (study, run, attempt, source_kind, source_id,
+		status, success, prompt_tokens, completion_tokens, tokens, model_calls, tool_calls, retries, plan_reprompts,
+		rejected_tool_calls, validations_failed, escalated, plan, states, tools, calls, output, sig_plan, sig_states,
+		sig_tools, sig_calls, sig_output, sig_trace, events, finished_status)
+		SELECT 's', 'r-' || i, 1 + i %% 3, 'k', 'x', 'ok', true, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, '', '', '', '', '',
+			''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, 1, 'ok' FROM range(%d) t(i)`, rows)); err != nil {
+		t.Fatal(err)
+	}
+	reloaded, err := ing.folded.ensure(ctx, ing.conn)
+	if err != nil || !reloaded {
+		t.Fatalf("ensure() = %v, %v; want a load", reloaded, err)
+	}
+	if f := &ing.folded; f.n != rows || f.limit != 2*rows || len(f.bits) != (2*rows*foldedBitsPerKey+63)/64 {
+		t.Errorf("the filter holds %d attempts, sized for %d in %d words; want %d, %d and %d",
+			f.n, f.limit, len(f.bits), rows, 2*rows, (2*rows*foldedBitsPerKey+63)/64)
+	}
+	for i := 0; i < rows; i++ {
+		if k := (attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1 + i%3}); !ing.folded.mayHave(k) {
+			t.Fatalf("attempt %v of run_folds not found after the load", k)
+		}
+	}
+	if reloaded, err := ing.folded.ensure(ctx, ing.conn); err != nil || reloaded {
+		t.Errorf("a second ensure() = %v, %v; want no load (the filter has room)", reloaded, err)
+	}
+}

@@ -44,7 +44,7 @@ func sampleBatches(t *testing.T, size int) []*batch {
 
 // testIngester opens a database in a temporary directory and an ingester with cfg (its
 // defaults filled in) on a connection of it; both close when the test ends.
-func testIngester(t *testing.T, ctx context.Context, cfg IngestConfig) (*Warehouse, *ingester) {
+func testIngester(t testing.TB, ctx context.Context, cfg IngestConfig) (*Warehouse, *ingester) {
 	t.Helper()
 	w, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "ingest.duckdb")})
 	if err != nil {
