@@ -18,7 +18,8 @@ ANALYZER_FLAGS ?=
 # Extra flags for `producer load` (e.g. LOAD_FLAGS='--batch 0': each event acknowledged on its own).
 LOAD_FLAGS ?=
 # A directory (absolute, or relative to the repository) for CPU and heap profiles of the load's
-# processes; HEAP_EVERY is how often each writes a heap profile besides the one at its end.
+# processes; HEAP_EVERY is how often each writes a heap profile besides the one at its end
+# (0: never).
 PROFILE ?=
 HEAP_EVERY ?= 5m
 

@@ -103,6 +103,25 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		p.writeGroupHelp(stderr, group)
 		return 2
 	}
+	// The heap profiles first, so that the last one's collection is not in the CPU profile
+	// (deferred functions run in reverse).
+	if path := os.Getenv(HeapProfileEnv); path != "" {
+		every, err := heapProfileEvery()
+		if err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			return 1
+		}
+		stopHeap, err := startHeapProfiles(path, every, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			return 1
+		}
+		defer func() {
+			if err := stopHeap(); err != nil {
+				fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			}
+		}()
+	}
 	if path := os.Getenv(CPUProfileEnv); path != "" {
 		stopProfile, err := startCPUProfile(path)
 		if err != nil {
@@ -112,19 +131,6 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		defer func() {
 			if err := stopProfile(); err != nil {
 				fmt.Fprintf(stderr, "%s %s: %s: %v\n", p.Name, c.Name, CPUProfileEnv, err)
-			}
-		}()
-	}
-	if path := os.Getenv(HeapProfileEnv); path != "" {
-		every, err := heapProfileEvery()
-		if err != nil {
-			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
-			return 1
-		}
-		stopHeap := startHeapProfiles(path, every)
-		defer func() {
-			if err := stopHeap(); err != nil {
-				fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -36,9 +37,9 @@ func startCPUProfile(path string) (stop func() error, err error) {
 // write heap profiles (runtime/pprof's "heap": the objects live at a garbage collection, with
 // where they were allocated; `go tool pprof -sample_index=inuse_space`) to the file it names,
 // when the command ends; with HeapProfileEveryEnv also every that long while it runs, to the
-// file named with the time since the start appended (FILE.300s, FILE.600s, …). Two of them
-// give what a long-running process keeps more of as it goes (`go tool pprof -base FILE.300s
-// FILE.3600s`), which its memory figures alone do not say.
+// file named with the time since the start appended (FILE.300s, FILE.600s, …; FILE.100ms, … for
+// a period under a second). Two of them give what a long-running process keeps more of as it
+// goes (`go tool pprof -base FILE.300s FILE.3600s`), which its memory figures alone do not say.
 const (
 	HeapProfileEnv      = "DITTO_HEAPPROFILE"
 	HeapProfileEveryEnv = "DITTO_HEAPPROFILE_EVERY"
@@ -62,9 +63,16 @@ func writeHeapProfile(path string) error {
 	return nil
 }
 
-// startHeapProfiles writes a heap profile to path every `every` (0: never) until the returned
-// function is called, which writes the last one to path itself.
-func startHeapProfiles(path string, every time.Duration) (stop func() error) {
+// startHeapProfiles checks that path can be written (a command must not run for an hour to
+// find out at its end that it cannot) and writes a heap profile every `every` (0: never) until
+// the returned function is called, which writes the last one to path itself. A periodic
+// profile that cannot be written is reported to stderr, once; the command goes on.
+func startHeapProfiles(path string, every time.Duration, stderr io.Writer) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cli: %s: %w", HeapProfileEnv, err)
+	}
+	f.Close()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	if every > 0 {
@@ -74,14 +82,16 @@ func startHeapProfiles(path string, every time.Duration) (stop func() error) {
 			defer wg.Done()
 			t := time.NewTicker(every)
 			defer t.Stop()
+			reported := false
 			for {
 				select {
 				case <-done:
 					return
 				case now := <-t.C:
-					// A failure here is reported by the last profile's, which uses the same
-					// directory; the run goes on.
-					_ = writeHeapProfile(fmt.Sprintf("%s.%ds", path, int(now.Sub(start).Round(time.Second).Seconds())))
+					if err := writeHeapProfile(periodicName(path, now.Sub(start), every)); err != nil && !reported {
+						fmt.Fprintf(stderr, "%v (periodic heap profiles)\n", err)
+						reported = true
+					}
 				}
 			}
 		}()
@@ -90,18 +100,27 @@ func startHeapProfiles(path string, every time.Duration) (stop func() error) {
 		close(done)
 		wg.Wait()
 		return writeHeapProfile(path)
-	}
+	}, nil
 }
 
-// heapProfileEvery reads HeapProfileEveryEnv: a Go duration, or empty for never.
+// periodicName names the periodic profile taken `since` after the start: in seconds, or in
+// milliseconds when the period is under a second (whole seconds would give two the same name).
+func periodicName(path string, since, every time.Duration) string {
+	if every < time.Second {
+		return fmt.Sprintf("%s.%dms", path, since.Round(time.Millisecond).Milliseconds())
+	}
+	return fmt.Sprintf("%s.%ds", path, int(since.Round(time.Second).Seconds()))
+}
+
+// heapProfileEvery reads HeapProfileEveryEnv: a Go duration, or empty or 0 for never.
 func heapProfileEvery() (time.Duration, error) {
 	v := os.Getenv(HeapProfileEveryEnv)
-	if v == "" {
+	if v == "" || v == "0" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("cli: %s=%q: want a positive duration such as 5m", HeapProfileEveryEnv, v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("cli: %s=%q: want a duration such as 5m (0: none)", HeapProfileEveryEnv, v)
 	}
 	return d, nil
 }

@@ -70,9 +70,11 @@ func TestCPUProfileEnv(t *testing.T) {
 // heldForProfile is what allocateForProfile keeps: the heap profile must find it live.
 var heldForProfile [][]byte
 
+// allocateForProfile holds 64 MiB in 1 MiB pieces: at the profiler's mean sampling interval of
+// 512 KiB each piece is sampled with probability 1 - e^-2, and none of them with e^-128.
 func allocateForProfile() {
 	for range 64 {
-		heldForProfile = append(heldForProfile, make([]byte, 64<<10))
+		heldForProfile = append(heldForProfile, make([]byte, 1<<20))
 	}
 }
 
@@ -96,40 +98,69 @@ func readProfile(t *testing.T, path string) []byte {
 }
 
 func TestHeapProfileEnv(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hold.heap")
+	periodic := func() []string {
+		names, _ := filepath.Glob(path + ".*ms")
+		return names
+	}
 	prog := Program{Name: "prog", Commands: []Command{{Name: "hold", Run: func(_ context.Context, fs *flag.FlagSet, args []string) error {
 		if err := Parse(fs, args); err != nil {
 			return err
 		}
 		allocateForProfile()
-		time.Sleep(450 * time.Millisecond) // a few periodic profiles
+		// Until two periodic profiles are written (each named by its time since the start).
+		for deadline := time.Now().Add(30 * time.Second); len(periodic()) < 2 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
 		return nil
 	}}}}
 	defer func() { heldForProfile = nil }()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "hold.heap")
 	t.Setenv(HeapProfileEnv, path)
 	t.Setenv(HeapProfileEveryEnv, "100ms")
 	var stdout, stderr bytes.Buffer
 	if code := prog.Run(context.Background(), []string{"hold"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("Run(hold) = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
-	// The last profile, at the end, names the function whose 4 MiB are live (the sampling
-	// rate, 512 KiB, samples them).
+	// The last profile, at the end, names the function whose 64 MiB are live.
 	if raw := readProfile(t, path); !bytes.Contains(raw, []byte("allocateForProfile")) {
-		t.Errorf("the heap profile (%d bytes) does not name allocateForProfile, which holds 4 MiB", len(raw))
+		t.Errorf("the heap profile (%d bytes) does not name allocateForProfile, which holds 64 MiB", len(raw))
 	}
-	periodic, err := filepath.Glob(path + ".*s")
-	if err != nil || len(periodic) == 0 {
-		t.Fatalf("no periodic heap profile beside %s (%v) with %s=100ms over 450 ms", path, err, HeapProfileEveryEnv)
+	names := periodic()
+	if len(names) < 2 {
+		t.Fatalf("periodic heap profiles %v beside %s with %s=100ms, want two or more", names, path, HeapProfileEveryEnv)
 	}
-	for _, p := range periodic {
+	for _, p := range names {
 		_ = readProfile(t, p)
 	}
 
-	// A period that is not a duration fails the command before it runs, naming the variable.
-	t.Setenv(HeapProfileEveryEnv, "often")
-	stderr.Reset()
-	if code := prog.Run(context.Background(), []string{"hold"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), HeapProfileEveryEnv) {
-		t.Errorf("Run(hold) with %s=often = %d, stderr %q; want 1 and an error naming it", HeapProfileEveryEnv, code, stderr.String())
+	// A period that is not a duration, or a file that cannot be created, fails the command
+	// before it runs, naming the variable.
+	for _, tt := range []struct{ env, path, every string }{
+		{HeapProfileEveryEnv, path, "often"},
+		{HeapProfileEnv, filepath.Join(dir, "missing", "x.heap"), "1m"},
+	} {
+		t.Setenv(HeapProfileEnv, tt.path)
+		t.Setenv(HeapProfileEveryEnv, tt.every)
+		stderr.Reset()
+		if code := prog.Run(context.Background(), []string{"hold"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tt.env) {
+			t.Errorf("Run(hold) with %s=%s, %s=%s: %d, stderr %q; want 1 and an error naming %s",
+				HeapProfileEnv, tt.path, HeapProfileEveryEnv, tt.every, code, stderr.String(), tt.env)
+		}
+	}
+}
+
+func TestPeriodicName(t *testing.T) {
+	for _, tt := range []struct {
+		since, every time.Duration
+		want         string
+	}{
+		{300 * time.Second, 5 * time.Minute, "f.300s"},
+		{299600 * time.Millisecond, 5 * time.Minute, "f.300s"},
+		{200 * time.Millisecond, 100 * time.Millisecond, "f.200ms"},
+	} {
+		if got := periodicName("f", tt.since, tt.every); got != tt.want {
+			t.Errorf("periodicName(f, %v, %v) = %q, want %q", tt.since, tt.every, got, tt.want)
+		}
 	}
 }

@@ -203,7 +203,7 @@ func analyzerMemory() (flags []string, goMemLimit string) {
 // profileEnv is the environment that has a ditto process of the load write a CPU profile of
 // its run to DITTO_LOAD_PROFILE/<name>-<mode>-<rate>.pprof (make load PROFILE=dir), and heap
 // profiles to <name>-<mode>-<rate>.heap at its end and every DITTO_LOAD_HEAP_EVERY (5m by
-// default; make load HEAP_EVERY=…) to .heap.<seconds>s, or none.
+// default; make load HEAP_EVERY=…, 0 for none) to .heap.<seconds>s, or none.
 func profileEnv(name, mode string, rate float64) []string {
 	dir := os.Getenv("DITTO_LOAD_PROFILE")
 	if dir == "" {

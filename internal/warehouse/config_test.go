@@ -3,6 +3,7 @@ package warehouse_test
 import (
 	"errors"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -170,19 +171,27 @@ func TestMemoryFigures(t *testing.T) {
 	if _, err := w.DB().ExecContext(ctx, "CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS s FROM range(200000)"); err != nil {
 		t.Fatal(err)
 	}
-	// 16 MiB held across a collection: the live heap counts them.
+	// 16 MiB held across a collection, then 16 MiB of garbage with the collector off: the live
+	// heap counts the first and not the second, the heap's objects both.
 	held := make([]byte, 16<<20)
 	for i := range held {
 		held[i] = byte(i)
 	}
 	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	garbageForMemory = make([]byte, 16<<20)
+	garbageForMemory = nil
 	m := w.Memory(ctx)
 	runtime.KeepAlive(held)
 	if m.GoHeap == 0 || m.GoMapped < m.GoHeap || m.DuckDB == 0 || m.RSS < m.DuckDB {
 		t.Errorf("Memory() = %+v, want a Go heap, DuckDB memory and an RSS above DuckDB's", m)
 	}
-	if m.GoLive < 16<<20 || m.GoLive > m.GoMapped {
-		t.Errorf("Memory().GoLive = %d after a collection with 16 MiB held, want at least %d and at most GoMapped %d",
-			m.GoLive, 16<<20, m.GoMapped)
+	// Within 1 MiB: one run found the difference 288 bytes short of 16 MiB.
+	if m.GoLive < 16<<20 || m.GoHeap < m.GoLive+15<<20 {
+		t.Errorf("Memory() GoLive %d, GoHeap %d after a collection with 16 MiB held and 16 MiB of garbage since; "+
+			"want GoLive at least 16 MiB and GoHeap at least 15 MiB above it", m.GoLive, m.GoHeap)
 	}
 }
+
+// garbageForMemory is TestMemoryFigures' garbage (a package variable, so that it is allocated).
+var garbageForMemory []byte

@@ -15,11 +15,11 @@ import (
 // (ingest_folded_keys) scanned run_folds once a batch, a cost growing with every run stored.
 // The filter is loaded from run_folds when first used, and again when it holds more attempts
 // than it was sized for (a doubling: amortised, one scan per doubling of the runs); the
-// committer adds each attempt it folds once the batch is committed. Its memory is 10 bits for
-// each of twice the attempts at the last load: 1.2 to 2.4 MiB a million attempts stored, growing
-// with the table in steps (at 2^21 and 2^22 runs stored from an empty database, to 5.0 and 10.0
-// MiB). It is the Go heap's part that grows with the table under a long load (docs/benchmarks.md,
-// thirty-fourth session).
+// committer adds each attempt as it folds it, before the COMMIT (a transaction that fails leaves
+// attempts without a row in it: false positives). Its memory is 10 bits for each of twice the
+// attempts at the last load, 1.2 to 2.4 MiB a million attempts stored: it grows with the table,
+// in steps (from an empty database, to 5.0 MiB at 2^21 runs and 10.0 MiB at 2^22). It is what
+// the heap profiles of a long load show growing (docs/benchmarks.md, thirty-fourth session).
 type foldedFilter struct {
 	bits     []uint64
 	n, limit int // attempts added, and how many the bits are sized for
@@ -38,8 +38,9 @@ const (
 // reports whether it did. A load sees the rows appended so far, not those an open transaction
 // still holds in memory (ingester.ensureFolded adds them). It counts the rows first and sizes
 // the filter for twice as many, then sets each row's bits as it reads it: keeping the rows'
-// hashes until the count was known took 8 bytes a run (in a slice grown by appending, about 80
-// MB allocated for 4 million runs) at each doubling.
+// hashes until the count was known took 8 bytes a run in a slice grown by appending: at 2^21 runs
+// 103 MB more allocated a load, and a Go heap's peak growth of 45-56 MiB against 11-12
+// (BenchmarkFoldedLoad).
 func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error) {
 	if f.loaded && f.n <= f.limit {
 		return false, nil
@@ -106,7 +107,7 @@ func (f *foldedFilter) set(s uint64) {
 	f.n++
 }
 
-// add records that k has a run_folds row (committed).
+// add records that k has a run_folds row (folded, before the COMMIT; see foldedFilter).
 func (f *foldedFilter) add(k attemptKey) {
 	if !f.loaded {
 		return // the next ensure reads run_folds, this attempt's row included

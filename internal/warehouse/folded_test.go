@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"hash/maphash"
 	"testing"
@@ -79,14 +80,7 @@ func TestFoldedLoadSizedFromCount(t *testing.T) {
 	defer cancel()
 	_, ing := testIngester(t, ctx, IngestConfig{})
 	const rows = 100_000
-	if _, err := ing.conn.ExecContext(ctx, fmt.Sprintf(`INSERT INTO run_fold_rows (study, run, attempt, source_kind, source_id,
-		status, success, prompt_tokens, completion_tokens, tokens, model_calls, tool_calls, retries, plan_reprompts,
-		rejected_tool_calls, validations_failed, escalated, plan, states, tools, calls, output, sig_plan, sig_states,
-		sig_tools, sig_calls, sig_output, sig_trace, events, finished_status)
-		SELECT 's', 'r-' || i, 1 + i %% 3, 'k', 'x', 'ok', true, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, '', '', '', '', '',
-			''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, 1, 'ok' FROM range(%d) t(i)`, rows)); err != nil {
-		t.Fatal(err)
-	}
+	insertFoldRows(t, ctx, ing.conn, rows, "'s'", "'r-' || i", "1 + i % 3")
 	reloaded, err := ing.folded.ensure(ctx, ing.conn)
 	if err != nil || !reloaded {
 		t.Fatalf("ensure() = %v, %v; want a load", reloaded, err)
@@ -102,5 +96,21 @@ func TestFoldedLoadSizedFromCount(t *testing.T) {
 	}
 	if reloaded, err := ing.folded.ensure(ctx, ing.conn); err != nil || reloaded {
 		t.Errorf("a second ensure() = %v, %v; want no load (the filter has room)", reloaded, err)
+	}
+}
+
+// insertFoldRows inserts n rows into run_fold_rows, i from 0 to n-1, with study, run and attempt
+// the SQL expressions given (of i) and constants in the other columns that must not be null.
+func insertFoldRows(tb testing.TB, ctx context.Context, conn *sql.Conn, n int, study, run, attempt string) {
+	tb.Helper()
+	q := fmt.Sprintf(`INSERT INTO run_fold_rows (study, run, attempt, source_kind, source_id, status, success,
+		prompt_tokens, completion_tokens, tokens, model_calls, tool_calls, retries, plan_reprompts,
+		rejected_tool_calls, validations_failed, escalated, plan, states, tools, calls, output,
+		sig_plan, sig_states, sig_tools, sig_calls, sig_output, sig_trace, events, finished_status)
+		SELECT %s, %s, %s, 'k', 'x', 'ok', true, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, '', '', '', '', '',
+			''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, ''::BLOB, 1, 'ok' FROM range(%d) t(i)`,
+		study, run, attempt, n)
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		tb.Fatal(err)
 	}
 }

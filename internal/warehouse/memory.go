@@ -12,8 +12,9 @@ import (
 type Memory struct {
 	GoHeap uint64 // bytes of heap objects, live and not yet collected (runtime/metrics)
 	// GoLive is the heap the last garbage collection found live (runtime/metrics'
-	// /gc/heap/live:bytes): GoHeap without the garbage not yet collected, which rises and falls
-	// with the collector's pacing. A growing GoLive is memory something holds.
+	// /gc/heap/live:bytes), as of that collection: unlike GoHeap it counts no garbage, which
+	// rises and falls with the collector's pacing (nor anything allocated since). A growing
+	// GoLive is memory something holds.
 	GoLive uint64
 	// GoMapped is the memory the Go runtime holds from the OS and has not returned: heap
 	// objects, free heap spans not yet scavenged, stacks, runtime metadata.
