@@ -42,20 +42,7 @@ func TestCPUProfileEnv(t *testing.T) {
 	}
 	// A pprof profile is a gzipped protocol buffer whose string table names the functions
 	// sampled: the spinning one must be there.
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("no profile written: %v", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("profile %s is not gzipped: %v", path, err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(raw, []byte("spinForProfile")) {
+	if raw := readProfile(t, path); !bytes.Contains(raw, []byte("spinForProfile")) {
 		t.Errorf("the profile (%d bytes) does not name spinForProfile, the function that used the CPU", len(raw))
 	}
 
