@@ -13,36 +13,48 @@ import (
 // only about the attempts that may have one: it is a Bloom filter (no false negatives; a false
 // positive costs the query it saves). Asking about every attempt new in the ingester's memory
 // (ingest_folded_keys) scanned run_folds once a batch, a cost growing with every run stored.
-// The filter is loaded from run_folds when first used, and again when it holds more attempts
-// than it was sized for (a doubling: amortised, one scan per doubling of the runs); the
-// committer adds each attempt as it folds it, before the COMMIT (a transaction that fails leaves
-// attempts without a row in it: false positives). Its memory is 10 bits for each of twice the
-// attempts at the last load, 1.2 to 2.4 MiB a million attempts stored: it grows with the table,
-// in steps (from an empty database, to 5.0 MiB at 2^21 runs and 10.0 MiB at 2^22). It is what
-// the heap profiles of a long load show growing (docs/benchmarks.md, thirty-fourth session).
+// The filter is loaded from run_folds once, when first used (and again only if a load failed);
+// the committer adds each attempt as it folds it, before the COMMIT (a transaction that fails
+// leaves attempts without a row in it: false positives).
+//
+// It grows without reloading: it is a series of Bloom filters (levels), the first sized for
+// twice the attempts at the load, each next one for twice as many as the one before, which is
+// added when the one before is full; an attempt is added to the last level and looked for in
+// all. Reloading one filter sized for twice the attempts each time the runs doubled read all of
+// run_folds in the committer's time: at 2^21 runs 1.2-1.4 s of its time and 190 MB of garbage in
+// database/sql's rows, and it was the RSS peak of a 30-minute load (625 and 637 MiB against
+// 460 typical; docs/benchmarks.md, thirty-fourth session). A level full at its size says "maybe"
+// for under 1% of the attempts it does not hold, and a filter of L levels for under L%. Its memory
+// is 10 bits for each attempt the levels are sized for, between one and two (and a little) times
+// the attempts added: 1.2 to 2.4 MiB a million attempts. It grows with the table, in steps
+// (from an empty database 5.0 MiB from about 2^21 runs, 10.0 MiB from about 2^22).
 type foldedFilter struct {
-	bits     []uint64
-	n, limit int // attempts added, and how many the bits are sized for
-	loaded   bool
-	seed     maphash.Seed
+	levels []bloomLevel
+	loaded bool
+	seed   maphash.Seed
 }
 
-// foldedBitsPerKey and foldedProbes give a false-positive rate below 1%.
+// bloomLevel is one of a foldedFilter's Bloom filters, sized for limit attempts.
+type bloomLevel struct {
+	bits     []uint64
+	n, limit int // attempts added, and how many the bits are sized for
+}
+
+// foldedBitsPerKey and foldedProbes give a false-positive rate below 1% a full level.
 const (
 	foldedBitsPerKey = 10
 	foldedProbes     = 7
 	foldedMinKeys    = 1 << 16
 )
 
-// ensure loads the filter from run_folds if it is not loaded or has outgrown its size, and
-// reports whether it did. A load sees the rows appended so far, not those an open transaction
-// still holds in memory (ingester.ensureFolded adds them). It counts the rows first and sizes
-// the filter for twice as many, then sets each row's bits as it reads it: keeping the rows'
-// hashes until the count was known took 8 bytes a run in a slice grown by appending: at 2^21 runs
-// 103 MB more allocated a load, and a Go heap's peak growth of 45-56 MiB against 11-12
-// (BenchmarkFoldedLoad).
+// ensure loads the filter from run_folds if it is not loaded, and reports whether it did. A load
+// sees the rows appended so far, not those an open transaction still holds in memory
+// (ingester.ensureFolded adds them). It counts the rows first and sizes the first level for twice
+// as many, then sets each row's bits as it reads it: keeping the rows' hashes until the count was
+// known took 8 bytes a run in a slice grown by appending: at 2^21 runs 103 MB more allocated a
+// load, and a Go heap's peak growth of 45-56 MiB against 11-12 (BenchmarkFoldedLoad).
 func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error) {
-	if f.loaded && f.n <= f.limit {
+	if f.loaded {
 		return false, nil
 	}
 	var count int
@@ -55,14 +67,13 @@ func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error)
 	}
 	defer rows.Close()
 	// Until every row is in, the filter is not loaded: it says "maybe" for every attempt.
-	f.loaded = false
 	f.reset(2*count, maphash.MakeSeed())
 	var k attemptKey
 	for rows.Next() {
 		if err := rows.Scan(&k.study, &k.run, &k.attempt); err != nil {
 			return false, err
 		}
-		f.set(keyHash(f.seed, k))
+		f.levels[0].set(keyHash(f.seed, k))
 	}
 	if err := rows.Err(); err != nil {
 		return false, err
@@ -71,12 +82,17 @@ func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error)
 	return true, nil
 }
 
-// reset empties the filter and sizes it for limit attempts (at least foldedMinKeys).
+// reset empties the filter, not loaded, with one level sized for limit attempts (at least
+// foldedMinKeys).
 func (f *foldedFilter) reset(limit int, seed maphash.Seed) {
-	f.limit = max(limit, foldedMinKeys)
-	f.bits = make([]uint64, (f.limit*foldedBitsPerKey+63)/64)
-	f.n = 0
+	f.levels = []bloomLevel{newBloomLevel(max(limit, foldedMinKeys))}
 	f.seed = seed
+	f.loaded = false
+}
+
+// newBloomLevel returns an empty level sized for limit attempts.
+func newBloomLevel(limit int) bloomLevel {
+	return bloomLevel{bits: make([]uint64, (limit*foldedBitsPerKey+63)/64), limit: limit}
 }
 
 // keyHash hashes an attempt key with seed.
@@ -92,27 +108,44 @@ func keyHash(seed maphash.Seed, k attemptKey) uint64 {
 	return h.Sum64()
 }
 
-// probe returns bit i of hash s's bits: h1 + i·h2 modulo the filter's size.
-func (f *foldedFilter) probe(s, i uint64) uint64 {
+// probe returns bit i of hash s's bits: h1 + i·h2 modulo the level's size.
+func (l *bloomLevel) probe(s, i uint64) uint64 {
 	h1, h2 := s&0xffffffff, s>>32|1
-	return (h1 + i*h2) % (uint64(len(f.bits)) * 64)
+	return (h1 + i*h2) % (uint64(len(l.bits)) * 64)
 }
 
 // set sets the bits of hash s.
-func (f *foldedFilter) set(s uint64) {
+func (l *bloomLevel) set(s uint64) {
 	for i := uint64(0); i < foldedProbes; i++ {
-		b := f.probe(s, i)
-		f.bits[b/64] |= 1 << (b % 64)
+		b := l.probe(s, i)
+		l.bits[b/64] |= 1 << (b % 64)
 	}
-	f.n++
+	l.n++
 }
 
-// add records that k has a run_folds row (folded, before the COMMIT; see foldedFilter).
+// has reports whether hash s's bits are all set.
+func (l *bloomLevel) has(s uint64) bool {
+	for i := uint64(0); i < foldedProbes; i++ {
+		b := l.probe(s, i)
+		if l.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// add records that k has a run_folds row (folded, before the COMMIT; see foldedFilter), in the
+// last level, or in a new one twice its size when it is full.
 func (f *foldedFilter) add(k attemptKey) {
 	if !f.loaded {
 		return // the next ensure reads run_folds, this attempt's row included
 	}
-	f.set(keyHash(f.seed, k))
+	last := &f.levels[len(f.levels)-1]
+	if last.n >= last.limit {
+		f.levels = append(f.levels, newBloomLevel(2*last.limit))
+		last = &f.levels[len(f.levels)-1]
+	}
+	last.set(keyHash(f.seed, k))
 }
 
 // mayHave reports whether k may have a run_folds row; false means it has none.
@@ -121,11 +154,19 @@ func (f *foldedFilter) mayHave(k attemptKey) bool {
 		return true
 	}
 	s := keyHash(f.seed, k)
-	for i := uint64(0); i < foldedProbes; i++ {
-		b := f.probe(s, i)
-		if f.bits[b/64]&(1<<(b%64)) == 0 {
-			return false
+	for i := range f.levels {
+		if f.levels[i].has(s) {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// attempts returns how many attempts the filter holds, and how many its levels are sized for.
+func (f *foldedFilter) attempts() (n, limit int) {
+	for _, l := range f.levels {
+		n += l.n
+		limit += l.limit
+	}
+	return n, limit
 }
