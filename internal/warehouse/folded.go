@@ -20,14 +20,16 @@ import (
 // It grows without reloading: it is a series of Bloom filters (levels), the first sized for
 // twice the attempts at the load, each next one for twice as many as the one before, which is
 // added when the one before is full; an attempt is added to the last level and looked for in
-// all. Reloading one filter sized for twice the attempts each time the runs doubled read all of
-// run_folds in the committer's time: at 2^21 runs 1.2-1.4 s of its time and 190 MB of garbage in
-// database/sql's rows, and it was the RSS peak of a 30-minute load (625 and 637 MiB against
-// 460 typical; docs/benchmarks.md, thirty-fourth session). A level full at its size says "maybe"
-// for under 1% of the attempts it does not hold, and a filter of L levels for under L%. Its memory
-// is 10 bits for each attempt the levels are sized for, between one and two (and a little) times
-// the attempts added: 1.2 to 2.4 MiB a million attempts. It grows with the table, in steps
-// (from an empty database 5.0 MiB from about 2^21 runs, 10.0 MiB from about 2^22).
+// all (a new attempt, the common case, is looked for in every level: a few more cache misses
+// than one filter). Reloading one filter sized for twice the attempts each time the runs doubled
+// read all of run_folds in the committer's time: at 2^21 runs 1.2-1.4 s of it and 190 MB
+// allocated a load (BenchmarkFoldedLoad), and it was the RSS peak of a 30-minute load (625 and
+// 637 MiB, against medians of 460 and 452; docs/benchmarks.md, thirty-fourth session). A level
+// full at its size says "maybe" for under 1% of the attempts it does not hold, and a filter of L
+// levels for under L%. Its memory is 10 bits for each attempt the levels are sized for, between
+// one and three times the attempts added (from an empty database, under 2.4 times once past 2^17
+// attempts): 1.2 to 3.6 MiB a million attempts. It grows with the table, in steps (from an empty
+// database 4.9 MiB from about 2^21 runs, 9.9 MiB from about 2^22).
 type foldedFilter struct {
 	levels []bloomLevel
 	loaded bool
@@ -40,7 +42,7 @@ type bloomLevel struct {
 	n, limit int // attempts added, and how many the bits are sized for
 }
 
-// foldedBitsPerKey and foldedProbes give a false-positive rate below 1% a full level.
+// foldedBitsPerKey and foldedProbes give a false-positive rate below 1% for a full level.
 const (
 	foldedBitsPerKey = 10
 	foldedProbes     = 7

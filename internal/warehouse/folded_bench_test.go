@@ -10,8 +10,9 @@ import (
 )
 
 // BenchmarkFoldedLoad loads the filter of folded attempts from a run_folds of 2,097,152 rows,
-// as the ingester does when the runs stored reach 2^21 (about 31 million events of the load's
-// 15-event runs), and reports the Go heap's peak above what it was before the load
+// as the ingester does when it starts on a database of 2^21 runs (about 31 million events of the
+// load's 15-event runs; until the thirty-fifth session, also when the runs stored reached it),
+// and reports the Go heap's peak above what it was before the load
 // (peak-heap-growth-MiB, sampled every millisecond); -benchmem gives the bytes allocated. The
 // figures before and after the filter was sized from a count are in docs/benchmarks.md
 // (thirty-fourth session).

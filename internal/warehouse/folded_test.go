@@ -52,8 +52,8 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 	f.reset(0, maphash.MakeSeed())
 	f.loaded = true
 	key := func(i int) attemptKey { return attemptKey{study: "g", run: fmt.Sprintf("r-%d", i), attempt: 1} }
-	// Fills the levels of 1 and 2 × foldedMinKeys, and half of the one of 4.
-	const added = 4*foldedMinKeys + foldedMinKeys/2
+	// The attempts fill the levels of 1 and 2 × foldedMinKeys, and half of the one of 4.
+	const added = 5 * foldedMinKeys
 	for i := 0; i < added; i++ {
 		f.add(key(i))
 	}
@@ -61,8 +61,8 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 	if reloaded, err := f.ensure(context.Background(), nil); reloaded || err != nil {
 		t.Fatalf("ensure() = %v, %v after growing; want no reload", reloaded, err)
 	}
-	if n, limit := f.attempts(); n != added || limit != 7*foldedMinKeys || len(f.levels) != 3 {
-		t.Errorf("the filter holds %d attempts in %d levels sized for %d; want %d in 3 sized for %d",
+	if n, limit := f.attempts(); n != added || limit != 7*foldedMinKeys || len(f.levels) != 3 || f.levels[2].n != 2*foldedMinKeys {
+		t.Errorf("the filter holds %d attempts in %d levels sized for %d; want %d in 3 sized for %d, the last half full",
 			n, len(f.levels), limit, added, 7*foldedMinKeys)
 	}
 	for i, want := range []int{1, 2, 4} {
@@ -136,6 +136,60 @@ func TestFoldedLoadSizedFromCount(t *testing.T) {
 	}
 	if reloaded, err := ing.folded.ensure(ctx, ing.conn); err != nil || reloaded {
 		t.Errorf("a second ensure() = %v, %v; want no load (the filter has room)", reloaded, err)
+	}
+	// The committer's attempts fill the first level, then start a second twice its size.
+	for i := rows; i < 2*rows+1; i++ {
+		ing.folded.add(attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1 + i%3})
+	}
+	if l := ing.folded.levels; len(l) != 2 || l[0].n != 2*rows || l[1].n != 1 || l[1].limit != 4*rows {
+		t.Errorf("after %d more attempts the filter holds %d levels; want 2, the second sized for %d holding 1",
+			rows+1, len(l), 4*rows)
+	}
+	for i := 0; i < 2*rows+1; i++ {
+		if k := (attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1 + i%3}); !ing.folded.mayHave(k) {
+			t.Fatalf("attempt %v not found after the filter grew", k)
+		}
+	}
+}
+
+// TestFoldedLoadFailedSaysMaybe: a load that fails partway through run_folds (here at a row it
+// cannot read) leaves the filter not loaded, saying "maybe" for every attempt, and the next
+// ensure loads it again: a filter marked loaded with only part of run_folds in it would say "no"
+// for attempts that have a row.
+func TestFoldedLoadFailedSaysMaybe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, ing := testIngester(t, ctx, IngestConfig{})
+	const rows = 10_000
+	insertFoldRows(t, ctx, ing.conn, rows, "'s'", "'r-' || i", "1")
+	// A row whose attempt database/sql cannot scan into an int, after the others.
+	for _, q := range []string{
+		`ALTER TABLE run_fold_rows ALTER COLUMN attempt DROP NOT NULL`,
+		`INSERT INTO run_fold_rows BY NAME SELECT * REPLACE ('bad' AS run, NULL AS attempt) FROM run_fold_rows LIMIT 1`,
+	} {
+		if _, err := ing.conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reloaded, err := ing.folded.ensure(ctx, ing.conn); err == nil {
+		t.Fatalf("ensure() = %v, nil over a row with a NULL attempt; want an error", reloaded)
+	}
+	if ing.folded.loaded {
+		t.Error("a load that failed left the filter loaded")
+	}
+	for _, k := range []attemptKey{{study: "s", run: "r-9999", attempt: 1}, {study: "s", run: "never", attempt: 1}} {
+		if !ing.folded.mayHave(k) {
+			t.Errorf("a filter whose load failed says no for %v", k)
+		}
+	}
+	if _, err := ing.conn.ExecContext(ctx, `DELETE FROM run_fold_rows WHERE run = 'bad'`); err != nil {
+		t.Fatal(err)
+	}
+	if reloaded, err := ing.folded.ensure(ctx, ing.conn); err != nil || !reloaded {
+		t.Fatalf("ensure() = %v, %v after the bad row went; want a load", reloaded, err)
+	}
+	if !ing.folded.mayHave(attemptKey{study: "s", run: "r-9999", attempt: 1}) {
+		t.Error("the load after a failed one missed a row")
 	}
 }
 
