@@ -88,7 +88,7 @@ var (
 	IngestWatermarkSet    = load("ingest_watermark_set", Ingest)
 	IngestWatermarkInsert = load("ingest_watermark_insert", Ingest)
 	IngestAttemptEvents   = load("ingest_attempt_events", Ingest)
-	IngestFoldedKeys      = load("ingest_folded_keys", Ingest)
+	IngestFoldedKey       = load("ingest_folded_key", Ingest)
 	IngestFoldedAll       = load("ingest_folded_all", Ingest)
 	IngestFoldedCount     = load("ingest_folded_count", Ingest)
 	IngestFoldDelete      = load("ingest_fold_delete", Ingest)
@@ -159,7 +159,7 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestFolds, IngestExistingIDs, IngestExistingIDsFew, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKeys, IngestFoldedAll, IngestFoldedCount, IngestFoldDelete, IngestSchemaCheck,
+		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKey, IngestFoldedAll, IngestFoldedCount, IngestFoldDelete, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,

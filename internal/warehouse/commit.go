@@ -992,29 +992,30 @@ func (ing *ingester) execKeys(ctx context.Context, q string, keys []attemptKey) 
 	return err
 }
 
-// foldedKeys returns which of keys already have a run_folds row.
+// foldedKeys returns which of keys already have a run_folds row. It asks DuckDB one attempt at a
+// time (ingest_folded_key): a join of all of them, one query a batch, left about 200 bytes an
+// attempt in DuckDB's heap at every query for good (docs/benchmarks.md, thirty-fifth session;
+// TestFoldedKeysLeaveNoMemory). The attempts asked about are those the filter of folded
+// attempts may hold, a few a batch.
 func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[attemptKey]struct{}, error) {
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	s, r, a := keyLists(keys)
-	rows, err := ing.conn.QueryContext(ctx, queries.IngestFoldedKeys.SQL, s, r, a)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out map[attemptKey]struct{}
-	for rows.Next() {
-		var k attemptKey
-		if err := rows.Scan(&k.study, &k.run, &k.attempt); err != nil {
+	for _, k := range keys {
+		rows, err := ing.conn.QueryContext(ctx, queries.IngestFoldedKey.SQL, k.study, k.run, k.attempt)
+		if err != nil {
 			return nil, err
 		}
-		if out == nil {
-			out = map[attemptKey]struct{}{}
+		found := rows.Next()
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
 		}
-		out[k] = struct{}{}
+		if found {
+			if out == nil {
+				out = map[attemptKey]struct{}{}
+			}
+			out[k] = struct{}{}
+		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // readHistories reads the stored events of some attempts, sorted as the fold wants them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"hash/maphash"
+	"math"
 	"strconv"
 
 	"github.com/dittolab/ditto/queries"
@@ -11,11 +12,11 @@ import (
 
 // foldedFilter remembers which run attempts have a run_folds row, so that a batch asks DuckDB
 // only about the attempts that may have one: it is a Bloom filter (no false negatives; a false
-// positive costs the query it saves). Asking about every attempt new in the ingester's memory
-// (ingest_folded_keys) scanned run_folds once a batch, a cost growing with every run stored.
-// The filter is loaded from run_folds once, when first used (and again only if a load failed);
-// the committer adds each attempt as it folds it, before the COMMIT (a transaction that fails
-// leaves attempts without a row in it: false positives).
+// positive costs a query, ingest_folded_key, of about half a millisecond). Asking about every
+// attempt new in the ingester's memory scanned run_folds once a batch, a cost growing with every
+// run stored. The filter is loaded from run_folds once, when first used (and again only if a
+// load failed); the committer adds each attempt as it folds it, before the COMMIT (a transaction
+// that fails leaves attempts without a row in it: false positives).
 //
 // It grows without reloading: it is a series of Bloom filters (levels), the first sized for
 // twice the attempts at the load, each next one for twice as many as the one before, which is
@@ -24,12 +25,15 @@ import (
 // than one filter). Reloading one filter sized for twice the attempts each time the runs doubled
 // read all of run_folds in the committer's time: at 2^21 runs 1.2-1.4 s of it and 190 MB
 // allocated a load (BenchmarkFoldedLoad), and it was the RSS peak of a 30-minute load (625 and
-// 637 MiB, against medians of 460 and 452; docs/benchmarks.md, thirty-fourth session). A level
-// full at its size says "maybe" for under 1% of the attempts it does not hold, and a filter of L
-// levels for under L%. Its memory is 10 bits for each attempt the levels are sized for, between
-// one and three times the attempts added (from an empty database, under 2.4 times once past 2^17
-// attempts): 1.2 to 3.6 MiB a million attempts. It grows with the table, in steps (from an empty
-// database 4.9 MiB from about 2^21 runs, 9.9 MiB from about 2^22).
+// 637 MiB, against medians of 460 and 452; docs/benchmarks.md, thirty-fourth session).
+//
+// Each level has more bits an attempt than the one before (foldedBitsPerKey and
+// foldedBitsPerLevel), so that the filter's false positives stay under 0.24% however many
+// levels it has: with 10 bits an attempt in every level, each full level added its 0.8%, and a
+// 30-minute load's filter said "maybe" for 4% of the new attempts, 27 a batch (thirty-fifth
+// session). Its memory, from an empty database: 9.9 MiB from about 2^21 runs (31 million events
+// of the load's 15-event runs), 21.4 MiB from about 2^22, 208 MiB from about 2^25: 2.4 to 6.2
+// MiB a million attempts stored up to there. It grows with the table, in steps.
 type foldedFilter struct {
 	levels []bloomLevel
 	loaded bool
@@ -39,14 +43,19 @@ type foldedFilter struct {
 // bloomLevel is one of a foldedFilter's Bloom filters, sized for limit attempts.
 type bloomLevel struct {
 	bits     []uint64
-	n, limit int // attempts added, and how many the bits are sized for
+	n, limit int    // attempts added, and how many the bits are sized for
+	probes   uint64 // bits set for each attempt
 }
 
-// foldedBitsPerKey and foldedProbes give a false-positive rate below 1% for a full level.
+// The levels' sizes: the first has foldedBitsPerKey bits an attempt it is sized for, each next
+// one foldedBitsPerLevel more, with probes bits set an attempt (the bits an attempt times ln 2,
+// rounded), so that a full level says "maybe" for 0.12% of the attempts it does not hold and
+// each next one for about half as many (0.6185 to the power of the bits an attempt): a filter of
+// any number of full levels for under 0.24%.
 const (
-	foldedBitsPerKey = 10
-	foldedProbes     = 7
-	foldedMinKeys    = 1 << 16
+	foldedBitsPerKey   = 14
+	foldedBitsPerLevel = 1.5
+	foldedMinKeys      = 1 << 16
 )
 
 // ensure loads the filter from run_folds if it is not loaded, and reports whether it did. A load
@@ -87,14 +96,21 @@ func (f *foldedFilter) ensure(ctx context.Context, conn *sql.Conn) (bool, error)
 // reset empties the filter, not loaded, with one level sized for limit attempts (at least
 // foldedMinKeys).
 func (f *foldedFilter) reset(limit int, seed maphash.Seed) {
-	f.levels = []bloomLevel{newBloomLevel(max(limit, foldedMinKeys))}
+	f.levels = []bloomLevel{newBloomLevel(max(limit, foldedMinKeys), 0)}
 	f.seed = seed
 	f.loaded = false
 }
 
-// newBloomLevel returns an empty level sized for limit attempts.
-func newBloomLevel(limit int) bloomLevel {
-	return bloomLevel{bits: make([]uint64, (limit*foldedBitsPerKey+63)/64), limit: limit}
+// newBloomLevel returns an empty level sized for limit attempts, the level-th of its filter.
+func newBloomLevel(limit, level int) bloomLevel {
+	perKey := levelBitsPerKey(level)
+	bits := int(math.Ceil(float64(limit) * perKey))
+	return bloomLevel{bits: make([]uint64, (bits+63)/64), limit: limit, probes: uint64(math.Round(perKey * math.Ln2))}
+}
+
+// levelBitsPerKey is the bits an attempt of the level-th level.
+func levelBitsPerKey(level int) float64 {
+	return foldedBitsPerKey + foldedBitsPerLevel*float64(level)
 }
 
 // keyHash hashes an attempt key with seed.
@@ -118,7 +134,7 @@ func (l *bloomLevel) probe(s, i uint64) uint64 {
 
 // set sets the bits of hash s.
 func (l *bloomLevel) set(s uint64) {
-	for i := uint64(0); i < foldedProbes; i++ {
+	for i := uint64(0); i < l.probes; i++ {
 		b := l.probe(s, i)
 		l.bits[b/64] |= 1 << (b % 64)
 	}
@@ -127,7 +143,7 @@ func (l *bloomLevel) set(s uint64) {
 
 // has reports whether hash s's bits are all set.
 func (l *bloomLevel) has(s uint64) bool {
-	for i := uint64(0); i < foldedProbes; i++ {
+	for i := uint64(0); i < l.probes; i++ {
 		b := l.probe(s, i)
 		if l.bits[b/64]&(1<<(b%64)) == 0 {
 			return false
@@ -144,7 +160,7 @@ func (f *foldedFilter) add(k attemptKey) {
 	}
 	last := &f.levels[len(f.levels)-1]
 	if last.n >= last.limit {
-		f.levels = append(f.levels, newBloomLevel(2*last.limit))
+		f.levels = append(f.levels, newBloomLevel(2*last.limit, len(f.levels)))
 		last = &f.levels[len(f.levels)-1]
 	}
 	last.set(keyHash(f.seed, k))

@@ -31,8 +31,8 @@ func TestFoldedFilter(t *testing.T) {
 			false_++
 		}
 	}
-	if rate := float64(false_) / others; rate > 0.02 {
-		t.Errorf("false positive rate %.4f at the filter's size, want under 0.02", rate)
+	if rate := float64(false_) / others; rate > 0.003 {
+		t.Errorf("false positive rate %.4f at the filter's size, want under 0.003", rate)
 	}
 	if n, limit := f.attempts(); n != foldedMinKeys || limit != foldedMinKeys || len(f.levels) != 1 {
 		t.Errorf("filter counts %d attempts in %d levels sized for %d, want %d in one", n, len(f.levels), limit, foldedMinKeys)
@@ -66,8 +66,9 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 			n, len(f.levels), limit, added, 7*foldedMinKeys)
 	}
 	for i, want := range []int{1, 2, 4} {
-		if l := f.levels[i]; l.limit != want*foldedMinKeys || len(l.bits) != (want*foldedMinKeys*foldedBitsPerKey+63)/64 {
-			t.Errorf("level %d sized for %d in %d words, want %d", i, l.limit, len(l.bits), want*foldedMinKeys)
+		words := (int(float64(want*foldedMinKeys)*levelBitsPerKey(i)) + 63) / 64
+		if l := f.levels[i]; l.limit != want*foldedMinKeys || len(l.bits) != words {
+			t.Errorf("level %d sized for %d in %d words, want %d in %d", i, l.limit, len(l.bits), want*foldedMinKeys, words)
 		}
 	}
 	for i := 0; i < added; i++ {
@@ -82,8 +83,8 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 			false_++
 		}
 	}
-	if rate := float64(false_) / others; rate > 0.03 {
-		t.Errorf("false positive rate %.4f in 3 levels, want under 0.03", rate)
+	if rate := float64(false_) / others; rate > 0.004 {
+		t.Errorf("false positive rate %.4f in 3 levels, want under 0.004", rate)
 	}
 }
 
@@ -125,9 +126,10 @@ func TestFoldedLoadSizedFromCount(t *testing.T) {
 	if err != nil || !reloaded {
 		t.Fatalf("ensure() = %v, %v; want a load", reloaded, err)
 	}
-	if l := ing.folded.levels; len(l) != 1 || l[0].n != rows || l[0].limit != 2*rows || len(l[0].bits) != (2*rows*foldedBitsPerKey+63)/64 {
-		t.Errorf("the filter holds %d levels (the first: %d attempts, sized for %d in %d words); want one, %d, %d and %d",
-			len(l), l[0].n, l[0].limit, len(l[0].bits), rows, 2*rows, (2*rows*foldedBitsPerKey+63)/64)
+	if l := ing.folded.levels; len(l) != 1 || l[0].n != rows || l[0].limit != 2*rows || len(l[0].bits) != (2*rows*foldedBitsPerKey+63)/64 ||
+		l[0].probes != 10 {
+		t.Errorf("the filter holds %d levels (the first: %d attempts, sized for %d in %d words, %d probes); want one, %d, %d, %d and 10",
+			len(l), l[0].n, l[0].limit, len(l[0].bits), l[0].probes, rows, 2*rows, (2*rows*foldedBitsPerKey+63)/64)
 	}
 	for i := 0; i < rows; i++ {
 		if k := (attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1 + i%3}); !ing.folded.mayHave(k) {
@@ -206,5 +208,58 @@ func insertFoldRows(tb testing.TB, ctx context.Context, conn *sql.Conn, n int, s
 		study, run, attempt, n)
 	if _, err := conn.ExecContext(ctx, q); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestFoldedKeysLeaveNoMemory: asking DuckDB which attempts have a run_folds row leaves nothing
+// behind in its heap. A join of the attempts' strings with run_fold_rows, as one query a batch,
+// left about 200 bytes an attempt at every query in DuckDB 1.5.6, which no reattach gave back
+// (a 30-minute load's glibc heap grew 18 MiB). 400 batches of 10 attempts grew it by 1.67 MiB
+// that way (one run); one query an attempt, by equality, leaves nothing.
+func TestFoldedKeysLeaveNoMemory(t *testing.T) {
+	if _, _, _, ok := readMalloc(); !ok {
+		t.Skip("the C heap cannot be read here")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, ing := testIngester(t, ctx, IngestConfig{})
+	insertFoldRows(t, ctx, ing.conn, 20_000, "'load'", "'01KBX' || lpad(i::VARCHAR, 21, '0')", "1")
+	if _, err := ing.conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	// The table's row groups read back, as at a reattach.
+	if err := w.reattach(ctx, ing.conn); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(n int) []attemptKey {
+		keys := make([]attemptKey, 10)
+		for i := range keys {
+			keys[i] = attemptKey{study: "load", run: fmt.Sprintf("01KBY%021d", n*10+i), attempt: 1}
+		}
+		keys[0].run = fmt.Sprintf("01KBX%021d", n) // one that has a row
+		return keys
+	}
+	for n := 0; n < 20; n++ { // what the first queries load once
+		if _, err := ing.foldedKeys(ctx, batch(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	releaseFreeMemory()
+	_, before, _, _ := readMalloc()
+	for n := 0; n < 400; n++ {
+		found, err := ing.foldedKeys(ctx, batch(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := found[batch(n)[0]]; len(found) != 1 || !ok {
+			t.Fatalf("batch %d: found %v, want only %v", n, found, batch(n)[0])
+		}
+	}
+	releaseFreeMemory()
+	_, after, _, _ := readMalloc()
+	grew := float64(after) - float64(before)
+	t.Logf("400 batches of 10 attempts: the C heap in use grew by %.3f MiB", grew/(1<<20))
+	if grew > 0.25*(1<<20) {
+		t.Errorf("400 batches of 10 attempts asked about grew the C heap in use by %.2f MiB, want under 0.25", grew/(1<<20))
 	}
 }

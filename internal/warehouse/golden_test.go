@@ -29,7 +29,7 @@ var ingestCases = map[string][]any{
 	"ingest_watermark_set":    {"DITTO_EVENTS", int64(1000), int64(1), int64(2), int64(3)},
 	"ingest_watermark_insert": {"OTHER_STREAM", int64(7), int64(5), int64(1), int64(1)},
 	"ingest_attempt_events":   {[]string{"study1"}, []string{"b-0"}, []int32{1}},
-	"ingest_folded_keys":      {[]string{"study1", "study1", "study1"}, []string{"b-0", "b-3", "zzz"}, []int32{1, 1, 1}},
+	"ingest_folded_key":       {"study1", "b-0", int32(1)},
 	"ingest_folded_all":       nil,
 	"ingest_folded_count":     nil,
 	"ingest_fold_delete":      {[]string{"study1", "sample-prod"}, []string{"b-0", "r1-run-001"}, []int32{1, 1}},
