@@ -1000,7 +1000,7 @@ func (ing *ingester) execKeys(ctx context.Context, q string, keys []attemptKey) 
 func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[attemptKey]struct{}, error) {
 	var out map[attemptKey]struct{}
 	for _, k := range keys {
-		rows, err := ing.conn.QueryContext(ctx, queries.IngestFoldedKey.SQL, k.study, k.run, k.attempt)
+		rows, err := ing.conn.QueryContext(ctx, queries.IngestFoldedKey.SQL, k.study, k.run, int32(k.attempt))
 		if err != nil {
 			return nil, err
 		}

@@ -33,7 +33,8 @@ import (
 // 30-minute load's filter said "maybe" for 4% of the new attempts, 27 a batch (thirty-fifth
 // session). Its memory, from an empty database: 9.9 MiB from about 2^21 runs (31 million events
 // of the load's 15-event runs), 21.4 MiB from about 2^22, 208 MiB from about 2^25: 2.4 to 6.2
-// MiB a million attempts stored up to there. It grows with the table, in steps.
+// MiB a million attempts stored between about 2^21 and 2^25, more beyond. It grows with the
+// table, in steps.
 type foldedFilter struct {
 	levels []bloomLevel
 	loaded bool

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"testing"
 	"time"
 )
@@ -66,7 +67,7 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 			n, len(f.levels), limit, added, 7*foldedMinKeys)
 	}
 	for i, want := range []int{1, 2, 4} {
-		words := (int(float64(want*foldedMinKeys)*levelBitsPerKey(i)) + 63) / 64
+		words := (int(math.Ceil(float64(want*foldedMinKeys)*levelBitsPerKey(i))) + 63) / 64
 		if l := f.levels[i]; l.limit != want*foldedMinKeys || len(l.bits) != words {
 			t.Errorf("level %d sized for %d in %d words, want %d in %d", i, l.limit, len(l.bits), want*foldedMinKeys, words)
 		}
@@ -239,7 +240,7 @@ func TestFoldedKeysLeaveNoMemory(t *testing.T) {
 		keys[0].run = fmt.Sprintf("01KBX%021d", n) // one that has a row
 		return keys
 	}
-	for n := 0; n < 20; n++ { // what the first queries load once
+	for n := 0; n < 100; n++ { // what the first queries load once
 		if _, err := ing.foldedKeys(ctx, batch(n)); err != nil {
 			t.Fatal(err)
 		}
