@@ -993,7 +993,7 @@ func (ing *ingester) execKeys(ctx context.Context, q string, keys []attemptKey) 
 }
 
 // foldedKeys returns which of keys already have a run_folds row. It asks DuckDB one attempt at a
-// time (ingest_folded_key): a join of all of them, one query a batch, left about 200 bytes an
+// time (ingest_folded_key): a join of all of them, one query a batch, left 220-260 bytes an
 // attempt in DuckDB's heap at every query for good (docs/benchmarks.md, thirty-fifth session;
 // TestFoldedKeysLeaveNoMemory). The attempts asked about are those the filter of folded
 // attempts may hold, a few a batch.

@@ -214,9 +214,9 @@ func insertFoldRows(tb testing.TB, ctx context.Context, conn *sql.Conn, n int, s
 
 // TestFoldedKeysLeaveNoMemory: asking DuckDB which attempts have a run_folds row leaves nothing
 // behind in its heap. A join of the attempts' strings with run_fold_rows, as one query a batch,
-// left about 200 bytes an attempt at every query in DuckDB 1.5.6, which no reattach gave back
+// left 220-260 bytes an attempt at every query in DuckDB 1.5.6, which no reattach gave back
 // (a 30-minute load's glibc heap grew 18 MiB). 400 batches of 10 attempts grew it by 1.67 MiB
-// that way (one run); one query an attempt, by equality, leaves nothing.
+// that way (one run); one query an attempt, by equality, 0.07-0.11 (three runs).
 func TestFoldedKeysLeaveNoMemory(t *testing.T) {
 	if _, _, _, ok := readMalloc(); !ok {
 		t.Skip("the C heap cannot be read here")
