@@ -20,27 +20,34 @@ func TestFoldedFilter(t *testing.T) {
 	for i := 0; i < foldedMinKeys; i++ {
 		f.add(key(i))
 	}
-	for i := 0; i < foldedMinKeys; i++ {
-		if !f.mayHave(key(i)) {
-			t.Fatalf("attempt %v added and not found", key(i))
-		}
-	}
-	false_ := 0
-	const others = 100_000
-	for i := foldedMinKeys; i < foldedMinKeys+others; i++ {
-		if f.mayHave(key(i)) {
-			false_++
-		}
-	}
-	if rate := float64(false_) / others; rate > 0.003 {
-		t.Errorf("false positive rate %.4f at the filter's size, want under 0.003", rate)
-	}
+	checkFoldedFilter(t, &f, key, foldedMinKeys, 0.003)
 	if n, limit := f.attempts(); n != foldedMinKeys || limit != foldedMinKeys || len(f.levels) != 1 {
 		t.Errorf("filter counts %d attempts in %d levels sized for %d, want %d in one", n, len(f.levels), limit, foldedMinKeys)
 	}
 	var unloaded foldedFilter
 	if !unloaded.mayHave(key(0)) {
 		t.Error("a filter not loaded must say maybe")
+	}
+}
+
+// checkFoldedFilter checks that f finds the attempts key(0) to key(added-1), and says "maybe" for
+// at most maxRate of the 100,000 after them.
+func checkFoldedFilter(t *testing.T, f *foldedFilter, key func(int) attemptKey, added int, maxRate float64) {
+	t.Helper()
+	for i := 0; i < added; i++ {
+		if !f.mayHave(key(i)) {
+			t.Fatalf("attempt %v added and not found", key(i))
+		}
+	}
+	false_ := 0
+	const others = 100_000
+	for i := added; i < added+others; i++ {
+		if f.mayHave(key(i)) {
+			false_++
+		}
+	}
+	if rate := float64(false_) / others; rate > maxRate {
+		t.Errorf("false positive rate %.4f in %d levels, want under %v", rate, len(f.levels), maxRate)
 	}
 }
 
@@ -72,21 +79,7 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 			t.Errorf("level %d sized for %d in %d words, want %d in %d", i, l.limit, len(l.bits), want*foldedMinKeys, words)
 		}
 	}
-	for i := 0; i < added; i++ {
-		if !f.mayHave(key(i)) {
-			t.Fatalf("attempt %v added and not found", key(i))
-		}
-	}
-	false_ := 0
-	const others = 100_000
-	for i := added; i < added+others; i++ {
-		if f.mayHave(key(i)) {
-			false_++
-		}
-	}
-	if rate := float64(false_) / others; rate > 0.004 {
-		t.Errorf("false positive rate %.4f in 3 levels, want under 0.004", rate)
-	}
+	checkFoldedFilter(t, &f, key, added, 0.004)
 }
 
 // TestFoldedReloadKeepsPendingAttempts: a filter whose load failed (it says "maybe" for every
