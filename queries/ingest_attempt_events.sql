@@ -1,5 +1,7 @@
 -- ingest_attempt_events: the stored history of some run attempts, for the fold when the ingester
--- does not hold it in memory (after a restart, or for a late event of a finished attempt).
+-- does not hold it in memory (after a restart, or for a late event of a finished attempt), for
+-- more attempts than ingest_attempt_events_few takes (a restart's first batches): a semi join of
+-- their strings, which leaves a few KB in DuckDB 1.5.6's heap at each call.
 -- Inputs: the attempts as three parallel lists: $1 studies (VARCHAR[]), $2 runs (VARCHAR[]),
 --   $3 attempts (INTEGER[]).
 -- Outputs: the envelope columns and payload of each event, ordered as the fold wants them.

@@ -1,4 +1,6 @@
--- ingest_fold_delete: removes the run_folds rows (stored in run_fold_rows) about to be recomputed.
+-- ingest_fold_delete: removes the run_folds rows (stored in run_fold_rows) about to be recomputed,
+-- for more attempts than ingest_fold_delete_few takes: a join of their strings, which leaves a few
+-- KB in DuckDB 1.5.6's heap at each call.
 -- Inputs: the attempts as three parallel lists: $1 studies (VARCHAR[]), $2 runs (VARCHAR[]),
 --   $3 attempts (INTEGER[]).
 -- Outputs: rows deleted from run_fold_rows.

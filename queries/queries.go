@@ -78,21 +78,23 @@ var (
 
 // Ingester statements.
 var (
-	IngestEvents          = load("ingest_events", Ingest)
-	IngestFolds           = load("ingest_folds", Ingest)
-	IngestExistingIDs     = load("ingest_existing_ids", Ingest)
-	IngestExistingIDsFew  = load("ingest_existing_ids_few", Ingest)
-	IngestMaxID           = load("ingest_max_id", Ingest)
-	IngestRejected        = load("ingest_rejected", Ingest)
-	IngestWatermarkGet    = load("ingest_watermark_get", Ingest)
-	IngestWatermarkSet    = load("ingest_watermark_set", Ingest)
-	IngestWatermarkInsert = load("ingest_watermark_insert", Ingest)
-	IngestAttemptEvents   = load("ingest_attempt_events", Ingest)
-	IngestFoldedKey       = load("ingest_folded_key", Ingest)
-	IngestFoldedAll       = load("ingest_folded_all", Ingest)
-	IngestFoldedCount     = load("ingest_folded_count", Ingest)
-	IngestFoldDelete      = load("ingest_fold_delete", Ingest)
-	IngestSchemaCheck     = load("ingest_schema_check", Ingest)
+	IngestEvents           = load("ingest_events", Ingest)
+	IngestFolds            = load("ingest_folds", Ingest)
+	IngestExistingIDs      = load("ingest_existing_ids", Ingest)
+	IngestExistingIDsFew   = load("ingest_existing_ids_few", Ingest)
+	IngestMaxID            = load("ingest_max_id", Ingest)
+	IngestRejected         = load("ingest_rejected", Ingest)
+	IngestWatermarkGet     = load("ingest_watermark_get", Ingest)
+	IngestWatermarkSet     = load("ingest_watermark_set", Ingest)
+	IngestWatermarkInsert  = load("ingest_watermark_insert", Ingest)
+	IngestAttemptEvents    = load("ingest_attempt_events", Ingest)
+	IngestAttemptEventsFew = load("ingest_attempt_events_few", Ingest)
+	IngestFoldedKey        = load("ingest_folded_key", Ingest)
+	IngestFoldedAll        = load("ingest_folded_all", Ingest)
+	IngestFoldedCount      = load("ingest_folded_count", Ingest)
+	IngestFoldDelete       = load("ingest_fold_delete", Ingest)
+	IngestFoldDeleteFew    = load("ingest_fold_delete_few", Ingest)
+	IngestSchemaCheck      = load("ingest_schema_check", Ingest)
 )
 
 // Analysis statements (package analysis): reading a study's runs for the metrics, and the
@@ -159,7 +161,8 @@ func Schema() []Statement {
 func All() []Statement {
 	return append(Schema(),
 		IngestEvents, IngestFolds, IngestExistingIDs, IngestExistingIDsFew, IngestMaxID, IngestRejected, IngestWatermarkGet, IngestWatermarkSet,
-		IngestWatermarkInsert, IngestAttemptEvents, IngestFoldedKey, IngestFoldedAll, IngestFoldedCount, IngestFoldDelete, IngestSchemaCheck,
+		IngestWatermarkInsert, IngestAttemptEvents, IngestAttemptEventsFew, IngestFoldedKey, IngestFoldedAll,
+		IngestFoldedCount, IngestFoldDelete, IngestFoldDeleteFew, IngestSchemaCheck,
 		AnalysisStudy, AnalysisCells, AnalysisRuns, AnalysisTraces, AnalysisCauses,
 		AnalysisTableMetrics, AnalysisTableComparisons, AnalysisAddPSE, AnalysisDeleteMetrics,
 		AnalysisDeleteComparisons, AnalysisInsertMetric, AnalysisInsertComparison,

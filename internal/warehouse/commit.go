@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -875,7 +876,7 @@ func (ing *ingester) foldFinished(ctx context.Context) ([]attemptKey, uint64, er
 		if err != nil {
 			return nil, 0, err
 		}
-		if err := ing.execKeys(ctx, queries.IngestFoldDelete.SQL, fromDB); err != nil {
+		if err := ing.deleteFolds(ctx, fromDB); err != nil {
 			return nil, 0, err
 		}
 		for _, k := range fromDB {
@@ -986,9 +987,42 @@ func keyLists(keys []attemptKey) (studies, runs []string, attempts []int32) {
 	return studies, runs, attempts
 }
 
-func (ing *ingester) execKeys(ctx context.Context, q string, keys []attemptKey) error {
-	s, r, a := keyLists(keys)
-	_, err := ing.conn.ExecContext(ctx, q, s, r, a)
+// attemptListFew is the most attempts whose events (readHistories) or run_folds rows
+// (deleteFolds) are found by testing each row of their runs' range against lists of them
+// (ingest_attempt_events_few, ingest_fold_delete_few); more are joined (ingest_attempt_events,
+// ingest_fold_delete). A join of the attempts' strings left 3.5-9 KB a call (of 10 to 64
+// attempts) in DuckDB 1.5.6's heap for good, as the join of ingest_folded_keys did, which no
+// reattach gave back; the lists leave nothing (TestAttemptListsLeaveNoMemory). They cost their length a row of the range, hence the
+// bound: the few attempts of a batch's late events, a trickle's in production, take the lists;
+// the many of a restart's first batches (every attempt then open has its history in DuckDB
+// only) take the join, once.
+const attemptListFew = 64
+
+// fewLists are the arguments of the lists' statements: the attempts' runs, the attempts as
+// "study.run.attempt" (study and run are subject tokens, without dots), the smallest run and
+// the largest.
+func fewLists(keys []attemptKey) (runs, dotted []string, lo, hi string) {
+	for _, k := range keys {
+		runs = append(runs, k.run)
+		dotted = append(dotted, k.study+"."+k.run+"."+strconv.Itoa(k.attempt))
+		if lo == "" || k.run < lo {
+			lo = k.run
+		}
+		hi = max(hi, k.run)
+	}
+	return runs, dotted, lo, hi
+}
+
+// deleteFolds deletes the run_folds rows of keys.
+func (ing *ingester) deleteFolds(ctx context.Context, keys []attemptKey) error {
+	var err error
+	if len(keys) <= attemptListFew {
+		runs, dotted, lo, hi := fewLists(keys)
+		_, err = ing.conn.ExecContext(ctx, queries.IngestFoldDeleteFew.SQL, runs, dotted, lo, hi)
+	} else {
+		s, r, a := keyLists(keys)
+		_, err = ing.conn.ExecContext(ctx, queries.IngestFoldDelete.SQL, s, r, a)
+	}
 	return err
 }
 
@@ -1018,12 +1052,19 @@ func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[att
 	return out, nil
 }
 
-// readHistories reads the stored events of some attempts, sorted as the fold wants them.
-// Each row's columns are the envelope's fields; its payload column, the producer's bytes, is
-// decoded by events as Decode decodes a message's payload.
+// readHistories reads the stored events of some attempts, sorted as the fold wants them (by
+// seq, then stream sequence). Each row's columns are the envelope's fields; its payload
+// column, the producer's bytes, is decoded by events as Decode decodes a message's payload.
 func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[attemptKey][]histEvent, error) {
-	s, r, a := keyLists(keys)
-	rows, err := ing.conn.QueryContext(ctx, queries.IngestAttemptEvents.SQL, s, r, a)
+	var rows *sql.Rows
+	var err error
+	if len(keys) <= attemptListFew {
+		runs, dotted, lo, hi := fewLists(keys)
+		rows, err = ing.conn.QueryContext(ctx, queries.IngestAttemptEventsFew.SQL, runs, dotted, lo, hi)
+	} else {
+		s, r, a := keyLists(keys)
+		rows, err = ing.conn.QueryContext(ctx, queries.IngestAttemptEvents.SQL, s, r, a)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1046,7 +1087,15 @@ func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[
 		k := attemptKey{e.Study, e.Run, e.Attempt}
 		out[k] = append(out[k], histEvent{env: e, streamSeq: uint64(streamSeq)})
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, h := range out {
+		slices.SortFunc(h, func(a, b histEvent) int {
+			return cmp.Or(cmp.Compare(a.env.Seq, b.env.Seq), cmp.Compare(a.streamSeq, b.streamSeq))
+		})
+	}
+	return out, nil
 }
 
 // appendFolds stores run_folds rows (in the table run_fold_rows) inside the open transaction,
