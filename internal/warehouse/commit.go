@@ -992,10 +992,10 @@ func keyLists(keys []attemptKey) (studies, runs []string, attempts []int32) {
 // (ingest_attempt_events_few, ingest_fold_delete_few); more are joined (ingest_attempt_events,
 // ingest_fold_delete). A join of the attempts' strings left 3.5-9 KB a call (of 10 to 64
 // attempts) in DuckDB 1.5.6's heap for good, as the join of ingest_folded_keys did, which no
-// reattach gave back; the lists leave nothing (TestAttemptListsLeaveNoMemory). They cost their length a row of the range, hence the
-// bound: the few attempts of a batch's late events, a trickle's in production, take the lists;
-// the many of a restart's first batches (every attempt then open has its history in DuckDB
-// only) take the join, once.
+// reattach gave back; the lists leave nothing (TestAttemptListsLeaveNoMemory). They cost their
+// length a row of the range, hence the bound: the few attempts of a batch's late events, a
+// trickle's in production, take the lists; the many that finish in a restart's first batches
+// (every attempt open at the restart has its history in DuckDB only) take the join.
 const attemptListFew = 64
 
 // fewLists are the arguments of the lists' statements: the attempts' runs, the attempts as
