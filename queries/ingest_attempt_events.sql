@@ -4,7 +4,8 @@
 -- their strings, which leaves a few KB in DuckDB 1.5.6's heap at each call.
 -- Inputs: the attempts as three parallel lists: $1 studies (VARCHAR[]), $2 runs (VARCHAR[]),
 --   $3 attempts (INTEGER[]).
--- Outputs: the envelope columns and payload of each event, ordered as the fold wants them.
+-- Outputs: the envelope columns and payload of each event, in no order (the caller sorts each
+--   attempt's: an ORDER BY left another 0.4-0.9 KB a call in DuckDB's heap).
 WITH k AS (
     SELECT unnest($1::VARCHAR[]) AS study, unnest($2::VARCHAR[]) AS run,
            unnest($3::INTEGER[]) AS attempt
@@ -13,5 +14,4 @@ SELECT e.study, e.run, e.attempt, e.seq, e.stream_seq, e.id, e.type, e.schema_ve
        e.source_kind, e.source_id, e.trace_id, e.span_id, e.ignorable,
        CAST(e.payload AS VARCHAR) AS payload
 FROM events e
-SEMI JOIN k ON e.study = k.study AND e.run = k.run AND e.attempt = k.attempt
-ORDER BY e.study, e.run, e.attempt, e.seq, e.stream_seq;
+SEMI JOIN k ON e.study = k.study AND e.run = k.run AND e.attempt = k.attempt;

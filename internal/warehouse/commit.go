@@ -990,12 +990,15 @@ func keyLists(keys []attemptKey) (studies, runs []string, attempts []int32) {
 // attemptListFew is the most attempts whose events (readHistories) or run_folds rows
 // (deleteFolds) are found by testing each row of their runs' range against lists of them
 // (ingest_attempt_events_few, ingest_fold_delete_few); more are joined (ingest_attempt_events,
-// ingest_fold_delete). A join of the attempts' strings left 3.5-9 KB a call (of 10 to 64
-// attempts) in DuckDB 1.5.6's heap for good, as the join of ingest_folded_keys did, which no
-// reattach gave back; the lists leave nothing (TestAttemptListsLeaveNoMemory). They cost their
-// length a row of the range, hence the bound: the few attempts of a batch's late events, a
-// trickle's in production, take the lists; the many that finish in a restart's first batches
-// (every attempt open at the restart has its history in DuckDB only) take the join.
+// ingest_fold_delete). A join of the attempts' strings left 2-9 KB a call (of 10 to 64
+// attempts) in DuckDB 1.5.6's heap for good, as the join of ingest_folded_keys did (which no
+// reattach gave back); the lists 0.05 KB or less once warm (TestAttemptListsLeaveNoMemory).
+// They cost their length a row of the range, hence the bound: on 2 million events, 10
+// attempts took about the join's time and 64 twice it (24-27 against 9-12 ms) when their runs'
+// range spanned the table (a study's run ids do not sort by time), and 10-40% less than the
+// join when it was narrow. The few attempts of a batch's late events, a trickle's in
+// production, take the lists; the many that finish in a restart's first batches (every
+// attempt open at the restart has its history in DuckDB only) take the join.
 const attemptListFew = 64
 
 // fewLists are the arguments of the lists' statements: the attempts' runs, the attempts as

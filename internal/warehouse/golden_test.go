@@ -30,7 +30,7 @@ var ingestCases = map[string][]any{
 	"ingest_watermark_set":    {"DITTO_EVENTS", int64(1000), int64(1), int64(2), int64(3)},
 	"ingest_watermark_insert": {"OTHER_STREAM", int64(7), int64(5), int64(1), int64(1)},
 	"ingest_attempt_events":   {[]string{"study1"}, []string{"b-0"}, []int32{1}},
-	// The same attempt's events, in no order (the golden has them sorted: unordered).
+	// The same attempt's events (both in no order: the goldens have them sorted, unordered).
 	"ingest_attempt_events_few": {[]string{"b-0"}, []string{"study1.b-0.1"}, "b-0", "b-0"},
 	"ingest_folded_key":         {"study1", "b-0", int32(1)},
 	"ingest_folded_all":         nil,
@@ -44,7 +44,7 @@ var ingestCases = map[string][]any{
 
 // unordered are the ingester statements whose rows come in no order: their goldens hold the
 // rows sorted.
-var unordered = map[string]bool{"ingest_attempt_events_few": true}
+var unordered = map[string]bool{"ingest_attempt_events": true, "ingest_attempt_events_few": true}
 
 // goldenDB is the fixed data set of the golden test: the sample traces, the synthetic study,
 // a re-sent event and a poison message, ingested in order.

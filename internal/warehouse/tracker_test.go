@@ -34,8 +34,7 @@ func sampleHistories(t *testing.T) map[attemptKey][]histEvent {
 	return out
 }
 
-// sortHistory orders a history as ingest_attempt_events.sql does: by seq, then by
-// stream sequence.
+// sortHistory orders a history as readHistories does: by seq, then by stream sequence.
 func sortHistory(h []histEvent) {
 	sort.SliceStable(h, func(i, j int) bool {
 		if h[i].env.Seq != h[j].env.Seq {
