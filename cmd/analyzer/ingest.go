@@ -95,7 +95,8 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_active_mib", mib(m.DuckDBActive),
 						"duckdb_resident_mib", mib(m.DuckDBResident),
 						"malloc_held_mib", mib(m.MallocHeld), "malloc_inuse_mib", mib(m.MallocInUse),
-						"records_mib", mib(m.Records), "record_pool_mib", mib(m.RecordPool), "rss_mib", mib(m.RSS))
+						"records_mib", mib(m.Records), "record_pool_mib", mib(m.RecordPool), "folded_mib", mib(m.Folded),
+						"rss_mib", mib(m.RSS))
 				}
 			}
 		}()

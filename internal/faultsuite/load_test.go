@@ -446,7 +446,7 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 }
 
 // memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|rss_mib)=(\S+)`)
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|folded_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
 // heap, DuckDB's buffer manager and allocator, glibc's heap, RSS): of every six lines (30 s at
@@ -458,7 +458,7 @@ func printMemoryTrail(logPath string) {
 		return
 	}
 	fmt.Println("analyzer memory (its own log, the largest RSS of each six lines: events stored, Go heap objects, live at the last collection, memory the Go runtime holds, duckdb_memory(),")
-	fmt.Println("  DuckDB's allocator (jemalloc) allocated, in active pages and resident, glibc's heap held and in use, of which the events' Arrow records and their pool, RSS; MiB):")
+	fmt.Println("  DuckDB's allocator (jemalloc) allocated, in active pages and resident, glibc's heap held and in use, of which the events' Arrow records and their pool, the filter of folded attempts outside the Go heap, RSS; MiB):")
 	var lines []string
 	for _, line := range strings.Split(string(raw), "\n") {
 		if strings.Contains(line, "msg=ingest ") {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"hash/maphash"
 	"math"
+	"runtime"
 	"strconv"
 
 	"github.com/dittolab/ditto/queries"
@@ -34,7 +35,8 @@ import (
 // session). Its memory, from an empty database: 9.9 MiB from about 2^21 runs (31 million events
 // of the load's 15-event runs), 21.4 MiB from about 2^22, 208 MiB from about 2^25: 2.4 to 6.2
 // MiB a million attempts stored between about 2^21 and 2^25, more beyond. It grows with the
-// table, in steps.
+// table, in steps; the levels' bits are kept outside the Go heap (bloomWords), so that they
+// count once in the RSS, not twice.
 type foldedFilter struct {
 	levels []bloomLevel
 	loaded bool
@@ -43,9 +45,9 @@ type foldedFilter struct {
 
 // bloomLevel is one of a foldedFilter's Bloom filters, sized for limit attempts.
 type bloomLevel struct {
-	bits     []uint64
-	n, limit int    // attempts added, and how many the bits are sized for
-	probes   uint64 // bits set for each attempt
+	bits     *bloomWords // outside the Go heap where the OS maps memory (bloomWords)
+	n, limit int         // attempts added, and how many the bits are sized for
+	probes   uint64      // bits set for each attempt
 }
 
 // The levels' sizes: the first has foldedBitsPerKey bits an attempt it is sized for, each next
@@ -106,7 +108,7 @@ func (f *foldedFilter) reset(limit int, seed maphash.Seed) {
 func newBloomLevel(limit, level int) bloomLevel {
 	perKey := levelBitsPerKey(level)
 	bits := int(math.Ceil(float64(limit) * perKey))
-	return bloomLevel{bits: make([]uint64, (bits+63)/64), limit: limit, probes: uint64(math.Round(perKey * math.Ln2))}
+	return bloomLevel{bits: newBloomWords((bits + 63) / 64), limit: limit, probes: uint64(math.Round(perKey * math.Ln2))}
 }
 
 // levelBitsPerKey is the bits an attempt of the level-th level.
@@ -130,27 +132,28 @@ func keyHash(seed maphash.Seed, k attemptKey) uint64 {
 // probe returns bit i of hash s's bits: h1 + i·h2 modulo the level's size.
 func (l *bloomLevel) probe(s, i uint64) uint64 {
 	h1, h2 := s&0xffffffff, s>>32|1
-	return (h1 + i*h2) % (uint64(len(l.bits)) * 64)
+	return (h1 + i*h2) % (uint64(len(l.bits.w)) * 64)
 }
 
 // set sets the bits of hash s.
 func (l *bloomLevel) set(s uint64) {
 	for i := uint64(0); i < l.probes; i++ {
 		b := l.probe(s, i)
-		l.bits[b/64] |= 1 << (b % 64)
+		l.bits.w[b/64] |= 1 << (b % 64)
 	}
 	l.n++
+	runtime.KeepAlive(l.bits) // its mapping is returned when it is unreachable
 }
 
 // has reports whether hash s's bits are all set.
 func (l *bloomLevel) has(s uint64) bool {
-	for i := uint64(0); i < l.probes; i++ {
+	all := true
+	for i := uint64(0); i < l.probes && all; i++ {
 		b := l.probe(s, i)
-		if l.bits[b/64]&(1<<(b%64)) == 0 {
-			return false
-		}
+		all = l.bits.w[b/64]&(1<<(b%64)) != 0
 	}
-	return true
+	runtime.KeepAlive(l.bits) // as in set
+	return all
 }
 
 // add records that k has a run_folds row (folded, before the COMMIT; see foldedFilter), in the

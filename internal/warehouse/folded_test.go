@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -75,8 +77,8 @@ func TestFoldedFilterGrowsWithoutReload(t *testing.T) {
 	}
 	for i, want := range []int{1, 2, 4} {
 		words := (int(math.Ceil(float64(want*foldedMinKeys)*levelBitsPerKey(i))) + 63) / 64
-		if l := f.levels[i]; l.limit != want*foldedMinKeys || len(l.bits) != words {
-			t.Errorf("level %d sized for %d in %d words, want %d in %d", i, l.limit, len(l.bits), want*foldedMinKeys, words)
+		if l := f.levels[i]; l.limit != want*foldedMinKeys || len(l.bits.w) != words {
+			t.Errorf("level %d sized for %d in %d words, want %d in %d", i, l.limit, len(l.bits.w), want*foldedMinKeys, words)
 		}
 	}
 	checkFoldedFilter(t, &f, key, added, 0.004)
@@ -120,10 +122,10 @@ func TestFoldedLoadSizedFromCount(t *testing.T) {
 	if err != nil || !reloaded {
 		t.Fatalf("ensure() = %v, %v; want a load", reloaded, err)
 	}
-	if l := ing.folded.levels; len(l) != 1 || l[0].n != rows || l[0].limit != 2*rows || len(l[0].bits) != (2*rows*foldedBitsPerKey+63)/64 ||
+	if l := ing.folded.levels; len(l) != 1 || l[0].n != rows || l[0].limit != 2*rows || len(l[0].bits.w) != (2*rows*foldedBitsPerKey+63)/64 ||
 		l[0].probes != 10 {
 		t.Errorf("the filter holds %d levels (the first: %d attempts, sized for %d in %d words, %d probes); want one, %d, %d, %d and 10",
-			len(l), l[0].n, l[0].limit, len(l[0].bits), l[0].probes, rows, 2*rows, (2*rows*foldedBitsPerKey+63)/64)
+			len(l), l[0].n, l[0].limit, len(l[0].bits.w), l[0].probes, rows, 2*rows, (2*rows*foldedBitsPerKey+63)/64)
 	}
 	for i := 0; i < rows; i++ {
 		if k := (attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1 + i%3}); !ing.folded.mayHave(k) {
@@ -255,5 +257,60 @@ func TestFoldedKeysLeaveNoMemory(t *testing.T) {
 	t.Logf("400 batches of 10 attempts: the C heap in use grew by %.3f MiB", grew/(1<<20))
 	if grew > 0.25*(1<<20) {
 		t.Errorf("400 batches of 10 attempts asked about grew the C heap in use by %.2f MiB, want under 0.25", grew/(1<<20))
+	}
+}
+
+// TestFoldedFilterOutsideGoHeap: where the OS maps memory, the filter's levels are outside the
+// Go heap (each byte of them in it raised the heap's peaks by about two at the default GOGC),
+// work as levels in it do, are counted in Memory.Folded, and are returned to the OS when the
+// filter is dropped.
+func TestFoldedFilterOutsideGoHeap(t *testing.T) {
+	if _, ok := mapWords(1); !ok {
+		t.Skip("no memory mapped outside the Go heap here")
+	}
+	live := func() int64 {
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		return int64(s[0].Value.Uint64())
+	}
+	liveBefore, mappedBefore := live(), mappedBloomBytes.Load()
+	f := &foldedFilter{}
+	f.reset(1<<20, maphash.MakeSeed())
+	f.loaded = true
+	key := func(i int) attemptKey { return attemptKey{study: "s", run: fmt.Sprintf("r-%d", i), attempt: 1} }
+	const added = 1<<20 + 1 // a second level, of 2^21 attempts
+	for i := range added {
+		f.add(key(i))
+	}
+	checkFoldedFilter(t, f, key, added, 0.003)
+	var words int64
+	for _, l := range f.levels {
+		words += int64(len(l.bits.w))
+	}
+	grew, mapped := live()-liveBefore, mappedBloomBytes.Load()-mappedBefore
+	t.Logf("%d levels of %.1f MiB: the live Go heap grew %.2f MiB, the mapped levels %.1f MiB",
+		len(f.levels), float64(words*8)/(1<<20), float64(grew)/(1<<20), float64(mapped)/(1<<20))
+	if len(f.levels) != 2 || mapped != words*8 {
+		t.Errorf("%d levels of %d bytes, %d bytes mapped: want 2, all mapped", len(f.levels), words*8, mapped)
+	}
+	if grew > words*8/4 {
+		t.Errorf("the live Go heap grew by %d bytes with levels of %d: they are in it", grew, words*8)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, _ := testIngester(t, ctx, IngestConfig{})
+	if m := w.Memory(ctx); int64(m.Folded) < words*8 {
+		t.Errorf("Memory.Folded %d, want at least the levels' %d bytes", m.Folded, words*8)
+	}
+	runtime.KeepAlive(f)
+	f = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for mappedBloomBytes.Load() != mappedBefore && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := mappedBloomBytes.Load() - mappedBefore; left != 0 {
+		t.Errorf("%d bytes of the dropped filter's levels still mapped after 10 s", left)
 	}
 }

@@ -36,7 +36,10 @@ type Memory struct {
 	// built and committed, and the pool's), and the pool's, released buffers kept for the next
 	// records.
 	Records, RecordPool uint64
-	RSS                 uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
+	// Folded is the filter of folded attempts' levels mapped outside the Go heap (bloomWords):
+	// part of the RSS, in none of the figures above.
+	Folded uint64
+	RSS    uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
 }
 
 // Memory reads the process's memory figures. A figure it cannot read is 0.
@@ -59,6 +62,7 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 	m.MallocHeld, m.MallocInUse, m.MallocFree, _ = readMalloc()
 	m.DuckDBAllocated, m.DuckDBActive, m.DuckDBResident, _, _ = readJemalloc()
 	m.Records, m.RecordPool = uint64(max(recordMalloc.AllocatedBytes(), 0)), uint64(recordPool.heldBytes())
+	m.Folded = uint64(max(mappedBloomBytes.Load(), 0))
 	m.RSS = selfRSS()
 	return m
 }
