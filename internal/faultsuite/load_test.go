@@ -449,7 +449,8 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|folded_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
-// heap, DuckDB's buffer manager and allocator, glibc's heap, RSS): of every six lines (30 s at
+// heap, DuckDB's buffer manager and allocator, glibc's heap, the filter of folded attempts
+// outside the Go heap, RSS): of every six lines (30 s at
 // --stats-every 5s), the one with the largest RSS, so that the trail shows what the peaks the
 // memory verdict reads are made of.
 func printMemoryTrail(logPath string) {

@@ -35,8 +35,8 @@ import (
 // session). Its memory, from an empty database: 9.9 MiB from about 2^21 runs (31 million events
 // of the load's 15-event runs), 21.4 MiB from about 2^22, 208 MiB from about 2^25: 2.4 to 6.2
 // MiB a million attempts stored between about 2^21 and 2^25, more beyond. It grows with the
-// table, in steps; the levels' bits are kept outside the Go heap (bloomWords), so that they
-// count once in the RSS, not twice.
+// table, in steps; the levels' bits are kept outside the Go heap (bloomWords), so that the
+// collector's headroom (at the default GOGC, as much again as is live) is not added to them.
 type foldedFilter struct {
 	levels []bloomLevel
 	loaded bool
