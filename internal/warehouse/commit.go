@@ -1016,16 +1016,21 @@ func fewLists(keys []attemptKey) (runs, dotted []string, lo, hi string) {
 	return runs, dotted, lo, hi
 }
 
-// deleteFolds deletes the run_folds rows of keys.
-func (ing *ingester) deleteFolds(ctx context.Context, keys []attemptKey) error {
-	var err error
+// attemptStatement returns the statement of few (its lists' form) with its arguments for up to
+// attemptListFew keys, and the statement of join (three parallel lists) with its for more.
+func attemptStatement(keys []attemptKey, few, join queries.Statement) (string, []any) {
 	if len(keys) <= attemptListFew {
 		runs, dotted, lo, hi := fewLists(keys)
-		_, err = ing.conn.ExecContext(ctx, queries.IngestFoldDeleteFew.SQL, runs, dotted, lo, hi)
-	} else {
-		s, r, a := keyLists(keys)
-		_, err = ing.conn.ExecContext(ctx, queries.IngestFoldDelete.SQL, s, r, a)
+		return few.SQL, []any{runs, dotted, lo, hi}
 	}
+	s, r, a := keyLists(keys)
+	return join.SQL, []any{s, r, a}
+}
+
+// deleteFolds deletes the run_folds rows of keys.
+func (ing *ingester) deleteFolds(ctx context.Context, keys []attemptKey) error {
+	q, args := attemptStatement(keys, queries.IngestFoldDeleteFew, queries.IngestFoldDelete)
+	_, err := ing.conn.ExecContext(ctx, q, args...)
 	return err
 }
 
@@ -1059,15 +1064,8 @@ func (ing *ingester) foldedKeys(ctx context.Context, keys []attemptKey) (map[att
 // seq, then stream sequence). Each row's columns are the envelope's fields; its payload
 // column, the producer's bytes, is decoded by events as Decode decodes a message's payload.
 func (ing *ingester) readHistories(ctx context.Context, keys []attemptKey) (map[attemptKey][]histEvent, error) {
-	var rows *sql.Rows
-	var err error
-	if len(keys) <= attemptListFew {
-		runs, dotted, lo, hi := fewLists(keys)
-		rows, err = ing.conn.QueryContext(ctx, queries.IngestAttemptEventsFew.SQL, runs, dotted, lo, hi)
-	} else {
-		s, r, a := keyLists(keys)
-		rows, err = ing.conn.QueryContext(ctx, queries.IngestAttemptEvents.SQL, s, r, a)
-	}
+	q, args := attemptStatement(keys, queries.IngestAttemptEventsFew, queries.IngestAttemptEvents)
+	rows, err := ing.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -193,6 +193,47 @@ func TestFoldedLoadFailedSaysMaybe(t *testing.T) {
 	}
 }
 
+// skipWithoutMalloc skips a test that reads glibc's heap where it cannot be read.
+func skipWithoutMalloc(t *testing.T) {
+	if _, _, _, ok := readMalloc(); !ok {
+		t.Skip("the C heap cannot be read here")
+	}
+}
+
+// checkpointAndReattach checkpoints the database and reattaches it, so that the tables' row
+// groups are read back from the file, as after a reattach under load.
+func checkpointAndReattach(t *testing.T, ctx context.Context, w *Warehouse, ing *ingester) {
+	t.Helper()
+	if _, err := ing.conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reattach(ctx, ing.conn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cHeapGrowth calls call(n) for n from 0 to warm-1 (what the first calls load once), then for n
+// from from to from+times-1 between two readings of glibc's heap in use (its free memory
+// released before each), and returns how many bytes it grew by. An error fails the test.
+func cHeapGrowth(t *testing.T, warm, from, times int, call func(n int) error) float64 {
+	t.Helper()
+	for n := range warm {
+		if err := call(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	releaseFreeMemory()
+	_, before, _, _ := readMalloc()
+	for n := from; n < from+times; n++ {
+		if err := call(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	releaseFreeMemory()
+	_, after, _, _ := readMalloc()
+	return float64(after) - float64(before)
+}
+
 // insertFoldRows inserts n rows into run_fold_rows, i from 0 to n-1, with study, run and attempt
 // the SQL expressions given (of i) and constants in the other columns that must not be null.
 func insertFoldRows(tb testing.TB, ctx context.Context, conn *sql.Conn, n int, study, run, attempt string) {
@@ -215,20 +256,12 @@ func insertFoldRows(tb testing.TB, ctx context.Context, conn *sql.Conn, n int, s
 // (a 30-minute load's glibc heap grew 18 MiB). 400 batches of 10 attempts grew it by 1.67 MiB
 // that way (one run); one query an attempt, by equality, 0.07-0.11 (three runs).
 func TestFoldedKeysLeaveNoMemory(t *testing.T) {
-	if _, _, _, ok := readMalloc(); !ok {
-		t.Skip("the C heap cannot be read here")
-	}
+	skipWithoutMalloc(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w, ing := testIngester(t, ctx, IngestConfig{})
 	insertFoldRows(t, ctx, ing.conn, 20_000, "'load'", "'01KBX' || lpad(i::VARCHAR, 21, '0')", "1")
-	if _, err := ing.conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
-		t.Fatal(err)
-	}
-	// The table's row groups read back, as at a reattach.
-	if err := w.reattach(ctx, ing.conn); err != nil {
-		t.Fatal(err)
-	}
+	checkpointAndReattach(t, ctx, w, ing)
 	batch := func(n int) []attemptKey {
 		keys := make([]attemptKey, 10)
 		for i := range keys {
@@ -237,25 +270,13 @@ func TestFoldedKeysLeaveNoMemory(t *testing.T) {
 		keys[0].run = fmt.Sprintf("01KBX%021d", n) // one that has a row
 		return keys
 	}
-	for n := 0; n < 100; n++ { // what the first queries load once
-		if _, err := ing.foldedKeys(ctx, batch(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	releaseFreeMemory()
-	_, before, _, _ := readMalloc()
-	for n := 0; n < 400; n++ {
+	grew := cHeapGrowth(t, 100, 0, 400, func(n int) error {
 		found, err := ing.foldedKeys(ctx, batch(n))
-		if err != nil {
-			t.Fatal(err)
+		if _, ok := found[batch(n)[0]]; err == nil && (len(found) != 1 || !ok) {
+			err = fmt.Errorf("batch %d: found %v, want only %v", n, found, batch(n)[0])
 		}
-		if _, ok := found[batch(n)[0]]; len(found) != 1 || !ok {
-			t.Fatalf("batch %d: found %v, want only %v", n, found, batch(n)[0])
-		}
-	}
-	releaseFreeMemory()
-	_, after, _, _ := readMalloc()
-	grew := float64(after) - float64(before)
+		return err
+	})
 	t.Logf("400 batches of 10 attempts: the C heap in use grew by %.3f MiB", grew/(1<<20))
 	if grew > 0.25*(1<<20) {
 		t.Errorf("400 batches of 10 attempts asked about grew the C heap in use by %.2f MiB, want under 0.25", grew/(1<<20))
