@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/dittolab/ditto/events/internal/jsonscan"
@@ -100,10 +101,12 @@ func marshalNoHTMLEscape(v any) ([]byte, error) {
 //
 // Decode is stricter than encoding/json: a string anywhere in the event (a key or a value,
 // payload included) that holds bytes that are not UTF-8 or a lone surrogate escape is refused
-// with ErrInvalidText, an object with a repeated key with ErrDuplicateKey (both kinds of
-// ErrMalformed), each in a *FieldError naming the value. encoding/json would read the first as
-// U+FFFD and the second as its last value, while a store that keeps the event's bytes (DuckDB)
-// refuses the first and reads the first value of the second.
+// with ErrInvalidText, an object with a repeated key with ErrDuplicateKey, and a payload key
+// that differs from a field's name in case alone with ErrKeyCase (all kinds of ErrMalformed),
+// each in a *FieldError naming the value. encoding/json would read the first as U+FFFD, the
+// second as its last value and the third as the field, while a store that keeps the event's
+// bytes (DuckDB) refuses the first, reads the first value of the second and reads the third as
+// another key.
 func Decode(b []byte) (Envelope, error) {
 	e, _, err := DecodeWithPayload(b)
 	return e, err
@@ -445,11 +448,17 @@ func decodeAs[P Payload](raw []byte, d payloadDecoding) (Payload, error) {
 }
 
 // unmarshalPayload reads a payload of type P with encoding/json (apart, so that only this path
-// allocates the P it fills).
+// allocates the P it fills), refusing keys that encoding/json alone reads as a field
+// (checkKeyCase).
 func unmarshalPayload[P Payload](raw []byte) (Payload, error) {
 	var p P
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &FieldError{Field: "payload", Err: ErrMalformed, Msg: err.Error()}
+	}
+	// The fast path reads only keys that are a field's exact name; encoding/json also takes a
+	// key that differs from one in case alone, which the stored bytes do not.
+	if err := checkKeyCase(raw, reflect.TypeFor[P](), "payload"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

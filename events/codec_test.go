@@ -200,6 +200,8 @@ func TestDecodeBadInput(t *testing.T) {
 		{"unsafe study token", replace(`"study":"s1"`, `"study":"s1.x>"`), ErrUnsafeToken, "study"},
 		{"unsafe run token", replace(`"run":"run-0001"`, `"run":"run 1"`), ErrUnsafeToken, "run"},
 		{"bad source kind", replace(`"kind":"harness"`, `"kind":"robot"`), ErrInvalidField, "source.kind"},
+		{"attempt beyond 32 bits", replace(`"attempt":1`, `"attempt":2147483648`), ErrInvalidField, "attempt"},
+		{"attempt zero", replace(`"attempt":1`, `"attempt":0`), ErrInvalidField, "attempt"},
 		{"non-canonical args", replace(`"args":{"path":"data/a"}`, `"args":{ "path" : "data/a"}`), ErrNotCanonical, "payload.args"},
 		{"wrong payload type", replace(`"call_id":"call_1"`, `"call_id":7`), ErrMalformed, "payload"},
 		{"oversized", append([]byte(`{"pad":"`+strings.Repeat("x", MaxEventSize)), []byte(`"}`)...), ErrTooLarge, ""},
@@ -394,5 +396,50 @@ func TestDecodeReadsBoundedPayload(t *testing.T) {
 	}
 	if got := string(e.Payload.(Unknown).Raw); got != `{"mood":"]}[{\""}` {
 		t.Errorf("Decode(%s) payload = %s", b, got)
+	}
+}
+
+// TestCountsFitThirtyTwoBits: the integers the warehouse stores as 32-bit ones or sums (an
+// envelope's attempt, a plan's attempt, a run's input and seed index, a model call's transport
+// retries and tokens; a retry's attempt is bounded alike) are valid up to MaxCount and refused
+// beyond it, naming the field; below their least value too.
+func TestCountsFitThirtyTwoBits(t *testing.T) {
+	tests := []struct {
+		field    string
+		least    int
+		validate func(n int) error
+	}{
+		{"attempt", 1, func(n int) error {
+			e := sampleEnvelope(TypeStateEntered, StateEntered{State: "A"})
+			e.Attempt = n
+			return e.Validate()
+		}},
+		{"payload.attempt", 1, func(n int) error { return PlanProposed{Text: "1. a", Attempt: n}.Validate() }},
+		{"payload.attempt", 1, func(n int) error { return PlanRejected{Errors: []string{"e"}, Attempt: n}.Validate() }},
+		{"payload.attempt", 1, func(n int) error { return RetryScheduled{Attempt: n, Reason: "r"}.Validate() }},
+		{"payload.transport_retries", 0, func(n int) error { return ModelCalled{Model: "m", TransportRetries: n}.Validate() }},
+		{"payload.prompt_tokens", 0, func(n int) error { return ModelCalled{Model: "m", PromptTokens: int64(n)}.Validate() }},
+		{"payload.completion_tokens", 0, func(n int) error {
+			return ModelCalled{Model: "m", CompletionTokens: int64(n)}.Validate()
+		}},
+		{"payload.input_index", 0, func(n int) error {
+			return RunStarted{Task: "t", Model: "m", Condition: "c", InputIndex: n}.Validate()
+		}},
+		{"payload.seed_index", 0, func(n int) error {
+			return RunStarted{Task: "t", Model: "m", Condition: "c", SeedIndex: n}.Validate()
+		}},
+	}
+	for i, tt := range tests {
+		for _, n := range []int64{int64(tt.least), MaxCount} {
+			if err := tt.validate(int(n)); err != nil {
+				t.Errorf("%d: %s = %d: %v, want valid", i, tt.field, n, err)
+			}
+		}
+		for _, n := range []int64{int64(tt.least) - 1, MaxCount + 1} {
+			var fe *FieldError
+			if err := tt.validate(int(n)); !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, ErrInvalidField) {
+				t.Errorf("%d: %s = %d: %v, want an invalid-field error naming %s", i, tt.field, n, err, tt.field)
+			}
+		}
 	}
 }

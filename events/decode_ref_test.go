@@ -14,7 +14,7 @@ import (
 )
 
 // decodeReference is Decode as it was before the fast path: encoding/json for the envelope
-// and the payload, after the same check of strings and keys. FuzzDecodeFast checks that Decode
+// and the payload, with the same checks of strings and keys. FuzzDecodeFast checks that Decode
 // agrees with it on every input.
 func decodeReference(b []byte) (Envelope, error) {
 	if len(b) > MaxEventSize {
@@ -126,6 +126,10 @@ func unmarshalAs[P Payload](raw json.RawMessage) (Payload, error) {
 	var p P
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &FieldError{Field: "payload", Err: ErrMalformed, Msg: err.Error()}
+	}
+	// The same check of keys as Decode's (strict_test.go tests it on its own).
+	if err := checkKeyCase(raw, reflect.TypeFor[P](), "payload"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -119,8 +119,8 @@ func (e *Envelope) Validate() error {
 	if err := ValidateToken("run", e.Run); err != nil {
 		return err
 	}
-	if e.Attempt < 1 {
-		return invalid("attempt", "must be >= 1, got %d", e.Attempt)
+	if err := checkCount("attempt", e.Attempt, 1); err != nil {
+		return err
 	}
 	if e.Run != StudyRun && e.Seq < 1 {
 		return invalid("seq", "must be >= 1, got %d", e.Seq)

@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Sentinel errors. Wrapped errors carry the field or position at fault; test with errors.Is.
@@ -15,11 +16,14 @@ var (
 	ErrUnsafeToken    = errors.New("events: unsafe subject token")
 	ErrTooLarge       = errors.New("events: event too large")
 	ErrNotCanonical   = errors.New("events: value cannot be canonicalized")
-	// ErrInvalidText and ErrDuplicateKey are kinds of ErrMalformed (errors.Is holds for both):
-	// JSON that encoding/json reads but other readers of the same bytes (DuckDB) read
-	// differently or refuse. See Decode.
+	// ErrInvalidText, ErrDuplicateKey and ErrKeyCase are kinds of ErrMalformed (errors.Is
+	// holds for each): JSON that encoding/json reads but other readers of the same bytes
+	// (DuckDB) read differently or refuse. See Decode. ErrKeyCase is a payload key that differs
+	// from a field's name in case alone: encoding/json reads it as the field, DuckDB's JSON
+	// paths do not.
 	ErrInvalidText  = fmt.Errorf("%w: string is not valid Unicode", ErrMalformed)
 	ErrDuplicateKey = fmt.Errorf("%w: duplicate key", ErrMalformed)
+	ErrKeyCase      = fmt.Errorf("%w: key differs from a field's name in case alone", ErrMalformed)
 
 	// Fold errors: each kind of ill-formed history has its own.
 	ErrNotStarted        = errors.New("events: run did not start with run.started")
@@ -50,4 +54,19 @@ func missing(field string) error { return &FieldError{Field: field, Err: ErrMiss
 
 func invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Err: ErrInvalidField, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxCount is the largest attempt (an envelope's, a plan's or a retry's), input or seed index
+// (a run.started's) and number of transport retries (a model.called's) an event may give: the
+// warehouse stores them as 32-bit integers (DuckDB's INTEGER), so a larger one would be stored
+// wrapped round (an attempt's events under another attempt) or make every query of the view that
+// reads it fail.
+const MaxCount = math.MaxInt32
+
+// checkCount checks an integer field that counts from least and is stored as a 32-bit integer.
+func checkCount(field string, n, least int) error {
+	if n < least || n > MaxCount {
+		return invalid(field, "must be from %d to %d, got %d", least, MaxCount, n)
+	}
+	return nil
 }

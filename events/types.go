@@ -393,10 +393,12 @@ func (p RunStarted) Validate() error {
 		return missing("payload.model")
 	case p.Condition == "":
 		return missing("payload.condition")
-	case p.InputIndex < 0:
-		return invalid("payload.input_index", "negative")
-	case p.SeedIndex < 0:
-		return invalid("payload.seed_index", "negative")
+	}
+	if err := checkCount("payload.input_index", p.InputIndex, 0); err != nil {
+		return err
+	}
+	if err := checkCount("payload.seed_index", p.SeedIndex, 0); err != nil {
+		return err
 	}
 	if !slices.IsSorted(p.Components) {
 		return invalid("payload.components", "must be sorted")
@@ -440,10 +442,7 @@ func (p RunFinished) Validate() error {
 }
 
 func (p PlanProposed) Validate() error {
-	if p.Attempt < 1 {
-		return invalid("payload.attempt", "must be >= 1")
-	}
-	return nil
+	return checkCount("payload.attempt", p.Attempt, 1)
 }
 
 func (p PlanAccepted) Validate() error {
@@ -462,10 +461,7 @@ func (p PlanRejected) Validate() error {
 	if len(p.Errors) == 0 {
 		return missing("payload.errors")
 	}
-	if p.Attempt < 1 {
-		return invalid("payload.attempt", "must be >= 1")
-	}
-	return nil
+	return checkCount("payload.attempt", p.Attempt, 1)
 }
 
 func (p StateEntered) Validate() error {
@@ -483,13 +479,19 @@ func (p StateExited) Validate() error {
 }
 
 func (p ModelCalled) Validate() error {
+	// Tokens are bounded like the counts, so that the fold's and the views' sums of a run's
+	// calls cannot overflow 64 bits: 2^31 calls of the most tokens each sum to under 2^62 of
+	// prompt and of completion tokens, under 2^63 of both.
 	switch {
-	case p.PromptTokens < 0:
-		return invalid("payload.prompt_tokens", "negative")
-	case p.CompletionTokens < 0:
-		return invalid("payload.completion_tokens", "negative")
+	case p.PromptTokens < 0 || p.PromptTokens > MaxCount:
+		return invalid("payload.prompt_tokens", "must be from 0 to %d, got %d", MaxCount, p.PromptTokens)
+	case p.CompletionTokens < 0 || p.CompletionTokens > MaxCount:
+		return invalid("payload.completion_tokens", "must be from 0 to %d, got %d", MaxCount, p.CompletionTokens)
 	case p.LatencyMS < 0:
 		return invalid("payload.latency_ms", "negative")
+	}
+	if err := checkCount("payload.transport_retries", p.TransportRetries, 0); err != nil {
+		return err
 	}
 	if err := checkCanonical("payload.input", p.Input, true); err != nil {
 		return err
@@ -570,8 +572,8 @@ func (p OutputInvalid) Validate() error {
 }
 
 func (p RetryScheduled) Validate() error {
-	if p.Attempt < 1 {
-		return invalid("payload.attempt", "must be >= 1")
+	if err := checkCount("payload.attempt", p.Attempt, 1); err != nil {
+		return err
 	}
 	if p.Reason == "" {
 		return missing("payload.reason")

@@ -6,8 +6,12 @@
 CREATE OR REPLACE VIEW plans AS
 SELECT study, run, attempt, seq, time,
        substr(type, 6) AS kind,
-       CAST(payload -> '$.attempt' AS INTEGER) AS plan_attempt,
-       CAST(payload -> '$.structured' AS BOOLEAN) AS structured,
+       -- Each member is read only from the types that have it: a member of that name in another
+       -- type's payload is the producer's own, never validated, and a value the cast cannot
+       -- take (an attempt beyond INTEGER, a string for structured) would fail every query that
+       -- reads the column.
+       CASE WHEN type <> 'plan.accepted' THEN CAST(payload -> '$.attempt' AS INTEGER) END AS plan_attempt,
+       CASE WHEN type = 'plan.proposed' THEN CAST(payload -> '$.structured' AS BOOLEAN) END AS structured,
        payload ->> '$.text' AS text,
        payload -> '$.steps' AS steps,
        payload -> '$.errors' AS errors

@@ -3,6 +3,7 @@ package warehouse_test
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,90 @@ func TestLargestMessageIsIngested(t *testing.T) {
 				subject, msgID, class, reason, len(raw), big.Subject, big.ID, len(big.Data))
 		}
 	})
+	checkAllAcked(t, b, uint64(len(all)))
+}
+
+// TestCountsBeyond32BitsAreRefused: an attempt (the envelope's, a plan's or a retry's), a run's
+// input index, a model call's transport retries or tokens beyond 2³¹−1, or a payload key that
+// encoding/json alone reads as a field, is kept in rejected_events, naming the field, with
+// ingestion going on past it. The envelope's attempt was stored wrapped round (the event under
+// another attempt) and a plan's made the queries of the plans view that read it fail. The
+// largest values that fit are stored as sent and read back; a member a type does not have
+// (plan.accepted's attempt) is stored and not read.
+func TestCountsBeyond32BitsAreRefused(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	ev := func(id, typ, run string, attempt int64, payload string) msg {
+		data := fmt.Sprintf(`{"schema":1,"id":%q,"type":%q,"time":"2026-12-07T09:00:00Z","study":"big","run":%q,"attempt":%d,"seq":1,"source":{"kind":"production","id":"x"},"payload":%s}`,
+			id, typ, run, attempt, payload)
+		return msg{Subject: "ditto.events.big." + run + "." + typ, ID: id, Data: []byte(data)}
+	}
+	const most = events.MaxCount
+	plan := func(attempt int64) string {
+		return fmt.Sprintf(`{"text":"1. a","attempt":%d,"structured":false}`, attempt)
+	}
+	call := func(retries, tokens int64) string {
+		return fmt.Sprintf(`{"model":"m","prompt_tokens":%d,"completion_tokens":1,"latency_ms":1,"transport_retries":%d}`, tokens, retries)
+	}
+	start := func(index int64) string {
+		return fmt.Sprintf(`{"task":"t","model":"m","condition":"c","input_index":%d,"seed_index":%d}`, index, index)
+	}
+	fits := []msg{
+		ev("fit-1", "plan.proposed", "r1", most, plan(most)),
+		ev("fit-2", "model.called", "r2", 1, call(most, most)),
+		ev("fit-3", "run.started", "r3", 1, start(most)),
+		ev("fit-4", "plan.accepted", "r4", 1, `{"steps":[{"state":"A","tool":"t"}],"attempt":2147483648,"structured":"yes"}`),
+	}
+	refused := []struct {
+		m     msg
+		field string
+	}{
+		{ev("big-1", "plan.proposed", "r5", most+1, plan(1)), "invalid field: attempt: "},
+		{ev("big-2", "plan.proposed", "r5", 1, plan(most+1)), "invalid field: payload.attempt: "},
+		{ev("big-3", "model.called", "r5", 1, call(most+1, 1)), "invalid field: payload.transport_retries: "},
+		{ev("big-4", "model.called", "r5", 1, call(0, most+1)), "invalid field: payload.prompt_tokens: "},
+		{ev("big-5", "retry.scheduled", "r5", 1, `{"attempt":2147483648,"reason":"x"}`), "invalid field: payload.attempt: "},
+		{ev("big-6", "run.started", "r6", 1, start(most+1)), "invalid field: payload.input_index: "},
+		{ev("big-7", "plan.proposed", "r5", 1, `{"text":"1. a","attempt":1,"Attempt":2147483648}`),
+			"in case alone: payload.attempt: "},
+	}
+	var all []msg
+	for i := range max(len(fits), len(refused)) {
+		if i < len(fits) {
+			all = append(all, fits[i])
+		}
+		if i < len(refused) {
+			all = append(all, refused[i].m)
+		}
+	}
+	warehousetest.Publish(t, b, all)
+	w := openWH(t, tempDB(t))
+	catchUp(t, w, b, warehouse.IngestConfig{BatchSize: 4, BatchWait: 20 * time.Millisecond, AckWait: time.Second})
+	checkRejected(t, w.DB(), len(refused), func(i int, subject, msgID, class, reason string, raw []byte) {
+		r := refused[i]
+		want := "invalid" // a *FieldError of ErrInvalidField; ErrKeyCase is a kind of ErrMalformed
+		if !strings.HasPrefix(r.field, want) {
+			want = "malformed"
+		}
+		if msgID != r.m.ID || class != want || !strings.Contains(reason, r.field) || string(raw) != string(r.m.Data) {
+			t.Errorf("rejected[%d] = (%q, %s, %q), want (%q, %s) with a reason holding %q and the raw bytes",
+				i, msgID, class, reason, r.m.ID, want, r.field)
+		}
+	})
+	for _, q := range []string{
+		"SELECT attempt FROM events WHERE id = 'fit-1'",
+		"SELECT plan_attempt FROM plans WHERE run = 'r1'",
+		"SELECT transport_retries FROM model_calls WHERE run = 'r2'",
+		"SELECT prompt_tokens FROM model_calls WHERE run = 'r2'",
+		"SELECT tokens - 1 FROM model_calls WHERE run = 'r2'",
+		"SELECT input_index FROM runs WHERE run = 'r3'",
+		"SELECT seed_index FROM runs WHERE run = 'r3'",
+	} {
+		if n := warehousetest.Count(t, w.DB(), q); n != most {
+			t.Errorf("%s = %d, want %d", q, n, most)
+		}
+	}
+	if n := warehousetest.Count(t, w.DB(), "SELECT count(*) FROM plans WHERE run = 'r4' AND plan_attempt IS NULL AND structured IS NULL"); n != 1 {
+		t.Errorf("plan.accepted rows with plan_attempt and structured NULL = %d, want 1", n)
+	}
 	checkAllAcked(t, b, uint64(len(all)))
 }
