@@ -300,7 +300,7 @@ func summaries(runs []Run) (tokens, latency Summary) {
 		t[i] = float64(runs[i].Tokens)
 		l[i] = runs[i].LatencyMS
 	}
-	return Summarize(t), Summarize(l)
+	return summarizeOwned(t), summarizeOwned(l)
 }
 
 func activityOf(runs []Run) Activity {

@@ -31,7 +31,7 @@ func CompareByInput(a, b []Run, cfg CompareConfig) ([]Comparison, error) {
 		return nil, fmt.Errorf("metrics: cell %q: %w", cfg.CellB, err)
 	}
 	base := Comparison{CellA: cfg.CellA, CellB: cfg.CellB, NA: len(a), NB: len(b)}
-	out := compareSuccess(a, b, ma, mb, base)
+	out := compareSuccess(a, b, ma, mb, base, new(keyTable))
 	out = append(out, permuteByInput(a, b, ma, mb, base, cfg)...)
 	out = append(out,
 		compareMWU(QuantityTokens, a, b, ma.Tokens, mb.Tokens, func(r *Run) float64 { return float64(r.Tokens) }, base),

@@ -73,7 +73,7 @@ func frame(b []byte, r *Run, k kind) []byte {
 // single hash table is live: O(total bytes) hashing plus N table
 // operations per kind.
 func buildIndex(runs []Run, keepIDs [numKinds]bool) *index {
-	return buildPooledIndex(pooled{a: runs}, keepIDs)
+	return buildPooledIndex(pooled{a: runs}, keepIDs, nil)
 }
 
 // pooled is two cells' runs seen as one pool, cell a's first, without
@@ -91,8 +91,9 @@ func (p pooled) at(i int) *Run {
 
 // buildPooledIndex is buildIndex over a pool. A large pool is grouped on
 // every core, each kind by one worker with its own table: the kinds are
-// independent, and each is the same as grouped alone.
-func buildPooledIndex(runs pooled, keepIDs [numKinds]bool) *index {
+// independent, and each is the same as grouped alone. A non-nil spare is
+// the first worker's table, left sized for the pool for the caller to reuse.
+func buildPooledIndex(runs pooled, keepIDs [numKinds]bool, spare *keyTable) *index {
 	n := runs.len()
 	ix := &index{n: n}
 	workers := 1
@@ -104,7 +105,10 @@ func buildPooledIndex(runs pooled, keepIDs [numKinds]bool) *index {
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
 			h := newHasher()
-			var t keyTable
+			t := spare
+			if w > 0 || t == nil {
+				t = new(keyTable)
+			}
 			var buf []byte
 			var scratch []int32
 			for k := kind(next.Add(1) - 1); k < numKinds; k = kind(next.Add(1) - 1) {

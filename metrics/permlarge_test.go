@@ -60,7 +60,7 @@ func permPool(t *testing.T, na, nb int, seed uint64) (pooled, *index, *permEngin
 	a := simCell(na, rand.New(rand.NewPCG(seed, 1)))
 	b := simCell(nb, rand.New(rand.NewPCG(seed, 2)))
 	pool := pooled{a: a, b: b}
-	pix := buildPooledIndex(pool, allIDs)
+	pix := buildPooledIndex(pool, allIDs, nil)
 	runs := append(append([]Run(nil), a...), b...)
 	return pool, pix, newPermEngine(runs, pix, CompareConfig{}.withDefaults())
 }

@@ -29,11 +29,16 @@ type Summary struct {
 // Summarize returns the Summary of xs. It does not modify xs. NaN or
 // infinite values make every field null except N.
 func Summarize(xs []float64) Summary {
+	return summarizeOwned(slices.Clone(xs))
+}
+
+// summarizeOwned is Summarize on a sample it may reorder: it sorts xs in place.
+func summarizeOwned(xs []float64) Summary {
 	s := Summary{N: len(xs)}
 	if len(xs) == 0 {
 		return s
 	}
-	sorted := slices.Clone(xs)
+	sorted := xs
 	for _, x := range sorted {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return s
