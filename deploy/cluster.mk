@@ -69,6 +69,6 @@ load: $(NATS_SERVER) $(NATSCLI) ## sustained load, published -> committed in Duc
 		$(GO) test -tags '$(GOTAGS)' -count=1 -v -timeout $(LOAD_TIMEOUT) -run 'TestLoad' ./internal/faultsuite/
 
 .PHONY: load-judge
-load-judge: ## judge a kept load run's memory again, the analyzer's around its reattaches (KEPT=the run's directory under DITTO_FAULT_KEEP)
-	@test -n "$(KEPT)" || { echo "KEPT=<directory of a kept load run, with load.json and analyzer.log>"; exit 2; }
+load-judge: ## judge a kept load run's memory again, the analyzer's around its reattaches (KEPT=the run's directory under DITTO_FAULT_KEEP; several, space-separated, runs of the same load at the same code, are also judged together)
+	@test -n "$(KEPT)" || { echo "KEPT=<directory of a kept load run, with load.json and analyzer.log> [more of the same load]"; exit 2; }
 	DITTO_LOAD_JUDGE='$(abspath $(KEPT))' $(GO) test -count=1 -v -run 'TestJudgeLoadAgain' ./internal/faultsuite/

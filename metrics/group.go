@@ -69,9 +69,10 @@ func frame(b []byte, r *Run, k kind) []byte {
 	}
 }
 
-// buildIndex groups the runs by every kind, one kind at a time so that a
-// single hash table is live: O(total bytes) hashing plus N table
-// operations per kind.
+// buildIndex groups the runs by every kind, one kind at a time on each
+// worker so that one hash table a worker is live (one in all below
+// parallelMin runs): O(total bytes) hashing plus N table operations per
+// kind.
 func buildIndex(runs []Run, keepIDs [numKinds]bool) *index {
 	return buildPooledIndex(pooled{a: runs}, keepIDs, nil)
 }

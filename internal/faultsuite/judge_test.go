@@ -62,10 +62,50 @@ func TestReattachReleases(t *testing.T) {
 // TestJudgeLoadAgain judges again the memory of a kept load run (make load with
 // DITTO_FAULT_KEEP, then make load-judge KEPT=<its directory>): the analyzer's around the
 // reattaches of its log, and prints the verdicts. A report written before load.json said when
-// publishing began takes it as the report's last change less its end-to-end time.
+// publishing began takes it as the report's last change less its end-to-end time. Given
+// several directories (KEPT="<one> <another>"), runs of the same load at the same code, it
+// also judges each process's memory over all of them together (loadgen.PoolMemory) and prints
+// that verdict: what one longer run would narrow, on a disk that cannot hold it.
 func TestJudgeLoadAgain(t *testing.T) {
 	requireEnv(t, "DITTO_LOAD_JUDGE")
-	dir := os.Getenv("DITTO_LOAD_JUDGE")
+	dirs := strings.Fields(os.Getenv("DITTO_LOAD_JUDGE"))
+	var reps []loadgen.Report
+	for _, dir := range dirs {
+		reps = append(reps, judgeKept(t, dir))
+	}
+	if len(reps) < 2 {
+		return
+	}
+	for i, rep := range reps[1:] {
+		if rep.Rate != reps[0].Rate || rep.Duration != reps[0].Duration {
+			t.Fatalf("%s: rate %g for %s, %s: rate %g for %s: not runs of the same load, not pooled",
+				dirs[0], reps[0].Rate, reps[0].Duration, dirs[i+1], rep.Rate, rep.Duration)
+		}
+	}
+	for _, m := range reps[0].Memory {
+		var runs []loadgen.Memory
+		for _, rep := range reps {
+			for _, o := range rep.Memory {
+				if o.Name == m.Name {
+					runs = append(runs, o)
+				}
+			}
+		}
+		p, err := loadgen.PoolMemory(runs)
+		if err != nil {
+			t.Errorf("%s over %d runs: %v", m.Name, len(runs), err)
+			continue
+		}
+		t.Logf("%s over %d runs pooled: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s",
+			m.Name, len(runs), p.FirstSlope, p.SecondSlope, p.SecondSlopeHalfWidth, p.FirstFloorSlope, p.SecondFloorSlope,
+			p.SecondFloorSlopeHalfWidth, p.Verdict)
+	}
+}
+
+// judgeKept judges again the memory of the run kept in dir (TestJudgeLoadAgain), writes its
+// load.json back and returns its report.
+func judgeKept(t *testing.T, dir string) loadgen.Report {
+	t.Helper()
 	report := filepath.Join(dir, "load.json")
 	raw, err := os.ReadFile(report)
 	if err != nil {
@@ -92,8 +132,9 @@ func TestJudgeLoadAgain(t *testing.T) {
 	}
 	for _, m := range rep.Memory {
 		b := before[m.Name]
-		t.Logf("%s: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s (before: floors %+.2f, %+.2f ± %.2f; %s)", m.Name,
+		t.Logf("%s: %s: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s (before: floors %+.2f, %+.2f ± %.2f; %s)", dir, m.Name,
 			m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict,
 			b.FirstFloorSlope, b.SecondFloorSlope, b.SecondFloorSlopeHalfWidth, b.Verdict)
 	}
+	return rep
 }

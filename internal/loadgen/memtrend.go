@@ -248,19 +248,25 @@ func memoryTrend(m Memory, samples []Sample, dur time.Duration, releases []Relea
 	m.FirstSlope, m.SecondSlope = slope(x1, peak1), slope(x2, peak2)
 	m.FirstFloorSlope, m.SecondFloorSlope = slope(lx1, low1), slope(lx2, low2)
 	m.SecondSlopeHalfWidth, m.SecondFloorSlopeHalfWidth = slopeHalfWidth(x2, peak2), slopeHalfWidth(lx2, low2)
-	peaks := memoryVerdict(m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, len(x1), len(x2))
-	floors := memoryVerdict(m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, len(lx1), len(lx2))
+	m.FirstSpans, m.SecondSpans, m.FirstFloorSpans, m.SecondFloorSpans = len(x1), len(x2), len(lx1), len(lx2)
+	m.Verdict = m.verdict()
+	return m
+}
+
+// verdict is the memory verdict of m's slopes, half-widths and spans: growing when its peaks or
+// its floors are, bounded when both are, unresolved otherwise (the criterion above).
+func (m Memory) verdict() string {
+	peaks := memoryVerdict(m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.FirstSpans, m.SecondSpans)
+	floors := memoryVerdict(m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.FirstFloorSpans, m.SecondFloorSpans)
 	switch {
 	case peaks == MemUnknown || floors == MemUnknown:
-		m.Verdict = MemUnknown
+		return MemUnknown
 	case peaks == MemGrowing || floors == MemGrowing:
-		m.Verdict = MemGrowing
+		return MemGrowing
 	case peaks == MemBounded && floors == MemBounded:
-		m.Verdict = MemBounded
-	default:
-		m.Verdict = MemUnresolved
+		return MemBounded
 	}
-	return m
+	return MemUnresolved
 }
 
 // memoryVerdict applies the criterion above to the slopes of the two halves (MiB/min) fitted
@@ -363,4 +369,60 @@ func (r *Report) MemoryBounded(names ...string) bool {
 		}
 	}
 	return true
+}
+
+// PoolMemory judges the memory of one process over several runs of the same load (the same
+// code, rate and duration) together, as one run longer than the disk allows would: each half's
+// slopes are pooled, the second half's weighted by the inverse of its variance (the variance
+// that its 95% half-width gives: (h/t)², t Student's quantile for its spans less two) with the
+// half-width t·√(1/Σ weights), t now for the spans of all the runs less two each; the first
+// half's slopes, which have no interval, are averaged. The verdict is then the criterion above,
+// applied to the pooled slopes. It assumes the runs share one true slope (a fixed effect): runs
+// of different code or load are not to be pooled. Name, Releases and FloorSamplesLeftOut are
+// the runs' (summed), the RSS figures left zero. It is an error to pool fewer than two runs, or a
+// run whose second half has no interval (fewer than three spans, or a half-width of 0).
+func PoolMemory(runs []Memory) (Memory, error) {
+	if len(runs) < 2 {
+		return Memory{}, fmt.Errorf("loadgen: pooling needs two runs or more, got %d", len(runs))
+	}
+	pooled := Memory{Name: runs[0].Name}
+	var err error
+	series := func(slope, half func(Memory) float64, spans func(Memory) int) (s, h float64, n int) {
+		var sw, sws float64
+		df := 0
+		for i, m := range runs {
+			if spans(m) < 3 || !(half(m) > 0) {
+				err = fmt.Errorf("loadgen: run %d of %s: a second half of %d spans and half-width %g has no interval to pool", i, m.Name, spans(m), half(m))
+				return 0, 0, 0
+			}
+			t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(spans(m) - 2)}.Quantile(0.975)
+			se := half(m) / t
+			w := 1 / (se * se)
+			sw += w
+			sws += w * slope(m)
+			df += spans(m) - 2
+			n += spans(m)
+		}
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+		return sws / sw, t / math.Sqrt(sw), n
+	}
+	pooled.SecondSlope, pooled.SecondSlopeHalfWidth, pooled.SecondSpans = series(
+		func(m Memory) float64 { return m.SecondSlope }, func(m Memory) float64 { return m.SecondSlopeHalfWidth },
+		func(m Memory) int { return m.SecondSpans })
+	pooled.SecondFloorSlope, pooled.SecondFloorSlopeHalfWidth, pooled.SecondFloorSpans = series(
+		func(m Memory) float64 { return m.SecondFloorSlope }, func(m Memory) float64 { return m.SecondFloorSlopeHalfWidth },
+		func(m Memory) int { return m.SecondFloorSpans })
+	if err != nil {
+		return Memory{}, err
+	}
+	for _, m := range runs {
+		pooled.FirstSlope += m.FirstSlope / float64(len(runs))
+		pooled.FirstFloorSlope += m.FirstFloorSlope / float64(len(runs))
+		pooled.FirstSpans += m.FirstSpans
+		pooled.FirstFloorSpans += m.FirstFloorSpans
+		pooled.Releases += m.Releases
+		pooled.FloorSamplesLeftOut += m.FloorSamplesLeftOut
+	}
+	pooled.Verdict = pooled.verdict()
+	return pooled, nil
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // series samples rss(t) (MiB) of the process "p" every second from 1 s to the end of dur, and
@@ -100,7 +102,9 @@ func TestMemoryTrendPoints(t *testing.T) {
 		HalfKiB:    140 * 1024,         // 2 min
 		EndKiB:     180 * 1024,         // 4 min, not 4 min 5 s
 		JudgedOver: dur,
-		Verdict:    MemGrowing}
+		// Ten windows of 24 s: nine spans, the fifth (middle at 2 min) in both halves.
+		FirstSpans: 5, SecondSpans: 5, FirstFloorSpans: 5, SecondFloorSpans: 5,
+		Verdict: MemGrowing}
 	got.FirstSlope, got.SecondSlope = math.Round(got.FirstSlope*100)/100, math.Round(got.SecondSlope*100)/100
 	got.FirstFloorSlope, got.SecondFloorSlope = math.Round(got.FirstFloorSlope*100)/100, math.Round(got.SecondFloorSlope*100)/100
 	got.SecondSlopeHalfWidth, got.SecondFloorSlopeHalfWidth = math.Round(got.SecondSlopeHalfWidth*100)/100, math.Round(got.SecondFloorSlopeHalfWidth*100)/100
@@ -415,5 +419,84 @@ func TestMemoryJudgedWhileTheStreamStored(t *testing.T) {
 	}
 	if got := loadTime(samples, dur); got != dur {
 		t.Errorf("loadTime = %v, want %v", got, dur)
+	}
+}
+
+// Pooling runs of the same load narrows the second half's interval as a longer run would (by
+// about the square root of their number), with the slope of each weighted by the inverse of its
+// variance. Of a process that swings as the analyzer does, 30-minute runs pooled four at a time
+// are judged bounded more often than alone, a leak of 2 MiB/min is judged growing, and the
+// pooled interval of the peaks' slope holds the true one in most groups.
+func TestPoolMemory(t *testing.T) {
+	const dur = 30 * time.Minute
+	const groups, per = 50, 4
+	for _, leak := range []float64{0, 2} {
+		alone, pooled := map[string]int{}, map[string]int{}
+		covered := 0
+		var widthAlone, widthPooled float64
+		for g := range uint64(groups) {
+			var runs []Memory
+			for k := range uint64(per) {
+				rss := swinging(g*per+k, func(at time.Duration) float64 { return 150 + leak*at.Minutes() })
+				m := memoryTrend(Memory{Name: "p"}, series(dur, rss), dur, nil)
+				alone[m.Verdict]++
+				widthAlone += m.SecondSlopeHalfWidth / (groups * per)
+				runs = append(runs, m)
+			}
+			p, err := PoolMemory(runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pooled[p.Verdict]++
+			widthPooled += p.SecondSlopeHalfWidth / groups
+			if math.Abs(p.SecondSlope-leak) <= p.SecondSlopeHalfWidth {
+				covered++
+			}
+		}
+		t.Logf("leak %v MiB/min: alone %v (±%.2f), pooled by %d %v (±%.2f); the true slope in %d of %d pooled intervals",
+			leak, alone, widthAlone, per, pooled, widthPooled, covered, groups)
+		if r := widthPooled / widthAlone; r < 0.8/math.Sqrt(per) || r > 1.2/math.Sqrt(per) {
+			t.Errorf("leak %v: pooled interval ±%.2f against ±%.2f alone, a ratio of %.2f, want about 1/√%d", leak, widthPooled, widthAlone, r, per)
+		}
+		if covered < groups*85/100 {
+			t.Errorf("leak %v: the true slope in %d of %d pooled intervals, want 85%% or more", leak, covered, groups)
+		}
+		switch leak {
+		case 0:
+			if pooled[MemGrowing] > groups/10 || 100*pooled[MemBounded]/groups <= 100*alone[MemBounded]/(groups*per) {
+				t.Errorf("no leak: pooled %v, alone %v: want pooled bounded in a larger share and growing in 10%% at most", pooled, alone)
+			}
+		default:
+			if pooled[MemGrowing] < groups*95/100 {
+				t.Errorf("leak %v: pooled %v, want growing in 95%% or more", leak, pooled)
+			}
+		}
+	}
+}
+
+// PoolMemory weighs each run's second-half slope by the inverse of the variance its interval
+// gives, averages the first halves, and refuses what it cannot pool.
+func TestPoolMemoryWeights(t *testing.T) {
+	run := func(s1, s2, h float64) Memory {
+		return Memory{Name: "p", FirstSlope: s1, SecondSlope: s2, SecondSlopeHalfWidth: h, FirstFloorSlope: s1,
+			SecondFloorSlope: s2, SecondFloorSlopeHalfWidth: h, FirstSpans: 30, SecondSpans: 30, FirstFloorSpans: 30, SecondFloorSpans: 30}
+	}
+	p, err := PoolMemory([]Memory{run(2, 0, 1), run(4, 3, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both of 30 spans: the weights are 1/1² and 1/2² of the same t, so the slope is
+	// (0·1 + 3·¼)/(1 + ¼) = 0.6, and the half-width t(56)/t(28)·√(1/1.25).
+	t28 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 28}.Quantile(0.975)
+	t56 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 56}.Quantile(0.975)
+	wantH := t56 / t28 / math.Sqrt(1.25)
+	if math.Abs(p.SecondSlope-0.6) > 1e-12 || math.Abs(p.SecondSlopeHalfWidth-wantH) > 1e-12 || p.FirstSlope != 3 ||
+		p.SecondSpans != 60 || p.SecondFloorSlope != p.SecondSlope || p.Verdict != MemUnresolved {
+		t.Errorf("PoolMemory() = %+v, want second slope 0.6 ± %.4f, first 3, 60 spans, unresolved", p, wantH)
+	}
+	for _, bad := range [][]Memory{nil, {run(1, 1, 1)}, {run(1, 1, 1), run(1, 1, 0)}, {run(1, 1, 1), {Name: "p", SecondSlopeHalfWidth: 1, SecondSpans: 2}}} {
+		if _, err := PoolMemory(bad); err == nil {
+			t.Errorf("PoolMemory(%+v) = nil error, want one", bad)
+		}
 	}
 }

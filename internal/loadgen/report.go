@@ -43,6 +43,12 @@ type Memory struct {
 	// leaves them uncertain.
 	SecondSlopeHalfWidth      float64 `json:"second_slope_halfwidth_mib_per_min"`
 	SecondFloorSlopeHalfWidth float64 `json:"second_floor_slope_halfwidth_mib_per_min"`
+	// FirstSpans, SecondSpans, FirstFloorSpans and SecondFloorSpans are how many spans each
+	// slope was fitted to (PoolMemory weighs and counts them).
+	FirstSpans       int `json:"first_spans,omitempty"`
+	SecondSpans      int `json:"second_spans,omitempty"`
+	FirstFloorSpans  int `json:"first_floor_spans,omitempty"`
+	SecondFloorSpans int `json:"second_floor_spans,omitempty"`
 	// JudgedOver is the time from the first publish the memory was judged over: the
 	// publishing time, or less when the stream stopped storing events well before it ended
 	// (loadTime).
