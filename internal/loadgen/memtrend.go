@@ -372,57 +372,98 @@ func (r *Report) MemoryBounded(names ...string) bool {
 }
 
 // PoolMemory judges the memory of one process over several runs of the same load (the same
-// code, rate and duration) together, as one run longer than the disk allows would: each half's
-// slopes are pooled, the second half's weighted by the inverse of its variance (the variance
-// that its 95% half-width gives: (h/t)², t Student's quantile for its spans less two) with the
-// half-width t·√(1/Σ weights), t now for the spans of all the runs less two each; the first
-// half's slopes, which have no interval, are averaged. The verdict is then the criterion above,
-// applied to the pooled slopes. It assumes the runs share one true slope (a fixed effect): runs
-// of different code or load are not to be pooled. Name, Releases and FloorSamplesLeftOut are
-// the runs' (summed), the RSS figures left zero. It is an error to pool fewer than two runs, or a
-// run whose second half has no interval (fewer than three spans, or a half-width of 0).
-func PoolMemory(runs []Memory) (Memory, error) {
+// code, mode, rate and duration) together: it narrows the interval of the same half's slope, as
+// more runs would, and does not extend the time judged (a longer run's second half lies later).
+// Each series' second-half slopes (the peaks', the floors') are pooled by the inverse of their
+// variances (the variance a 95% half-width h gives: (h/t)², t Student's quantile for the run's
+// spans less two), with the half-width t·√(1/Σ weights), t now for the spans of all the runs
+// less two each; the first halves' slopes, which have no interval, are averaged. When the runs
+// disagree by more than their intervals allow (Cochran's Q above its degrees of freedom, the
+// runs less one), the slopes are taken to differ from run to run as well: the spread Q implies
+// (DerSimonian and Laird's τ²) is added to each run's variance before weighing, which widens
+// the interval. The verdict is then the criterion above, applied to the pooled slopes. Name,
+// Releases and FloorSamplesLeftOut are the runs' (summed), the RSS figures left zero;
+// Heterogeneity gives each series' Q. It is an error to pool fewer than two runs, or a run
+// with a half of fewer than MinTrendSamples spans or a second half without an interval (a
+// half-width of 0).
+func PoolMemory(runs []Memory) (Pooled, error) {
 	if len(runs) < 2 {
-		return Memory{}, fmt.Errorf("loadgen: pooling needs two runs or more, got %d", len(runs))
+		return Pooled{}, fmt.Errorf("loadgen: pooling needs two runs or more, got %d", len(runs))
 	}
-	pooled := Memory{Name: runs[0].Name}
-	var err error
-	series := func(slope, half func(Memory) float64, spans func(Memory) int) (s, h float64, n int) {
-		var sw, sws float64
-		df := 0
-		for i, m := range runs {
-			if spans(m) < 3 || !(half(m) > 0) {
-				err = fmt.Errorf("loadgen: run %d of %s: a second half of %d spans and half-width %g has no interval to pool", i, m.Name, spans(m), half(m))
-				return 0, 0, 0
+	for i, m := range runs {
+		for _, half := range []struct {
+			name       string
+			n          int
+			needsWidth bool
+			h          float64
+		}{
+			{"peaks' first half", m.FirstSpans, false, 0}, {"peaks' second half", m.SecondSpans, true, m.SecondSlopeHalfWidth},
+			{"floors' first half", m.FirstFloorSpans, false, 0}, {"floors' second half", m.SecondFloorSpans, true, m.SecondFloorSlopeHalfWidth},
+		} {
+			if half.n < MinTrendSamples || half.needsWidth && !(half.h > 0) {
+				return Pooled{}, fmt.Errorf("loadgen: run %d of %s: the %s has %d spans and half-width %g: nothing to pool",
+					i, m.Name, half.name, half.n, half.h)
 			}
-			t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(spans(m) - 2)}.Quantile(0.975)
-			se := half(m) / t
-			w := 1 / (se * se)
-			sw += w
-			sws += w * slope(m)
-			df += spans(m) - 2
-			n += spans(m)
 		}
-		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
-		return sws / sw, t / math.Sqrt(sw), n
 	}
-	pooled.SecondSlope, pooled.SecondSlopeHalfWidth, pooled.SecondSpans = series(
-		func(m Memory) float64 { return m.SecondSlope }, func(m Memory) float64 { return m.SecondSlopeHalfWidth },
-		func(m Memory) int { return m.SecondSpans })
-	pooled.SecondFloorSlope, pooled.SecondFloorSlopeHalfWidth, pooled.SecondFloorSpans = series(
-		func(m Memory) float64 { return m.SecondFloorSlope }, func(m Memory) float64 { return m.SecondFloorSlopeHalfWidth },
-		func(m Memory) int { return m.SecondFloorSpans })
-	if err != nil {
-		return Memory{}, err
-	}
+	p := Pooled{Memory: Memory{Name: runs[0].Name}}
+	p.SecondSlope, p.SecondSlopeHalfWidth, p.SecondSpans, p.PeaksQ = poolSlopes(runs,
+		func(m Memory) (float64, float64, int) { return m.SecondSlope, m.SecondSlopeHalfWidth, m.SecondSpans })
+	p.SecondFloorSlope, p.SecondFloorSlopeHalfWidth, p.SecondFloorSpans, p.FloorsQ = poolSlopes(runs,
+		func(m Memory) (float64, float64, int) {
+			return m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.SecondFloorSpans
+		})
 	for _, m := range runs {
-		pooled.FirstSlope += m.FirstSlope / float64(len(runs))
-		pooled.FirstFloorSlope += m.FirstFloorSlope / float64(len(runs))
-		pooled.FirstSpans += m.FirstSpans
-		pooled.FirstFloorSpans += m.FirstFloorSpans
-		pooled.Releases += m.Releases
-		pooled.FloorSamplesLeftOut += m.FloorSamplesLeftOut
+		p.FirstSlope += m.FirstSlope / float64(len(runs))
+		p.FirstFloorSlope += m.FirstFloorSlope / float64(len(runs))
+		p.FirstSpans += m.FirstSpans
+		p.FirstFloorSpans += m.FirstFloorSpans
+		p.Releases += m.Releases
+		p.FloorSamplesLeftOut += m.FloorSamplesLeftOut
 	}
-	pooled.Verdict = pooled.verdict()
-	return pooled, nil
+	p.Verdict = p.verdict()
+	return p, nil
+}
+
+// Pooled is the memory of one process judged over several runs (PoolMemory). PeaksQ and FloorsQ
+// are Cochran's Q of the runs' second-half slopes, with the runs less one degrees of freedom:
+// above them, the runs disagree by more than their intervals allow, and the interval was widened.
+type Pooled struct {
+	Memory
+	PeaksQ, FloorsQ float64
+}
+
+// poolSlopes pools the second-half slopes that of gives for each run (slope, 95% half-width,
+// spans): the pooled slope, its half-width, all the spans, and Cochran's Q (PoolMemory).
+func poolSlopes(runs []Memory, of func(Memory) (s, h float64, n int)) (slope, half float64, spans int, q float64) {
+	vars := make([]float64, len(runs))
+	df := 0
+	for i, m := range runs {
+		_, h, n := of(m)
+		se := h / distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(0.975)
+		vars[i] = se * se
+		df += n - 2
+		spans += n
+	}
+	mean := func(extra float64) (mu, sw, sw2 float64) {
+		var sws float64
+		for i, m := range runs {
+			s, _, _ := of(m)
+			w := 1 / (vars[i] + extra)
+			sw += w
+			sw2 += w * w
+			sws += w * s
+		}
+		return sws / sw, sw, sw2
+	}
+	mu, sw, sw2 := mean(0)
+	for i, m := range runs {
+		s, _, _ := of(m)
+		q += (s - mu) * (s - mu) / vars[i]
+	}
+	if k := float64(len(runs) - 1); q > k {
+		mu, sw, _ = mean((q - k) / (sw - sw2/sw))
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	return mu, t / math.Sqrt(sw), spans, q
 }

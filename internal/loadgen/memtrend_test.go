@@ -475,26 +475,50 @@ func TestPoolMemory(t *testing.T) {
 }
 
 // PoolMemory weighs each run's second-half slope by the inverse of the variance its interval
-// gives, averages the first halves, and refuses what it cannot pool.
+// gives, adds the spread between the runs to those variances when they disagree by more than
+// their intervals allow, averages the first halves, and refuses what it cannot pool.
 func TestPoolMemoryWeights(t *testing.T) {
-	run := func(s1, s2, h float64) Memory {
-		return Memory{Name: "p", FirstSlope: s1, SecondSlope: s2, SecondSlopeHalfWidth: h, FirstFloorSlope: s1,
-			SecondFloorSlope: s2, SecondFloorSlopeHalfWidth: h, FirstSpans: 30, SecondSpans: 30, FirstFloorSpans: 30, SecondFloorSpans: 30}
+	// run has peaks s1, s2 ± h and floors f1, f2 ± g, each half of 30 spans.
+	run := func(s1, s2, h, f1, f2, g float64) Memory {
+		return Memory{Name: "p", FirstSlope: s1, SecondSlope: s2, SecondSlopeHalfWidth: h, FirstFloorSlope: f1,
+			SecondFloorSlope: f2, SecondFloorSlopeHalfWidth: g, FirstSpans: 30, SecondSpans: 30, FirstFloorSpans: 30, SecondFloorSpans: 30}
 	}
-	p, err := PoolMemory([]Memory{run(2, 0, 1), run(4, 3, 2)})
+	t28 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 28}.Quantile(0.975)
+	t56 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 56}.Quantile(0.975)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// Peaks that agree: variances (0.5/t28)² and (1/t28)², weights in the ratio 1 to ¼, so the
+	// slope is (0.5·1 + 0.6·¼)/(1 + ¼) = 0.52, the half-width 0.5·t56/(t28·√1.25), and Q
+	// (0.008·t28²) is under its one degree of freedom. Floors that disagree: 0 ± 1 and 3 ± 2
+	// give Q = 1.8·t28², and a spread τ² = (Q − 1)/(1.25·t28² − 1.0625·t28²/1.25) is added to
+	// both variances.
+	p, err := PoolMemory([]Memory{run(2, 0.5, 0.5, 5, 0, 1), run(4, 0.6, 1, 7, 3, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both of 30 spans: the weights are 1/1² and 1/2² of the same t, so the slope is
-	// (0·1 + 3·¼)/(1 + ¼) = 0.6, and the half-width t(56)/t(28)·√(1/1.25).
-	t28 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 28}.Quantile(0.975)
-	t56 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 56}.Quantile(0.975)
-	wantH := t56 / t28 / math.Sqrt(1.25)
-	if math.Abs(p.SecondSlope-0.6) > 1e-12 || math.Abs(p.SecondSlopeHalfWidth-wantH) > 1e-12 || p.FirstSlope != 3 ||
-		p.SecondSpans != 60 || p.SecondFloorSlope != p.SecondSlope || p.Verdict != MemUnresolved {
-		t.Errorf("PoolMemory() = %+v, want second slope 0.6 ± %.4f, first 3, 60 spans, unresolved", p, wantH)
+	tt := t28 * t28
+	tau2 := (1.8*tt - 1) / (1.25*tt - 1.0625*tt/1.25)
+	wa, wb := 1/(1/tt+tau2), 1/(4/tt+tau2)
+	wantFloor, wantFloorH := 3*wb/(wa+wb), t56/math.Sqrt(wa+wb)
+	wantH := 0.5 * t56 / t28 / math.Sqrt(1.25)
+	if !near(p.SecondSlope, 0.52) || !near(p.SecondSlopeHalfWidth, wantH) || !near(p.PeaksQ, 0.008*tt) ||
+		p.FirstSlope != 3 || p.SecondSpans != 60 {
+		t.Errorf("peaks pooled: %+v, want first 3, second 0.52 ± %.4f over 60 spans, Q %.4f", p, wantH, 0.008*tt)
 	}
-	for _, bad := range [][]Memory{nil, {run(1, 1, 1)}, {run(1, 1, 1), run(1, 1, 0)}, {run(1, 1, 1), {Name: "p", SecondSlopeHalfWidth: 1, SecondSpans: 2}}} {
+	if !near(p.SecondFloorSlope, wantFloor) || !near(p.SecondFloorSlopeHalfWidth, wantFloorH) || !near(p.FloorsQ, 1.8*tt) ||
+		p.FirstFloorSlope != 6 || p.SecondFloorSpans != 60 {
+		t.Errorf("floors pooled: %+v, want first 6, second %.4f ± %.4f over 60 spans, Q %.4f", p, wantFloor, wantFloorH, 1.8*tt)
+	}
+	// The floors' widened interval (about ±3.0 around 1.4) leaves them unresolved; the peaks,
+	// 0.52 ± 0.44, are bounded by themselves.
+	if p.Verdict != MemUnresolved || memoryVerdict(p.FirstSlope, p.SecondSlope, p.SecondSlopeHalfWidth, 60, 60) != MemBounded {
+		t.Errorf("verdict %s (peaks alone %s), want unresolved (bounded)", p.Verdict,
+			memoryVerdict(p.FirstSlope, p.SecondSlope, p.SecondSlopeHalfWidth, 60, 60))
+	}
+	good := run(1, 1, 1, 1, 1, 1)
+	floorsWithoutWidth := run(1, 1, 1, 1, 1, 0)
+	shortFirstHalf := good
+	shortFirstHalf.FirstFloorSpans = MinTrendSamples - 1
+	for _, bad := range [][]Memory{nil, {good}, {good, floorsWithoutWidth}, {good, shortFirstHalf}} {
 		if _, err := PoolMemory(bad); err == nil {
 			t.Errorf("PoolMemory(%+v) = nil error, want one", bad)
 		}
