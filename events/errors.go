@@ -57,14 +57,16 @@ func invalid(field, format string, args ...any) error {
 }
 
 // MaxCount is the largest attempt (an envelope's, a plan's or a retry's), input or seed index
-// (a run.started's) and number of transport retries (a model.called's) an event may give: the
-// warehouse stores them as 32-bit integers (DuckDB's INTEGER), so a larger one would be stored
-// wrapped round (an attempt's events under another attempt) or make every query of the view that
-// reads it fail.
+// (a run.started's), number of transport retries and of prompt or completion tokens (a
+// model.called's) an event may give: the warehouse stores the counts as 32-bit integers
+// (DuckDB's INTEGER) and sums the tokens, so a larger one would be stored wrapped round (an
+// attempt's events under another attempt), make the queries of a view that read it fail, or
+// overflow a run's sums.
 const MaxCount = math.MaxInt32
 
-// checkCount checks an integer field that counts from least and is stored as a 32-bit integer.
-func checkCount(field string, n, least int) error {
+// checkCount checks an integer field that counts from least and is stored as a 32-bit integer
+// (or summed: tokens).
+func checkCount[N int | int64](field string, n, least N) error {
 	if n < least || n > MaxCount {
 		return invalid(field, "must be from %d to %d, got %d", least, MaxCount, n)
 	}

@@ -482,12 +482,13 @@ func (p ModelCalled) Validate() error {
 	// Tokens are bounded like the counts, so that the fold's and the views' sums of a run's
 	// calls cannot overflow 64 bits: 2^31 calls of the most tokens each sum to under 2^62 of
 	// prompt and of completion tokens, under 2^63 of both.
-	switch {
-	case p.PromptTokens < 0 || p.PromptTokens > MaxCount:
-		return invalid("payload.prompt_tokens", "must be from 0 to %d, got %d", MaxCount, p.PromptTokens)
-	case p.CompletionTokens < 0 || p.CompletionTokens > MaxCount:
-		return invalid("payload.completion_tokens", "must be from 0 to %d, got %d", MaxCount, p.CompletionTokens)
-	case p.LatencyMS < 0:
+	if err := checkCount("payload.prompt_tokens", p.PromptTokens, 0); err != nil {
+		return err
+	}
+	if err := checkCount("payload.completion_tokens", p.CompletionTokens, 0); err != nil {
+		return err
+	}
+	if p.LatencyMS < 0 {
 		return invalid("payload.latency_ms", "negative")
 	}
 	if err := checkCount("payload.transport_retries", p.TransportRetries, 0); err != nil {

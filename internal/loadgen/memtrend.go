@@ -311,8 +311,13 @@ func slopeHalfWidth(x, y []float64) float64 {
 		return 0
 	}
 	se := math.Sqrt(rss/float64(n-2)) / math.Sqrt(sxx)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(0.975)
-	return t * se * math.Sqrt2
+	return t975(n-2) * se * math.Sqrt2
+}
+
+// t975 is Student's t quantile at 0.975 for df degrees of freedom: a 95% interval's half-width
+// in standard errors.
+func t975(df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
 }
 
 // JudgeMemory judges the memory of the watched process name again, its samples in the given
@@ -383,9 +388,9 @@ func (r *Report) MemoryBounded(names ...string) bool {
 // (DerSimonian and Laird's τ²) is added to each run's variance before weighing, which widens
 // the interval. The verdict is then the criterion above, applied to the pooled slopes. Name,
 // Releases and FloorSamplesLeftOut are the runs' (summed), the RSS figures left zero;
-// Heterogeneity gives each series' Q. It is an error to pool fewer than two runs, or a run
-// with a half of fewer than MinTrendSamples spans or a second half without an interval (a
-// half-width of 0).
+// Pooled's PeaksQ and FloorsQ give each series' Q. It is an error to pool fewer than two runs,
+// or a run with a half of fewer than MinTrendSamples spans or a second half without an interval
+// (a half-width of 0).
 func PoolMemory(runs []Memory) (Pooled, error) {
 	if len(runs) < 2 {
 		return Pooled{}, fmt.Errorf("loadgen: pooling needs two runs or more, got %d", len(runs))
@@ -440,7 +445,7 @@ func poolSlopes(runs []Memory, of func(Memory) (s, h float64, n int)) (slope, ha
 	df := 0
 	for i, m := range runs {
 		_, h, n := of(m)
-		se := h / distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(0.975)
+		se := h / t975(n-2)
 		vars[i] = se * se
 		df += n - 2
 		spans += n
@@ -464,6 +469,5 @@ func poolSlopes(runs []Memory, of func(Memory) (s, h float64, n int)) (slope, ha
 	if k := float64(len(runs) - 1); q > k {
 		mu, sw, _ = mean((q - k) / (sw - sw2/sw))
 	}
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
-	return mu, t / math.Sqrt(sw), spans, q
+	return mu, t975(df) / math.Sqrt(sw), spans, q
 }
