@@ -87,16 +87,15 @@ func ingest(ctx context.Context, cfg ingestConfig) error {
 					return
 				case <-t.C:
 					s := w.Stats()
-					m := w.Memory(sctx)
-					log.Info("ingest", "watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
-						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches, "short_transactions", s.ShortTransactions, "reattaches", s.Reattaches,
-						"restarts", s.Restarts, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors,
-						"go_heap_mib", mib(m.GoHeap), "go_live_mib", mib(m.GoLive), "go_mapped_mib", mib(m.GoMapped), "duckdb_mib", mib(m.DuckDB),
-						"duckdb_alloc_mib", mib(m.DuckDBAllocated), "duckdb_active_mib", mib(m.DuckDBActive),
-						"duckdb_resident_mib", mib(m.DuckDBResident),
-						"malloc_held_mib", mib(m.MallocHeld), "malloc_inuse_mib", mib(m.MallocInUse),
-						"records_mib", mib(m.Records), "record_pool_mib", mib(m.RecordPool), "folded_mib", mib(m.Folded),
-						"rss_mib", mib(m.RSS))
+					attrs := []any{"watermark", s.Watermark, "lag", s.Lag, "events", s.Events, "rate", int(s.Rate),
+						"rejected", s.Rejected, "duplicates", s.Duplicates, "id_lookups", s.IDLookups, "transactions", s.Batches,
+						"short_transactions", s.ShortTransactions, "reattaches", s.Reattaches,
+						"restarts", s.Restarts, "open_runs", s.OpenRuns, "fold_errors", s.FoldErrors}
+					// The memory's parts, as /metrics' ditto_analyzer_memory_bytes names them.
+					for _, p := range w.Memory(sctx).Parts() {
+						attrs = append(attrs, p.Name+"_mib", mib(p.Bytes))
+					}
+					log.Info("ingest", attrs...)
 				}
 			}
 		}()

@@ -245,7 +245,8 @@ func TestServeEndToEnd(t *testing.T) {
 	// 13 events of the first import, 1 late one.
 	for _, want := range []string{"ditto_analyzer_consumer_lag", "ditto_analyzer_events_ingested_total 14",
 		"ditto_analyzer_batch_seconds_bucket", "ditto_analyzer_rejected_events_total 0", "ditto_analyzer_ingest_rate",
-		`ditto_analyzer_sql_queries_total{outcome="refused"} 1`} {
+		`ditto_analyzer_sql_queries_total{outcome="refused"} 1`, `ditto_analyzer_memory_bytes{part="go_heap"}`,
+		`ditto_analyzer_memory_bytes{part="duckdb"}`, `ditto_analyzer_memory_bytes{part="folded"}`} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %q", want)
 		}

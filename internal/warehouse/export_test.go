@@ -260,3 +260,7 @@ func ConnsOut(w *Warehouse) int { return w.gate.outOfPool() }
 func CloseGate(w *Warehouse) (open func(), ok bool) {
 	return w.gate.open, w.gate.tryClose(context.Background(), time.Second, false)
 }
+
+// FoldedFirstLevelBytes is the bytes of a filter's smallest first level (foldedMinKeys
+// attempts).
+const FoldedFirstLevelBytes = foldedMinKeys * foldedBitsPerKey / 8

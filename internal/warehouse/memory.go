@@ -6,6 +6,9 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Memory is where the analyzer process's memory is, as far as it can tell.
@@ -40,6 +43,11 @@ type Memory struct {
 	// part of the RSS, in none of the figures above.
 	Folded uint64
 	RSS    uint64 // the process's resident set (Linux /proc/self/status VmRSS), 0 elsewhere
+
+	// Which of the figures above could be read (a figure that could not is 0): DuckDB's
+	// buffer manager (a query: it fails while the database is closed or detached, or when it
+	// waits longer than its context allows, behind a reattach), glibc's heap, jemalloc's.
+	hasDuckDB, hasMalloc, hasJemalloc bool
 }
 
 // Memory reads the process's memory figures. A figure it cannot read is 0.
@@ -58,13 +66,79 @@ func (w *Warehouse) Memory(ctx context.Context) Memory {
 	if total, released := u(1), u(2); total > released {
 		m.GoMapped = total - released
 	}
-	_ = w.db.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::UBIGINT FROM duckdb_memory()").Scan(&m.DuckDB)
-	m.MallocHeld, m.MallocInUse, m.MallocFree, _ = readMalloc()
-	m.DuckDBAllocated, m.DuckDBActive, m.DuckDBResident, _, _ = readJemalloc()
+	m.hasDuckDB = w.db.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::UBIGINT FROM duckdb_memory()").Scan(&m.DuckDB) == nil
+	m.MallocHeld, m.MallocInUse, m.MallocFree, m.hasMalloc = readMalloc()
+	m.DuckDBAllocated, m.DuckDBActive, m.DuckDBResident, _, m.hasJemalloc = readJemalloc()
 	m.Records, m.RecordPool = uint64(max(recordMalloc.AllocatedBytes(), 0)), uint64(recordPool.heldBytes())
 	m.Folded = uint64(max(mappedBloomBytes.Load(), 0))
 	m.RSS = selfRSS()
 	return m
+}
+
+// MemoryPart is one figure of a Memory, by the name the ingest stats line (with _mib) and the
+// ditto_analyzer_memory_bytes gauge give it.
+type MemoryPart struct {
+	Name  string
+	Bytes uint64
+}
+
+// Parts returns the figures of m that could be read, by name: the Go runtime's (go_heap,
+// go_live, go_mapped), DuckDB's buffer manager (duckdb) and allocator (duckdb_alloc,
+// duckdb_active, duckdb_resident), glibc's heap (malloc_held, malloc_inuse, malloc_free), the
+// events' Arrow records in it (records, record_pool), the filter of folded attempts (folded)
+// and the resident set (rss, where /proc tells it). They overlap (the records are in glibc's
+// heap; DuckDB's buffer manager allocates from jemalloc), so they do not add up to the RSS.
+func (m Memory) Parts() []MemoryPart {
+	p := []MemoryPart{{"go_heap", m.GoHeap}, {"go_live", m.GoLive}, {"go_mapped", m.GoMapped}}
+	if m.hasDuckDB {
+		p = append(p, MemoryPart{"duckdb", m.DuckDB})
+	}
+	if m.hasJemalloc {
+		p = append(p, MemoryPart{"duckdb_alloc", m.DuckDBAllocated}, MemoryPart{"duckdb_active", m.DuckDBActive},
+			MemoryPart{"duckdb_resident", m.DuckDBResident})
+	}
+	if m.hasMalloc {
+		p = append(p, MemoryPart{"malloc_held", m.MallocHeld}, MemoryPart{"malloc_inuse", m.MallocInUse},
+			MemoryPart{"malloc_free", m.MallocFree})
+	}
+	p = append(p, MemoryPart{"records", m.Records}, MemoryPart{"record_pool", m.RecordPool}, MemoryPart{"folded", m.Folded})
+	if m.RSS > 0 {
+		p = append(p, MemoryPart{"rss", m.RSS})
+	}
+	return p
+}
+
+// memoryCollector is the ditto_analyzer_memory_bytes gauge: a Warehouse's Memory, one series a
+// part (label part), read when scraped. A scrape queries duckdb_memory() on a connection of the
+// database (which a reattach waits for, and which waits for a reattach: at most
+// memoryScrapeWait, then the part is left out of that scrape), walks glibc's arenas
+// (mallinfo2, under each arena's lock) and refreshes jemalloc's statistics: what the ingest
+// stats line costs, at each scrape. A part it could not read is left out rather than
+// reported as 0. The parts but duckdb are the whole process's, not this Warehouse's alone.
+type memoryCollector struct {
+	w    *Warehouse
+	desc *prometheus.Desc
+}
+
+// memoryScrapeWait bounds a scrape's query of DuckDB's memory: well under gateFirmWait, so
+// that a scrape during a reattach answers without DuckDB's part instead of waiting for it.
+const memoryScrapeWait = 250 * time.Millisecond
+
+func newMemoryCollector(w *Warehouse) memoryCollector {
+	return memoryCollector{w: w, desc: prometheus.NewDesc("ditto_analyzer_memory_bytes",
+		"The analyzer process's memory by part, as its ingest stats line names them; the parts overlap "+
+			"(see docs/http-api.md), and a part that cannot be read is left out.",
+		[]string{"part"}, nil)}
+}
+
+func (c memoryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c memoryCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), memoryScrapeWait)
+	defer cancel()
+	for _, p := range c.w.Memory(ctx).Parts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(p.Bytes), p.Name)
+	}
 }
 
 // selfRSS returns VmRSS of this process in bytes, or 0.

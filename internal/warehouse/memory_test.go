@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/dittolab/ditto/internal/bus/bustest"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // memSample is the memory of this process after a chunk of steady ingestion, measured after a
@@ -484,4 +486,96 @@ func TestMemoryReadWhileIngesting(t *testing.T) {
 		t.Errorf("Memory read %d times during ingestion, %d of them with records in C memory; want reads that saw records", reads, withRecords)
 	}
 	t.Logf("%d reads, %d with records", reads, withRecords)
+}
+
+// TestMemoryGauge: /metrics' ditto_analyzer_memory_bytes has one series for each part of the
+// memory the process could read, with the value the ingest stats line would print, while
+// ingestion runs, and leaves out a part it could not read (DuckDB's, once the database is
+// closed) instead of saying 0.
+func TestMemoryGauge(t *testing.T) {
+	b := bustest.NewServer(t).Connect(t)
+	msgs := benchMsgs(t, 3_000)
+	warehousetest.PublishFast(t, b, msgs)
+	w := openWH(t, tempDB(t))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w.Collectors()...)
+	// The filter of folded attempts is the ingester's: read while Ingest runs (it has its
+	// first level from the first batch on), not after, when its levels may be returned to the
+	// OS at any collection.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Ingest(ctx, b, warehouse.IngestConfig{BatchSize: 1_000}) }()
+	catchUpWhileRunning(t, w, uint64(len(msgs)))
+
+	parts := func() map[string]float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "ditto_analyzer_memory_bytes" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "part" {
+						got[l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return got
+	}
+	before := w.Memory(ctx)
+	got := parts()
+	m := w.Memory(ctx)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Ingest() = %v", err)
+	}
+	var want []string
+	for _, p := range m.Parts() {
+		want = append(want, p.Name)
+	}
+	if len(got) != len(want) {
+		t.Errorf("ditto_analyzer_memory_bytes has parts %v, want %v", got, want)
+	}
+	for _, name := range want {
+		if _, ok := got[name]; !ok {
+			t.Errorf("ditto_analyzer_memory_bytes lacks part %q (has %v)", name, got)
+		}
+	}
+	if !slices.Contains(want, "duckdb") {
+		t.Errorf("Memory of an open database reads no DuckDB buffer manager: parts %v", want)
+	}
+	for _, name := range []string{"go_heap", "go_mapped", "duckdb"} {
+		if got[name] <= 0 {
+			t.Errorf("%s = %v bytes, want more than 0", name, got[name])
+		}
+	}
+	if m.RSS > 0 && got["rss"] < 10<<20 {
+		t.Errorf("rss = %v bytes: not the process's resident set (%d)", got["rss"], m.RSS)
+	}
+	// Levels of other tests' filters may be returned to the OS meanwhile (after a collection):
+	// the gauge's figure is between the process's two reads around it, and at least this
+	// ingester's first level.
+	if lo, hi := min(before.Folded, m.Folded), max(before.Folded, m.Folded); runtime.GOOS == "linux" &&
+		(got["folded"] < float64(max(lo, warehouse.FoldedFirstLevelBytes)) || got["folded"] > float64(hi)) {
+		t.Errorf("folded = %v, want the filters' mapped bytes, %d to %d, and at least a first level's %d", got["folded"],
+			lo, hi, warehouse.FoldedFirstLevelBytes)
+	}
+
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := parts()
+	if _, ok := closed["duckdb"]; ok {
+		t.Errorf("with the database closed, duckdb = %v: a part that cannot be read must be left out", closed["duckdb"])
+	}
+	if _, ok := closed["go_heap"]; !ok {
+		t.Errorf("with the database closed, the Go heap is still read: parts %v", closed)
+	}
 }

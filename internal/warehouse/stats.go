@@ -250,5 +250,8 @@ type batchStats struct {
 func (w *Warehouse) Stats() Stats { return w.stats.snapshot() }
 
 // Collectors returns the Prometheus collectors of ingestion (consumer lag, ingest rate, batch
-// latency, rejected events, …) for the caller to register once.
-func (w *Warehouse) Collectors() []prometheus.Collector { return w.stats.collectors() }
+// latency, rejected events, …) and of the process's memory by part (Memory: all but DuckDB's
+// buffer manager are the whole process's figures) for the caller to register once.
+func (w *Warehouse) Collectors() []prometheus.Collector {
+	return append(w.stats.collectors(), newMemoryCollector(w))
+}
