@@ -2,6 +2,8 @@ package faultsuite
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,4 +155,96 @@ func judgeKept(t *testing.T, dir string) loadgen.Report {
 			b.FirstFloorSlope, b.SecondFloorSlope, b.SecondFloorSlopeHalfWidth, b.Verdict)
 	}
 	return rep
+}
+
+// The analyzer less its filter: each sample between two stats lines that give the filter the
+// same size less that size, the samples between two that differ left out; judged, a process
+// whose only growth is the filter's steps is flat once they are taken out, while the analyzer's
+// own RSS grows by them.
+func TestAddLessFilter(t *testing.T) {
+	began := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	dur := 30 * time.Minute
+	// The filter's size when read at d: a level of 4 MiB added at 10 minutes 2 s, one of 24 at
+	// 25 minutes 1 s (after the stats line of 25:00, before that of 25:05).
+	filterKiB := func(d time.Duration) int64 {
+		switch {
+		case d >= 25*time.Minute+time.Second:
+			return 29 << 10
+		case d >= 10*time.Minute+2*time.Second:
+			return 5 << 10
+		}
+		return 1 << 10
+	}
+	// The rest swings by 40 MiB in 20-second cycles around a constant.
+	restKiB := func(d time.Duration) int64 { return 400<<10 + int64(d/time.Second%20)*(2<<10) }
+	rep := loadgen.Report{Began: began, Duration: dur, Memory: []loadgen.Memory{{Name: "analyzer", PID: 7}}}
+	for d := time.Second; d <= dur; d += time.Second {
+		rep.Samples = append(rep.Samples, loadgen.Sample{At: d, Published: int(d / time.Millisecond), Stored: int(d / time.Millisecond),
+			RSS: map[string]int64{"analyzer": restKiB(d) + filterKiB(d)}})
+	}
+	var lines []string
+	for d := 2500 * time.Millisecond; d <= dur+5*time.Second; d += 5 * time.Second {
+		lines = append(lines, fmt.Sprintf("time=%s level=INFO msg=ingest events=1 reattaches=0 folded_mib=%.1f rss_mib=1.0",
+			began.Add(d).Format(time.RFC3339Nano), float64(filterKiB(d))/1024))
+	}
+	path := filepath.Join(t.TempDir(), "analyzer.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 2; pass++ { // a second call (a kept run judged again) gives the same
+		if err := addLessFilter(&rep, path); err != nil {
+			t.Fatal(err)
+		}
+		// Left out: the samples before the first line (2.5 s), and those between the lines
+		// before and after each step (597.5 and 602.5 s, 1497.5 and 1502.5 s).
+		leftOut := func(d time.Duration) bool {
+			s := d.Seconds()
+			return s < 2.5 || (s > 597.5 && s < 602.5) || (s > 1497.5 && s < 1502.5)
+		}
+		left := 0
+		for _, s := range rep.Samples {
+			v, ok := s.RSS[lessFilterName]
+			switch {
+			case ok == leftOut(s.At):
+				t.Errorf("pass %d: at %s: kept %v, want %v", pass, s.At, ok, !leftOut(s.At))
+			case !ok:
+				left++
+			case v != restKiB(s.At):
+				t.Errorf("pass %d: at %s: %d KiB less the filter, want %d", pass, s.At, v, restKiB(s.At))
+			}
+		}
+		if left != 2+5+5 {
+			t.Errorf("pass %d: %d samples left out, want 12", pass, left)
+		}
+		if n := len(rep.Memory); n != 2 || rep.Memory[1].Name != lessFilterName || rep.Memory[1].PID != 7 ||
+			rep.Memory[1].PeakKiB != 400<<10+19*(2<<10) {
+			t.Errorf("pass %d: memory %+v, want the analyzer's and %s's with the rest's peak", pass, rep.Memory, lessFilterName)
+		}
+	}
+	for _, name := range []string{"analyzer", lessFilterName} {
+		if err := rep.JudgeMemory(name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, less := rep.Memory[0], rep.Memory[1]
+	if whole.SecondSlope < 1 || whole.Verdict == loadgen.MemBounded {
+		t.Errorf("the analyzer with a 24 MiB step at 25 minutes: peaks' second slope %+.2f, %s; want more than 1 MiB/min, not bounded",
+			whole.SecondSlope, whole.Verdict)
+	}
+	if math.Abs(less.FirstSlope) > 0.05 || math.Abs(less.SecondSlope) > 0.05 || less.Verdict != loadgen.MemBounded {
+		t.Errorf("less the filter: peaks' slopes %+.2f, %+.2f, %s; want flat and bounded", less.FirstSlope, less.SecondSlope, less.Verdict)
+	}
+
+	// A log without the filter's size, or an analyzer not watched: an error, nothing added.
+	bare := loadgen.Report{Began: began, Duration: dur, Samples: rep.Samples[:10], Memory: []loadgen.Memory{{Name: "analyzer"}}}
+	if err := os.WriteFile(path, []byte(`time=2026-12-07T03:00:05Z level=INFO msg=ingest reattaches=0 rss_mib=1.0`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := addLessFilter(&bare, path); err == nil || len(bare.Memory) != 1 {
+		t.Errorf("a log without folded_mib: %v, memory %+v; want an error and nothing added", err, bare.Memory)
+	}
+	bare.Memory = []loadgen.Memory{{Name: "producer"}}
+	if err := addLessFilter(&bare, path); err == nil {
+		t.Error("no analyzer watched: no error")
+	}
 }

@@ -1,6 +1,7 @@
 package faultsuite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -446,7 +448,7 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 }
 
 // memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|records_mib|record_pool_mib|folded_mib|rss_mib)=(\S+)`)
+var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|malloc_free_mib|records_mib|record_pool_mib|folded_mib|rss_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
 // heap, DuckDB's buffer manager and allocator, glibc's heap, the filter of folded attempts
@@ -515,6 +517,12 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 			rel = append(rel, r)
 		}
 	}
+	// The analyzer less its filter of folded attempts, beside it: what grows apart from the one
+	// part known to grow with the data stored.
+	lessErr := addLessFilter(rep, logPath)
+	if lessErr != nil {
+		fmt.Printf("memory analyzer not judged less its filter: %v\n", lessErr)
+	}
 	// Each process again, over the time the load was applied (loadgen's loadTime: less than
 	// the publishing time when the stream stopped storing events well before it ended), the
 	// analyzer around its reattaches.
@@ -523,7 +531,7 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 			continue
 		}
 		var r []loadgen.Release
-		if m.Name == "analyzer" {
+		if m.Name == "analyzer" || m.Name == lessFilterName {
 			r = rel
 		}
 		if err := rep.JudgeMemory(m.Name, r); err != nil {
@@ -539,12 +547,102 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 				m.Releases, m.FloorSamplesLeftOut, m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth,
 				m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.Verdict)
 		}
+		if m.Name == lessFilterName {
+			fmt.Printf("memory analyzer less its filter of folded attempts (the folded_mib of its stats lines subtracted from each sample between two lines that give the filter the same size; the samples between two that differ left out): floors %+.2f and %+.2f ± %.2f MiB/min, peaks %+.2f and %+.2f ± %.2f: %s\n",
+				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth,
+				m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.Verdict)
+		}
 	}
 	raw, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(reportPath, raw, 0o644)
+}
+
+// lessFilterName names the analyzer's memory less its filter of folded attempts in a load's
+// report (addLessFilter).
+const lessFilterName = "analyzer-less-filter"
+
+// foldedSize matches the time and the filter's size of the analyzer's stats line.
+var foldedSize = regexp.MustCompile(`^time=(\S+) .*\bmsg=ingest .*\bfolded_mib=([0-9]+(?:\.[0-9]+)?)\b`)
+
+// addLessFilter adds to rep, as the process lessFilterName, the analyzer's RSS less the filter
+// of folded attempts that its stats lines in logPath give (folded_mib): the filter's levels are
+// outside the Go heap, in the RSS once written, and grow with the attempts stored, in steps of
+// a level. Each sample between two consecutive stats lines that give the filter the same size
+// is taken less that size; a sample between two that differ (a level was added between them,
+// at a time the lines do not tell) or outside the lines is left out, so that no step of the
+// filter's is left in the series nor subtracted before it came. Samples of an earlier call are
+// replaced: judging a kept run again gives the same series.
+func addLessFilter(rep *loadgen.Report, logPath string) error {
+	analyzer := -1
+	for i, m := range rep.Memory {
+		if m.Name == "analyzer" && m.Err == "" {
+			analyzer = i
+		}
+	}
+	if analyzer < 0 {
+		return fmt.Errorf("the analyzer's memory was not watched")
+	}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return err
+	}
+	type size struct {
+		at  time.Duration // since publishing began
+		kib int64
+	}
+	var sizes []size
+	for i, line := range strings.Split(string(raw), "\n") {
+		m := foldedSize.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", logPath, i+1, err)
+		}
+		mib, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", logPath, i+1, err)
+		}
+		sizes = append(sizes, size{at.Sub(rep.Began), int64(math.Round(mib * 1024))})
+	}
+	if len(sizes) < 2 {
+		return fmt.Errorf("%s has %d stats lines that give the filter's size (folded_mib), want two or more", logPath, len(sizes))
+	}
+	var peak int64
+	kept := 0
+	for i := range rep.Samples {
+		s := &rep.Samples[i]
+		delete(s.RSS, lessFilterName)
+		rss, ok := s.RSS["analyzer"]
+		if !ok {
+			continue
+		}
+		j, _ := slices.BinarySearchFunc(sizes, s.At, func(z size, at time.Duration) int { return cmp.Compare(z.at, at) })
+		// sizes[j] is the first line at or after the sample, sizes[j-1] the last before it.
+		if j == 0 || j == len(sizes) || sizes[j-1].kib != sizes[j].kib {
+			continue
+		}
+		v := rss - sizes[j].kib
+		s.RSS[lessFilterName] = v
+		peak = max(peak, v)
+		kept++
+	}
+	if kept == 0 {
+		return fmt.Errorf("no sample of the analyzer's lies between two stats lines that give the filter the same size")
+	}
+	m := loadgen.Memory{Name: lessFilterName, PID: rep.Memory[analyzer].PID, PeakKiB: peak}
+	for i := range rep.Memory {
+		if rep.Memory[i].Name == lessFilterName {
+			rep.Memory[i] = m
+			return nil
+		}
+	}
+	rep.Memory = append(rep.Memory, m)
+	return nil
 }
 
 // statsSkew is how much earlier than the stats line before it a reattach may have come.
