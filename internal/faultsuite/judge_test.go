@@ -91,7 +91,18 @@ func TestJudgeLoadAgain(t *testing.T) {
 				dirs[0], reps[0].Study, reps[0].Rate, reps[0].Duration, dirs[i+1], rep.Study, rep.Rate, rep.Duration)
 		}
 	}
-	for _, m := range reps[0].Memory {
+	// Every process of any run (a run judged from an older log has no analyzer-less-filter):
+	// each is pooled over the runs that have it.
+	var names []string
+	for _, rep := range reps {
+		for _, m := range rep.Memory {
+			if !slices.Contains(names, m.Name) {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	for _, name := range names {
+		m := loadgen.Memory{Name: name}
 		var runs []loadgen.Memory
 		for _, rep := range reps {
 			for _, o := range rep.Memory {
@@ -149,7 +160,12 @@ func judgeKept(t *testing.T, dir string) loadgen.Report {
 		t.Fatal(err)
 	}
 	for _, m := range rep.Memory {
-		b := before[m.Name]
+		b, ok := before[m.Name]
+		if !ok {
+			t.Logf("%s: %s: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s (not in the report before)", dir, m.Name,
+				m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
+			continue
+		}
 		t.Logf("%s: %s: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s (before: floors %+.2f, %+.2f ± %.2f; %s)", dir, m.Name,
 			m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict,
 			b.FirstFloorSlope, b.SecondFloorSlope, b.SecondFloorSlopeHalfWidth, b.Verdict)
@@ -162,31 +178,7 @@ func judgeKept(t *testing.T, dir string) loadgen.Report {
 // whose only growth is the filter's steps is flat once they are taken out, while the analyzer's
 // own RSS grows by them.
 func TestAddLessFilter(t *testing.T) {
-	began := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
-	dur := 30 * time.Minute
-	// The filter's size when read at d: a level of 4 MiB added at 10 minutes 2 s, one of 24 at
-	// 25 minutes 1 s (after the stats line of 25:00, before that of 25:05).
-	filterKiB := func(d time.Duration) int64 {
-		switch {
-		case d >= 25*time.Minute+time.Second:
-			return 29 << 10
-		case d >= 10*time.Minute+2*time.Second:
-			return 5 << 10
-		}
-		return 1 << 10
-	}
-	// The rest swings by 40 MiB in 20-second cycles around a constant.
-	restKiB := func(d time.Duration) int64 { return 400<<10 + int64(d/time.Second%20)*(2<<10) }
-	rep := loadgen.Report{Began: began, Duration: dur, Memory: []loadgen.Memory{{Name: "analyzer", PID: 7}}}
-	for d := time.Second; d <= dur; d += time.Second {
-		rep.Samples = append(rep.Samples, loadgen.Sample{At: d, Published: int(d / time.Millisecond), Stored: int(d / time.Millisecond),
-			RSS: map[string]int64{"analyzer": restKiB(d) + filterKiB(d)}})
-	}
-	var lines []string
-	for d := 2500 * time.Millisecond; d <= dur+5*time.Second; d += 5 * time.Second {
-		lines = append(lines, fmt.Sprintf("time=%s level=INFO msg=ingest events=1 reattaches=0 folded_mib=%.1f rss_mib=1.0",
-			began.Add(d).Format(time.RFC3339Nano), float64(filterKiB(d))/1024))
-	}
+	rep, lines, restKiB := filterLoad()
 	path := filepath.Join(t.TempDir(), "analyzer.log")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -236,7 +228,7 @@ func TestAddLessFilter(t *testing.T) {
 	}
 
 	// A log without the filter's size, or an analyzer not watched: an error, nothing added.
-	bare := loadgen.Report{Began: began, Duration: dur, Samples: rep.Samples[:10], Memory: []loadgen.Memory{{Name: "analyzer"}}}
+	bare := loadgen.Report{Began: rep.Began, Duration: rep.Duration, Samples: rep.Samples[:10], Memory: []loadgen.Memory{{Name: "analyzer"}}}
 	if err := os.WriteFile(path, []byte(`time=2026-12-07T03:00:05Z level=INFO msg=ingest reattaches=0 rss_mib=1.0`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +238,88 @@ func TestAddLessFilter(t *testing.T) {
 	bare.Memory = []loadgen.Memory{{Name: "producer"}}
 	if err := addLessFilter(&bare, path); err == nil {
 		t.Error("no analyzer watched: no error")
+	}
+}
+
+// filterLoad is a 30-minute load report of an analyzer whose memory is a bounded swing plus
+// a filter of folded attempts that grows in two steps, and its stats lines every 5 s. restKiB
+// is its memory less the filter at a time.
+func filterLoad() (rep loadgen.Report, lines []string, restKiB func(time.Duration) int64) {
+	began := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	dur := 30 * time.Minute
+	// The filter's size when read at d: a level of 4 MiB added at 10 minutes 2 s, one of 24 at
+	// 25 minutes 1 s (after the stats line of 24:57.5, before that of 25:02.5).
+	filterKiB := func(d time.Duration) int64 {
+		switch {
+		case d >= 25*time.Minute+time.Second:
+			return 29 << 10
+		case d >= 10*time.Minute+2*time.Second:
+			return 5 << 10
+		}
+		return 1 << 10
+	}
+	// The rest swings by 38 MiB in 20-second cycles above a constant.
+	restKiB = func(d time.Duration) int64 { return 400<<10 + int64(d/time.Second%20)*(2<<10) }
+	rep = loadgen.Report{Began: began, Duration: dur, Memory: []loadgen.Memory{{Name: "analyzer", PID: 7}}}
+	for d := time.Second; d <= dur; d += time.Second {
+		rep.Samples = append(rep.Samples, loadgen.Sample{At: d, Published: int(d / time.Millisecond), Stored: int(d / time.Millisecond),
+			RSS: map[string]int64{"analyzer": restKiB(d) + filterKiB(d)}})
+	}
+	for d := 2500 * time.Millisecond; d <= dur+5*time.Second; d += 5 * time.Second {
+		lines = append(lines, fmt.Sprintf("time=%s level=INFO msg=ingest events=1 reattaches=0 folded_mib=%.1f rss_mib=1.0",
+			began.Add(d).Format(time.RFC3339Nano), float64(filterKiB(d))/1024))
+	}
+	return rep, lines, restKiB
+}
+
+// The load's judge (judgeAroundReattaches) judges the analyzer less its filter beside it, with
+// the same releases, and writes it into load.json; from a log that does not give the filter's
+// size it judges the rest as before, says why, and leaves nothing of an earlier judging's.
+func TestJudgeLessFilter(t *testing.T) {
+	rep, lines, _ := filterLoad()
+	dir := t.TempDir()
+	logPath, reportPath := filepath.Join(dir, "analyzer.log"), filepath.Join(dir, "load.json")
+	if err := os.WriteFile(logPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := judgeAroundReattaches(&rep, logPath, reportPath); err != nil {
+		t.Fatal(err)
+	}
+	var written loadgen.Report
+	raw, err := os.ReadFile(reportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(written.Memory); n != 2 || written.Memory[1].Name != lessFilterName || written.Memory[1].Verdict != loadgen.MemBounded ||
+		written.Memory[0].Verdict == loadgen.MemBounded {
+		t.Errorf("load.json's memory %+v, want the analyzer's (not bounded: the filter's steps) and %s's (bounded)", written.Memory, lessFilterName)
+	}
+
+	// The same report judged again from a log without folded_mib (an older analyzer's).
+	var old []string
+	for _, l := range lines {
+		old = append(old, strings.Replace(l, " folded_mib=", " other_mib=", 1))
+	}
+	if err := os.WriteFile(logPath, []byte(strings.Join(old, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := judgeAroundReattaches(&written, logPath, reportPath); err != nil {
+		t.Fatalf("a log without folded_mib: %v; want the others judged", err)
+	}
+	for _, m := range written.Memory {
+		if m.Name == lessFilterName {
+			t.Errorf("a log without folded_mib: %s judged again from an earlier judging's samples: %+v", lessFilterName, m)
+		}
+	}
+	for _, s := range written.Samples {
+		if _, ok := s.RSS[lessFilterName]; ok {
+			t.Fatalf("a log without folded_mib: a sample at %s keeps %s's RSS", s.At, lessFilterName)
+		}
+	}
+	if len(written.Memory) != 1 || written.Memory[0].Verdict == "" {
+		t.Errorf("a log without folded_mib: memory %+v, want the analyzer's judged", written.Memory)
 	}
 }

@@ -137,15 +137,15 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	fmt.Printf("\nMEMORY (RSS in MiB at the first sample, 1/4, 1/2 and end of the time judged (publishing, while the stream stored events); least-squares slopes in MiB/min over each half of the peaks and of the floors of the RSS in spans of two 30-second windows (of two tenths of a run under 5 minutes), the second half's with the half-width of its 95%% interval)\n")
-	fmt.Printf("%-9s %7s %-14s %8s %8s %8s %8s %8s %9s %16s %9s %16s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
+	fmt.Printf("%-9s %7s %-20s %8s %8s %8s %8s %8s %9s %16s %9s %16s  %s\n", "mode", "target", "process", "peak", "start", "1/4", "1/2", "end",
 		"peaks-1", "peaks-2", "floors-1", "floors-2", "verdict")
 	for _, r := range rows {
 		for _, m := range r.rep.Memory {
-			fmt.Printf("%-9s %7.0f %-14s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+8.2f ±%6.2f %+9.2f %+8.2f ±%6.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
+			fmt.Printf("%-9s %7.0f %-20s %8.1f %8.1f %8.1f %8.1f %8.1f %+9.2f %+8.2f ±%6.2f %+9.2f %+8.2f ±%6.2f  %s\n", r.mode, r.rate, m.Name, mibOf(m.PeakKiB),
 				mibOf(m.StartKiB), mibOf(m.QuarterKiB), mibOf(m.HalfKiB), mibOf(m.EndKiB), m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth,
 				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict)
 			if m.Releases > 0 {
-				fmt.Printf("%-9s %7s %-14s floors judged around its reattaches (%d spans of its stats lines): %d samples left out (from %s before the stats line before each to %s after the line that counts it)\n", "", "", "",
+				fmt.Printf("%-9s %7s %-20s floors judged around its reattaches (%d spans of its stats lines): %d samples left out (from %s before the stats line before each to %s after the line that counts it)\n", "", "", "",
 					m.Releases, m.FloorSamplesLeftOut, statsSkew, loadgen.ReleaseRefill)
 			}
 		}
@@ -568,14 +568,20 @@ const lessFilterName = "analyzer-less-filter"
 var foldedSize = regexp.MustCompile(`^time=(\S+) .*\bmsg=ingest .*\bfolded_mib=([0-9]+(?:\.[0-9]+)?)\b`)
 
 // addLessFilter adds to rep, as the process lessFilterName, the analyzer's RSS less the filter
-// of folded attempts that its stats lines in logPath give (folded_mib): the filter's levels are
-// outside the Go heap, in the RSS once written, and grow with the attempts stored, in steps of
-// a level. Each sample between two consecutive stats lines that give the filter the same size
-// is taken less that size; a sample between two that differ (a level was added between them,
-// at a time the lines do not tell) or outside the lines is left out, so that no step of the
-// filter's is left in the series nor subtracted before it came. Samples of an earlier call are
-// replaced: judging a kept run again gives the same series.
+// of folded attempts that its stats lines in logPath give (folded_mib, taken as resident: the
+// levels are outside the Go heap and written soon after they are mapped), the largest part of
+// its memory known to grow with the attempts stored, in steps of a level. Each sample between
+// two consecutive stats lines that give the filter the same size is taken less that size; a
+// sample between two that differ (a level was added between them, at a time the lines do not
+// tell) or outside the lines is left out, so that no step of the filter's is left in the
+// series nor subtracted before it came. Its peak is its largest sample (there is no VmHWM of
+// it). What an earlier call added is dropped first, so that judging a kept run again gives the
+// same series, and on an error nothing of it is left.
 func addLessFilter(rep *loadgen.Report, logPath string) error {
+	rep.Memory = slices.DeleteFunc(rep.Memory, func(m loadgen.Memory) bool { return m.Name == lessFilterName })
+	for _, s := range rep.Samples {
+		delete(s.RSS, lessFilterName)
+	}
 	analyzer := -1
 	for i, m := range rep.Memory {
 		if m.Name == "analyzer" && m.Err == "" {
@@ -616,7 +622,6 @@ func addLessFilter(rep *loadgen.Report, logPath string) error {
 	kept := 0
 	for i := range rep.Samples {
 		s := &rep.Samples[i]
-		delete(s.RSS, lessFilterName)
 		rss, ok := s.RSS["analyzer"]
 		if !ok {
 			continue
@@ -632,16 +637,12 @@ func addLessFilter(rep *loadgen.Report, logPath string) error {
 		kept++
 	}
 	if kept == 0 {
+		for _, s := range rep.Samples {
+			delete(s.RSS, lessFilterName)
+		}
 		return fmt.Errorf("no sample of the analyzer's lies between two stats lines that give the filter the same size")
 	}
-	m := loadgen.Memory{Name: lessFilterName, PID: rep.Memory[analyzer].PID, PeakKiB: peak}
-	for i := range rep.Memory {
-		if rep.Memory[i].Name == lessFilterName {
-			rep.Memory[i] = m
-			return nil
-		}
-	}
-	rep.Memory = append(rep.Memory, m)
+	rep.Memory = append(rep.Memory, loadgen.Memory{Name: lessFilterName, PID: rep.Memory[analyzer].PID, PeakKiB: peak})
 	return nil
 }
 
