@@ -90,6 +90,10 @@ try {
 
   // Study: the metrics table, computed in the background.
   await row.locator("a").first().click();
+  // A click returns once its navigation has begun, and count() does not wait: right after it,
+  // the Study page's table was counted while its rows were still arriving (not the 18 cells,
+  // once in CI). Every navigation below waits for the new page's load event (waitForURL) first.
+  await page.waitForURL(u => u.pathname === "/studies/" + want.study);
   await eventually("Study: the metrics are computed", async () => (await page.locator("table#cells thead th").count()) > 10, { reload: true });
   check((await page.locator("table#cells tbody tr").count()) === want.cells, "Study: " + want.cells + " cells");
   const cellHref = `/studies/${want.study}/cell?condition=${encodeURIComponent(want.cell.condition)}&model=${encodeURIComponent(want.cell.model)}&task=${encodeURIComponent(want.cell.task)}`;
@@ -113,6 +117,7 @@ try {
 
   // Cell: the divergence view.
   await cellRow.locator("a").first().click();
+  await page.waitForURL(u => u.pathname.endsWith("/cell") && !u.searchParams.has("group"));
   check((await text("#cell-runs")).trim() === String(want.cell.n), "Cell: " + want.cell.n + " scored runs");
   check((await page.locator("#lanes tr.group").count()) === want.cell.groups, "Cell: " + want.cell.groups + " trace groups");
   const sizes = (await page.locator("#lanes tr.group .group-runs").allTextContents()).map(Number);
@@ -128,7 +133,8 @@ try {
   const groupIndex = want.cell.groups > 1 ? 1 : 0;
   await page.locator("#lanes tr.group a.group-link").nth(groupIndex).click();
   // count() does not wait: right after the click it counted the cell page still shown (0 rows,
-  // once in CI). Wait for the group page's first row, then count.
+  // once in CI). Wait for the group page's load, and its first row, then count.
+  await page.waitForURL(u => u.searchParams.has("group"));
   await page.locator("#group-runs tbody tr").first().waitFor();
   const groupRuns = await page.locator("#group-runs tbody tr").count();
   check(groupRuns === want.cell.sizes[groupIndex], `Group: lists its ${want.cell.sizes[groupIndex]} runs (got ${groupRuns})`);
@@ -136,6 +142,7 @@ try {
 
   // Run.
   await page.locator("#group-runs a.run-link").first().click();
+  await page.waitForURL(u => u.pathname.includes("/runs/"));
   const runID = (await text("#run-id")).trim();
   const fig = want.runs[runID];
   check(!!fig, "Run: the run is one of the cell's: " + runID);
