@@ -591,29 +591,18 @@ func addLessFilter(rep *loadgen.Report, logPath string) error {
 	if analyzer < 0 {
 		return fmt.Errorf("the analyzer's memory was not watched")
 	}
-	raw, err := os.ReadFile(logPath)
-	if err != nil {
-		return err
-	}
 	type size struct {
 		at  time.Duration // since publishing began
 		kib int64
 	}
 	var sizes []size
-	for i, line := range strings.Split(string(raw), "\n") {
-		m := foldedSize.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, m[1])
-		if err != nil {
-			return fmt.Errorf("%s:%d: %v", logPath, i+1, err)
-		}
-		mib, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %v", logPath, i+1, err)
-		}
+	err := eachStatsLine(logPath, foldedSize, func(at time.Time, field string) error {
+		mib, err := strconv.ParseFloat(field, 64)
 		sizes = append(sizes, size{at.Sub(rep.Began), int64(math.Round(mib * 1024))})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if len(sizes) < 2 {
 		return fmt.Errorf("%s has %d stats lines that give the filter's size (folded_mib), want two or more", logPath, len(sizes))
@@ -658,25 +647,13 @@ var statsLine = regexp.MustCompile(`^time=(\S+) .*\bmsg=ingest .*\breattaches=(\
 // asked for its memory (cmd/analyzer's ingest), so a reattach counted in a line may have come
 // shortly before the previous line's time.
 func reattachReleases(logPath string, began time.Time) ([]loadgen.Release, error) {
-	raw, err := os.ReadFile(logPath)
-	if err != nil {
-		return nil, err
-	}
 	var out []loadgen.Release
 	var prevAt time.Time
 	prevCount := int64(-1)
-	for i, line := range strings.Split(string(raw), "\n") {
-		m := statsLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, m[1])
+	err := eachStatsLine(logPath, statsLine, func(at time.Time, field string) error {
+		n, err := strconv.ParseInt(field, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", logPath, i+1, err)
-		}
-		n, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", logPath, i+1, err)
+			return err
 		}
 		switch {
 		case prevCount < 0 && n > 0: // before the first line: since the analyzer began
@@ -685,11 +662,39 @@ func reattachReleases(logPath string, began time.Time) ([]loadgen.Release, error
 			out = append(out, loadgen.Release{From: prevAt.Sub(began) - statsSkew, To: at.Sub(began)})
 		}
 		prevAt, prevCount = at, n
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if prevCount < 0 {
 		return nil, fmt.Errorf("%s has no stats line", logPath)
 	}
 	return out, nil
+}
+
+// eachStatsLine calls each, in order, with the time and the one field that re (the time as its
+// first group, the field as its second) matches of each stats line of the analyzer's log at
+// logPath. An unreadable time, or an error of each, is returned as the line's.
+func eachStatsLine(logPath string, re *regexp.Regexp, each func(at time.Time, field string) error) error {
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(raw), "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err == nil {
+			err = each(at, m[2])
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", logPath, i+1, err)
+		}
+	}
+	return nil
 }
 
 // counterField is a counter of the analyzer's stats line (cmd/analyzer's ingest).
