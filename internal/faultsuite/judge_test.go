@@ -323,3 +323,154 @@ func TestJudgeLessFilter(t *testing.T) {
 		t.Errorf("a log without folded_mib: memory %+v, want the analyzer's judged", written.Memory)
 	}
 }
+
+// The analyzer's memory by part: each stats line's parts, and its RSS less them, on the
+// sample nearest the line; judged, the part that grows is told from those that swing or step
+// and level off, and the load's judge writes them into load.json.
+func TestAddParts(t *testing.T) {
+	began := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	dur := 30 * time.Minute
+	const mib = 1 << 10 // KiB
+	// Each part at d, in KiB: multiples of half a MiB, which the lines' one decimal gives exactly.
+	part := func(name string, d time.Duration) int64 {
+		s := int64(d / time.Second)
+		switch name {
+		case "go": // swings by 10 MiB in 20-second cycles
+			return 80*mib + s%20*mib/2
+		case "duckdb": // a sawtooth of 30 s, 100 to 245 MiB
+			return 100*mib + s%30*5*mib
+		case "malloc": // grows by 3 MiB a minute
+			return 30*mib + s/10*mib/2
+		case "folded": // a step at 10 minutes
+			if d >= 10*time.Minute {
+				return 5 * mib
+			}
+			return mib
+		}
+		return 70 * mib // rest
+	}
+	names := []string{"go", "duckdb", "malloc", "folded", "rest"}
+	rss := func(d time.Duration) int64 {
+		var sum int64
+		for _, n := range names {
+			sum += part(n, d)
+		}
+		return sum
+	}
+	rep := loadgen.Report{Began: began, Duration: dur, Rate: 20000, PublishRate: 20000, Memory: []loadgen.Memory{{Name: "analyzer", PID: 7}}}
+	for d := time.Second; d <= dur; d += time.Second {
+		rep.Samples = append(rep.Samples, loadgen.Sample{At: d, Published: int(d / time.Millisecond), Stored: int(d / time.Millisecond),
+			RSS: map[string]int64{"analyzer": rss(d)}})
+	}
+	// A line every 5 s, 400 ms after a sample (read at that sample's second); the one at
+	// 602.4 s lacks malloc_inuse (a part it could not read) and is left out, as are those
+	// before the first sample and after the last (the analyzer logs before publishing begins
+	// and after it ends).
+	var lines []string
+	for d := -7600 * time.Millisecond; d <= dur+8*time.Second; d += 5 * time.Second {
+		at := d.Truncate(time.Second)
+		malloc := fmt.Sprintf(" malloc_held_mib=99.0 malloc_inuse_mib=%.1f", float64(part("malloc", at))/mib)
+		if d == 602400*time.Millisecond {
+			malloc = ""
+		}
+		lines = append(lines, fmt.Sprintf("time=%s level=INFO msg=ingest events=1 reattaches=0 go_heap_mib=1.0 go_mapped_mib=%.1f duckdb_mib=1.0 duckdb_resident_mib=%.1f%s folded_mib=%.1f rss_mib=%.1f",
+			began.Add(d).Format(time.RFC3339Nano), float64(part("go", at))/mib, float64(part("duckdb", at))/mib, malloc,
+			float64(part("folded", at))/mib, float64(rss(at))/mib))
+	}
+	dir := t.TempDir()
+	logPath, reportPath := filepath.Join(dir, "analyzer.log"), filepath.Join(dir, "load.json")
+	if err := os.WriteFile(logPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 2; pass++ { // a second call (a kept run judged again) gives the same
+		got, err := addParts(&rep, logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != (partLines{used: 360 - 1, incomplete: 1, outside: 2 + 2}) {
+			t.Errorf("pass %d: lines %+v, want 359 used, 1 incomplete and 4 outside the samples", pass, got)
+		}
+		for _, s := range rep.Samples {
+			line := s.At%(5*time.Second) == 2*time.Second && s.At != 602*time.Second
+			for _, n := range names {
+				v, ok := s.RSS[partPrefix+n]
+				if ok != line || (ok && v != part(n, s.At)) {
+					t.Fatalf("pass %d: at %s: %s %d (%v), want %d (%v)", pass, s.At, n, v, ok, part(n, s.At), line)
+				}
+			}
+		}
+		var got5 []string
+		for _, m := range rep.Memory[1:] {
+			got5 = append(got5, m.Name)
+		}
+		if want := []string{"analyzer/go", "analyzer/duckdb", "analyzer/malloc", "analyzer/folded", "analyzer/rest"}; !slices.Equal(got5, want) ||
+			rep.Memory[3].PeakKiB != part("malloc", dur-3*time.Second) || rep.Memory[3].PID != 7 {
+			t.Errorf("pass %d: memory %+v, want the analyzer's and %v, malloc's peak its last line's", pass, rep.Memory, want)
+		}
+	}
+	if err := judgeAroundReattaches(&rep, logPath, reportPath); err != nil {
+		t.Fatal(err)
+	}
+	var written loadgen.Report
+	raw, err := os.ReadFile(reportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{}
+	for _, m := range written.Memory {
+		verdicts[m.Name] = m.Verdict
+	}
+	for n, want := range map[string]string{"analyzer": loadgen.MemGrowing, "analyzer/malloc": loadgen.MemGrowing, "analyzer/go": loadgen.MemBounded,
+		"analyzer/duckdb": loadgen.MemBounded, "analyzer/folded": loadgen.MemBounded, "analyzer/rest": loadgen.MemBounded} {
+		if verdicts[n] != want {
+			t.Errorf("load.json: %s %q, want %q (all: %v)", n, verdicts[n], want, verdicts)
+		}
+	}
+
+	// Lines without a part, or no analyzer watched: an error, and nothing of an earlier
+	// call's left.
+	var old []string
+	for _, l := range lines {
+		old = append(old, strings.Replace(l, " duckdb_resident_mib=", " other_mib=", 1))
+	}
+	if err := os.WriteFile(logPath, []byte(strings.Join(old, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := addParts(&written, logPath); err == nil || !strings.Contains(err.Error(), "duckdb_resident_mib") {
+		t.Errorf("lines without duckdb_resident_mib: %v, want an error that names it", err)
+	}
+	for _, m := range written.Memory {
+		if strings.HasPrefix(m.Name, partPrefix) {
+			t.Errorf("lines without a part: %s left from the call before", m.Name)
+		}
+	}
+	for _, s := range written.Samples {
+		for n := range s.RSS {
+			if strings.HasPrefix(n, partPrefix) {
+				t.Fatalf("lines without a part: the sample at %s keeps %s", s.At, n)
+			}
+		}
+	}
+	// A good line, then one whose time cannot be read: the error names the line, and the
+	// first line's figures are not left on its sample.
+	if err := os.WriteFile(logPath, []byte(lines[3]+"\ntime=yesterday level=INFO msg=ingest reattaches=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := addParts(&written, logPath); err == nil || !strings.Contains(err.Error(), "analyzer.log:2:") {
+		t.Errorf("a line with a bad time: %v, want its error at line 2", err)
+	}
+	for _, s := range written.Samples {
+		for n := range s.RSS {
+			if strings.HasPrefix(n, partPrefix) {
+				t.Fatalf("a line with a bad time: the sample at %s keeps %s from the line before", s.At, n)
+			}
+		}
+	}
+	written.Memory = []loadgen.Memory{{Name: "producer"}}
+	if _, err := addParts(&written, logPath); err == nil {
+		t.Error("no analyzer watched: no error")
+	}
+}

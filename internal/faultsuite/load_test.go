@@ -447,8 +447,9 @@ func natsBench(cli, url string, replicas, size int, dur time.Duration) (float64,
 	return strconv.ParseFloat(strings.ReplaceAll(string(m[1]), ",", ""), 64)
 }
 
-// memoryField matches the memory figures of the analyzer's periodic ingest log line.
-var memoryField = regexp.MustCompile(`(events|go_heap_mib|go_live_mib|go_mapped_mib|duckdb_mib|duckdb_alloc_mib|duckdb_active_mib|duckdb_resident_mib|malloc_held_mib|malloc_inuse_mib|malloc_free_mib|records_mib|record_pool_mib|folded_mib|rss_mib)=(\S+)`)
+// memoryField matches the event count and the memory figures (each part of
+// warehouse.Memory.Parts, with _mib) of the analyzer's periodic ingest log line.
+var memoryField = regexp.MustCompile(`\b(events|[a-z_]+_mib)=(\S+)`)
 
 // printMemoryTrail prints, from the analyzer's log, its own view of where its memory is (Go
 // heap, DuckDB's buffer manager and allocator, glibc's heap, the filter of folded attempts
@@ -461,7 +462,7 @@ func printMemoryTrail(logPath string) {
 		return
 	}
 	fmt.Println("analyzer memory (its own log, the largest RSS of each six lines: events stored, Go heap objects, live at the last collection, memory the Go runtime holds, duckdb_memory(),")
-	fmt.Println("  DuckDB's allocator (jemalloc) allocated, in active pages and resident, glibc's heap held and in use, of which the events' Arrow records and their pool, the filter of folded attempts outside the Go heap, RSS; MiB):")
+	fmt.Println("  DuckDB's allocator (jemalloc) allocated, in active pages and resident, glibc's heap held, in use and free, the events' Arrow records in it and their pool, the filter of folded attempts outside the Go heap, RSS; MiB):")
 	var lines []string
 	for _, line := range strings.Split(string(raw), "\n") {
 		if strings.Contains(line, "msg=ingest ") {
@@ -523,6 +524,11 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 	if lessErr != nil {
 		fmt.Printf("memory analyzer not judged less its filter: %v\n", lessErr)
 	}
+	// And its memory part by part, each judged as a process of its own: which part grows.
+	byPart, partsErr := addParts(rep, logPath)
+	if partsErr != nil {
+		fmt.Printf("memory analyzer not judged by part: %v\n", partsErr)
+	}
 	// Each process again, over the time the load was applied (loadgen's loadTime: less than
 	// the publishing time when the stream stopped storing events well before it ended), the
 	// analyzer around its reattaches.
@@ -531,7 +537,7 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 			continue
 		}
 		var r []loadgen.Release
-		if m.Name == "analyzer" || m.Name == lessFilterName {
+		if m.Name == "analyzer" || m.Name == lessFilterName || m.Name == partPrefix+"duckdb" {
 			r = rel
 		}
 		if err := rep.JudgeMemory(m.Name, r); err != nil {
@@ -551,6 +557,23 @@ func judgeAroundReattaches(rep *loadgen.Report, logPath, reportPath string) erro
 			fmt.Printf("memory analyzer less its filter of folded attempts (the folded_mib of its stats lines subtracted from each sample between two lines that give the filter the same size; the samples between two that differ left out): floors %+.2f and %+.2f ± %.2f MiB/min, peaks %+.2f and %+.2f ± %.2f: %s\n",
 				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth,
 				m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.Verdict)
+		}
+	}
+	if partsErr == nil {
+		fmt.Printf("memory analyzer by part (%d of its stats lines, each on the sample nearest it; left out: %d without every part, %d outside the samples; the second half's slopes also in MiB a million events published):\n",
+			byPart.used, byPart.incomplete, byPart.outside)
+		rate := rep.PublishRate
+		if rate <= 0 { // a report without it
+			rate = rep.Rate
+		}
+		perM := func(slope float64) float64 { return slope / (rate * 60 / 1e6) }
+		for _, m := range rep.Memory {
+			if !strings.HasPrefix(m.Name, partPrefix) {
+				continue
+			}
+			fmt.Printf("  %-18s peaks %+.2f and %+.2f ± %.2f MiB/min (%+.3f a million events), floors %+.2f and %+.2f ± %.2f (%+.3f): %s\n",
+				m.Name, m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, perM(m.SecondSlope),
+				m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, perM(m.SecondFloorSlope), m.Verdict)
 		}
 	}
 	raw, err := json.MarshalIndent(rep, "", "  ")
@@ -633,6 +656,144 @@ func addLessFilter(rep *loadgen.Report, logPath string) error {
 	}
 	rep.Memory = append(rep.Memory, loadgen.Memory{Name: lessFilterName, PID: rep.Memory[analyzer].PID, PeakKiB: peak})
 	return nil
+}
+
+// partPrefix begins the name of each part of the analyzer's memory judged as a process of its
+// own in a load's report (addParts): analyzer/go, analyzer/duckdb, and so on.
+const partPrefix = "analyzer/"
+
+// memoryParts splits the analyzer's RSS into parts that do not overlap, each a figure of its
+// stats lines (warehouse.Memory.Parts, with _mib): the rest, analyzer/rest, is the RSS less
+// them. A part that grows while the others are flat is where the RSS grows.
+var memoryParts = []struct{ name, field string }{
+	{"go", "go_mapped"},           // the Go runtime's memory from the OS, not returned
+	{"duckdb", "duckdb_resident"}, // DuckDB's allocator (jemalloc): its buffer pool and more
+	{"malloc", "malloc_inuse"},    // glibc's heap in use: the Arrow records, C++ objects
+	{"folded", "folded"},          // the filter of folded attempts
+}
+
+// wholeStatsLine matches the time and the rest of the analyzer's stats line.
+var wholeStatsLine = regexp.MustCompile(`^time=(\S+) (.*\bmsg=ingest .*)$`)
+
+// mibField matches a figure of the analyzer's stats line.
+var mibField = regexp.MustCompile(`\b([a-z_]+)_mib=([0-9]+(?:\.[0-9]+)?)\b`)
+
+// partLines counts the stats lines addParts used, and those it left out: without every part,
+// or more than a second from every sample (before publishing, or after the last sample).
+type partLines struct{ used, incomplete, outside int }
+
+// addParts adds to rep, as processes named partPrefix and a part's name, the analyzer's memory
+// part by part (memoryParts, and rest: the RSS less the parts) from its stats lines in logPath,
+// one point a line: the parts and the RSS of a line were read together (within the time its
+// query of DuckDB took: seconds behind a reattach), and they are put on the sample nearest the
+// line's time, within a second, for the judge's windows. The parts are estimates of what is
+// resident (jemalloc's resident pages, the Go runtime's mapped memory, glibc's heap in use), so
+// rest takes up the error and can be negative. A line without every part or its RSS (a part it
+// could not read; an older analyzer's line) is left out, as is one far from every sample. What
+// an earlier call added is dropped first, and on an error nothing of it is left. Each part's
+// peak is its largest sample.
+func addParts(rep *loadgen.Report, logPath string) (partLines, error) {
+	drop := func() {
+		rep.Memory = slices.DeleteFunc(rep.Memory, func(m loadgen.Memory) bool { return strings.HasPrefix(m.Name, partPrefix) })
+		for _, s := range rep.Samples {
+			for name := range s.RSS {
+				if strings.HasPrefix(name, partPrefix) {
+					delete(s.RSS, name)
+				}
+			}
+		}
+	}
+	drop()
+	var lines partLines
+	analyzer := slices.IndexFunc(rep.Memory, func(m loadgen.Memory) bool { return m.Name == "analyzer" && m.Err == "" })
+	if analyzer < 0 {
+		return lines, fmt.Errorf("the analyzer's memory was not watched")
+	}
+	if len(rep.Samples) == 0 {
+		return lines, fmt.Errorf("the report has no samples")
+	}
+	var names []string
+	for _, p := range memoryParts {
+		names = append(names, p.name)
+	}
+	names = append(names, "rest")
+	peaks := map[string]int64{}
+	for _, n := range names {
+		peaks[n] = math.MinInt64
+	}
+	err := eachStatsLine(logPath, wholeStatsLine, func(at time.Time, line string) error {
+		fields := map[string]int64{}
+		for _, f := range mibField.FindAllStringSubmatch(line, -1) {
+			mib, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				return fmt.Errorf("%s_mib: %v", f[1], err)
+			}
+			fields[f[1]] = int64(math.Round(mib * 1024))
+		}
+		rss, ok := fields["rss"]
+		values := map[string]int64{}
+		rest := rss
+		for _, p := range memoryParts {
+			v, has := fields[p.field]
+			ok = ok && has
+			values[p.name] = v
+			rest -= v
+		}
+		values["rest"] = rest
+		d := at.Sub(rep.Began)
+		j, _ := slices.BinarySearchFunc(rep.Samples, d, func(s loadgen.Sample, at time.Duration) int { return cmp.Compare(s.At, at) })
+		if j == len(rep.Samples) || (j > 0 && d-rep.Samples[j-1].At < rep.Samples[j].At-d) {
+			j-- // the sample before is nearer
+		}
+		switch {
+		case !ok:
+			lines.incomplete++
+			return nil
+		case absDuration(rep.Samples[j].At-d) > time.Second:
+			lines.outside++
+			return nil
+		}
+		s := &rep.Samples[j]
+		if s.RSS == nil {
+			s.RSS = map[string]int64{}
+		}
+		for _, name := range names {
+			s.RSS[partPrefix+name] = values[name]
+			peaks[name] = max(peaks[name], values[name])
+		}
+		lines.used++
+		return nil
+	})
+	if err != nil {
+		drop()
+		return lines, err
+	}
+	if lines.used < 2 {
+		drop()
+		return lines, fmt.Errorf("%s has %d stats lines with every part (%s) and the RSS near a sample, want two or more", logPath, lines.used,
+			strings.Join(partFields(), ", "))
+	}
+	for _, name := range names {
+		rep.Memory = append(rep.Memory, loadgen.Memory{Name: partPrefix + name, PID: rep.Memory[analyzer].PID, PeakKiB: peaks[name]})
+	}
+	return lines, nil
+}
+
+// partFields names the stats line's figures addParts needs.
+func partFields() []string {
+	f := []string{"rss_mib"}
+	for _, p := range memoryParts {
+		f = append(f, p.field+"_mib")
+	}
+	return f
+}
+
+// absDuration is |d|.
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // statsSkew is how much earlier than the stats line before it a reattach may have come.
