@@ -136,14 +136,7 @@ func TestJudgeLoadAgain(t *testing.T) {
 func judgeKept(t *testing.T, dir string) loadgen.Report {
 	t.Helper()
 	report := filepath.Join(dir, "load.json")
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep loadgen.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("%s: %v", report, err)
-	}
+	rep := readReport(t, report)
 	if rep.Began.IsZero() {
 		fi, err := os.Stat(report)
 		if err != nil {
@@ -169,6 +162,20 @@ func judgeKept(t *testing.T, dir string) loadgen.Report {
 		t.Logf("%s: %s: peaks %+.2f, %+.2f ± %.2f; floors %+.2f, %+.2f ± %.2f MiB/min; %s (before: floors %+.2f, %+.2f ± %.2f; %s)", dir, m.Name,
 			m.FirstSlope, m.SecondSlope, m.SecondSlopeHalfWidth, m.FirstFloorSlope, m.SecondFloorSlope, m.SecondFloorSlopeHalfWidth, m.Verdict,
 			b.FirstFloorSlope, b.SecondFloorSlope, b.SecondFloorSlopeHalfWidth, b.Verdict)
+	}
+	return rep
+}
+
+// readReport reads the load report at path.
+func readReport(t *testing.T, path string) loadgen.Report {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadgen.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return rep
 }
@@ -285,14 +292,7 @@ func TestJudgeLessFilter(t *testing.T) {
 	if err := judgeAroundReattaches(&rep, logPath, reportPath); err != nil {
 		t.Fatal(err)
 	}
-	var written loadgen.Report
-	raw, err := os.ReadFile(reportPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &written); err != nil {
-		t.Fatal(err)
-	}
+	written := readReport(t, reportPath)
 	if n := len(written.Memory); n != 2 || written.Memory[1].Name != lessFilterName || written.Memory[1].Verdict != loadgen.MemBounded ||
 		written.Memory[0].Verdict == loadgen.MemBounded {
 		t.Errorf("load.json's memory %+v, want the analyzer's (not bounded: the filter's steps) and %s's (bounded)", written.Memory, lessFilterName)
@@ -411,14 +411,7 @@ func TestAddParts(t *testing.T) {
 	if err := judgeAroundReattaches(&rep, logPath, reportPath); err != nil {
 		t.Fatal(err)
 	}
-	var written loadgen.Report
-	raw, err := os.ReadFile(reportPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &written); err != nil {
-		t.Fatal(err)
-	}
+	written := readReport(t, reportPath)
 	verdicts := map[string]string{}
 	for _, m := range written.Memory {
 		verdicts[m.Name] = m.Verdict
