@@ -440,12 +440,8 @@ func TestAddParts(t *testing.T) {
 			t.Errorf("lines without a part: %s left from the call before", m.Name)
 		}
 	}
-	for _, s := range written.Samples {
-		for n := range s.RSS {
-			if strings.HasPrefix(n, partPrefix) {
-				t.Fatalf("lines without a part: the sample at %s keeps %s", s.At, n)
-			}
-		}
+	if left := partLeft(written); left != "" {
+		t.Fatalf("lines without a part: %s", left)
 	}
 	// A good line, then one whose time cannot be read: the error names the line, and the
 	// first line's figures are not left on its sample.
@@ -455,15 +451,24 @@ func TestAddParts(t *testing.T) {
 	if _, err := addParts(&written, logPath); err == nil || !strings.Contains(err.Error(), "analyzer.log:2:") {
 		t.Errorf("a line with a bad time: %v, want its error at line 2", err)
 	}
-	for _, s := range written.Samples {
-		for n := range s.RSS {
-			if strings.HasPrefix(n, partPrefix) {
-				t.Fatalf("a line with a bad time: the sample at %s keeps %s from the line before", s.At, n)
-			}
-		}
+	if left := partLeft(written); left != "" {
+		t.Fatalf("a line with a bad time: %s from the line before", left)
 	}
 	written.Memory = []loadgen.Memory{{Name: "producer"}}
 	if _, err := addParts(&written, logPath); err == nil {
 		t.Error("no analyzer watched: no error")
 	}
+}
+
+// partLeft names the first sample of rep that keeps a part of the analyzer's memory, and the
+// part ("" when none does).
+func partLeft(rep loadgen.Report) string {
+	for _, s := range rep.Samples {
+		for n := range s.RSS {
+			if strings.HasPrefix(n, partPrefix) {
+				return fmt.Sprintf("the sample at %s keeps %s", s.At, n)
+			}
+		}
+	}
+	return ""
 }

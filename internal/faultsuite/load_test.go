@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -601,16 +602,9 @@ var foldedSize = regexp.MustCompile(`^time=(\S+) .*\bmsg=ingest .*\bfolded_mib=(
 // it). What an earlier call added is dropped first, so that judging a kept run again gives the
 // same series, and on an error nothing of it is left.
 func addLessFilter(rep *loadgen.Report, logPath string) error {
-	rep.Memory = slices.DeleteFunc(rep.Memory, func(m loadgen.Memory) bool { return m.Name == lessFilterName })
-	for _, s := range rep.Samples {
-		delete(s.RSS, lessFilterName)
-	}
-	analyzer := -1
-	for i, m := range rep.Memory {
-		if m.Name == "analyzer" && m.Err == "" {
-			analyzer = i
-		}
-	}
+	isLess := func(name string) bool { return name == lessFilterName }
+	dropSeries(rep, isLess)
+	analyzer := analyzerIndex(rep)
 	if analyzer < 0 {
 		return fmt.Errorf("the analyzer's memory was not watched")
 	}
@@ -649,13 +643,26 @@ func addLessFilter(rep *loadgen.Report, logPath string) error {
 		kept++
 	}
 	if kept == 0 {
-		for _, s := range rep.Samples {
-			delete(s.RSS, lessFilterName)
-		}
+		dropSeries(rep, isLess)
 		return fmt.Errorf("no sample of the analyzer's lies between two stats lines that give the filter the same size")
 	}
 	rep.Memory = append(rep.Memory, loadgen.Memory{Name: lessFilterName, PID: rep.Memory[analyzer].PID, PeakKiB: peak})
 	return nil
+}
+
+// dropSeries removes from rep the watched processes, and their samples, whose names match: a
+// series an earlier judging derived.
+func dropSeries(rep *loadgen.Report, match func(name string) bool) {
+	rep.Memory = slices.DeleteFunc(rep.Memory, func(m loadgen.Memory) bool { return match(m.Name) })
+	for _, s := range rep.Samples {
+		maps.DeleteFunc(s.RSS, func(name string, _ int64) bool { return match(name) })
+	}
+}
+
+// analyzerIndex is the index of the analyzer's memory figures in rep.Memory, or -1 when it was
+// not watched.
+func analyzerIndex(rep *loadgen.Report) int {
+	return slices.IndexFunc(rep.Memory, func(m loadgen.Memory) bool { return m.Name == "analyzer" && m.Err == "" })
 }
 
 // partPrefix begins the name of each part of the analyzer's memory judged as a process of its
@@ -693,19 +700,10 @@ type partLines struct{ used, incomplete, outside int }
 // an earlier call added is dropped first, and on an error nothing of it is left. Each part's
 // peak is its largest sample.
 func addParts(rep *loadgen.Report, logPath string) (partLines, error) {
-	drop := func() {
-		rep.Memory = slices.DeleteFunc(rep.Memory, func(m loadgen.Memory) bool { return strings.HasPrefix(m.Name, partPrefix) })
-		for _, s := range rep.Samples {
-			for name := range s.RSS {
-				if strings.HasPrefix(name, partPrefix) {
-					delete(s.RSS, name)
-				}
-			}
-		}
-	}
+	drop := func() { dropSeries(rep, func(name string) bool { return strings.HasPrefix(name, partPrefix) }) }
 	drop()
 	var lines partLines
-	analyzer := slices.IndexFunc(rep.Memory, func(m loadgen.Memory) bool { return m.Name == "analyzer" && m.Err == "" })
+	analyzer := analyzerIndex(rep)
 	if analyzer < 0 {
 		return lines, fmt.Errorf("the analyzer's memory was not watched")
 	}
@@ -740,16 +738,16 @@ func addParts(rep *loadgen.Report, logPath string) (partLines, error) {
 			rest -= v
 		}
 		values["rest"] = rest
+		if !ok {
+			lines.incomplete++
+			return nil
+		}
 		d := at.Sub(rep.Began)
 		j, _ := slices.BinarySearchFunc(rep.Samples, d, func(s loadgen.Sample, at time.Duration) int { return cmp.Compare(s.At, at) })
 		if j == len(rep.Samples) || (j > 0 && d-rep.Samples[j-1].At < rep.Samples[j].At-d) {
 			j-- // the sample before is nearer
 		}
-		switch {
-		case !ok:
-			lines.incomplete++
-			return nil
-		case absDuration(rep.Samples[j].At-d) > time.Second:
+		if absDuration(rep.Samples[j].At-d) > time.Second {
 			lines.outside++
 			return nil
 		}
