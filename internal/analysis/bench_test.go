@@ -1,22 +1,33 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dittolab/ditto/events"
+	"github.com/dittolab/ditto/internal/loadgen"
+	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
 )
 
 // largeStudy builds a paired study of three conditions with perCell runs each: the baseline
 // varies its arguments and outputs widely, the harness conditions hardly.
 func largeStudy(study string, perCell int) []events.Envelope {
+	return studyOf(study, []string{"baseline", "harness", "harness_sp"}, perCell)
+}
+
+// studyOf is largeStudy with its conditions: the first varies as the baseline does, the second
+// as the harness, the third as harness_sp.
+func studyOf(study string, conds []string, perCell int) []events.Envelope {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := &synth{study: study}
-	conds := []string{"baseline", "harness", "harness_sp"}
 	var cells []events.Cell
 	for _, c := range conds {
 		cells = append(cells, events.Cell{Task: "credit_ecl", Model: "sim-a", Condition: c, Runs: perCell})
@@ -161,4 +172,118 @@ func processCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkComputeMillion times a comparison at scale as a user runs it: Compute (the SQL
+// load, both cells' metrics, the comparison's every test with B = 10,000) over a study of two
+// cells of 10⁶ runs each, baseline against harness, read from DuckDB. As in
+// BenchmarkComputeLarge only 2 × 10 runs go through nats-server and the warehouse; the rest are
+// copies of their run_folds rows under new run ids and inputs (each copy keeps its pair). With
+// distinct=few every copy keeps its trace (10 distinct traces a cell at most, as under a
+// harness); with distinct=many the baseline's copies each get an output of their own (about
+// 10⁶ distinct traces in the baseline, as an agent without a harness gives), its signatures
+// recomputed so that equal contents keep equal signatures. Only the 20 runs ingested have
+// events, so the cell accounting's reads of the events table cost what theirs do, less than
+// 2 × 10⁶ runs' events would.
+//
+// Besides the time of one Compute it reports the SQL side alone (the cells and the runs read,
+// load-s and load-cpu-s, measured first in the same process; load-share, its share of
+// Compute's time), the process's CPU, and its peak RSS during Compute (peak-rss-MiB: the
+// kernel's high-water mark reset just before, so it includes what the process held already,
+// rss-before-MiB: the embedded broker and DuckDB's cache of the table).
+func BenchmarkComputeMillion(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	for _, many := range []bool{false, true} {
+		b.Run(fmt.Sprintf("distinct=%s", map[bool]string{false: "few", true: "many"}[many]), func(b *testing.B) {
+			w, ctx := millionStudy(b, many)
+			t0, c0 := time.Now(), processCPU()
+			tx, err := w.DB().BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := SQLQuerier(tx)
+			if _, err := loadCells(ctx, q, "big"); err != nil {
+				b.Fatal(err)
+			}
+			runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = tx.Rollback()
+			load, loadCPU := time.Since(t0), processCPU()-c0
+			if len(runs) != 2 || len(runs[CellKey{"credit_ecl", "sim-a", "baseline"}]) != perCell {
+				b.Fatalf("%d cells", len(runs))
+			}
+			runs = nil
+			runtime.GC()
+			debug.FreeOSMemory()
+			resetPeakRSS(b)
+			before := procMemory(b)
+			b.ResetTimer()
+			c0 = processCPU()
+			var rep *Result
+			for range b.N {
+				if rep, err = Compute(ctx, w.DB(), "big", Options{Seed: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := processCPU() - c0
+			b.StopTimer()
+			peak := procMemory(b)
+			if n := rep.Cells[0].Metrics.N; n != perCell {
+				b.Fatalf("N = %d", n)
+			}
+			if len(rep.Comparisons) == 0 {
+				b.Fatal("no comparisons")
+			}
+			b.ReportMetric(load.Seconds(), "load-s")
+			b.ReportMetric(load.Seconds()/(b.Elapsed().Seconds()/float64(b.N)), "load-share")
+			b.ReportMetric(float64(loadCPU)/1e9, "load-cpu-s")
+			b.ReportMetric(float64(cpu)/1e9/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(peak.Peak)/1024, "peak-rss-MiB")
+			b.ReportMetric(float64(before.RSS)/1024, "rss-before-MiB")
+		})
+	}
+}
+
+// perCell is the runs of each of millionStudy's two cells.
+const perCell = 1_000_000
+
+// millionStudy is BenchmarkComputeMillion's study: two cells of perCell runs, the baseline's
+// traces nearly all distinct when many is set.
+func millionStudy(b *testing.B, many bool) (*warehouse.Warehouse, context.Context) {
+	w := ingest(b, studyOf("big", []string{"baseline", "harness"}, 10))
+	ctx := warehousetest.Context(b, 30*time.Minute)
+	output := `CASE WHEN $1 AND f.condition = 'baseline'
+		THEN '{"copy":' || CAST(t.i AS VARCHAR) || ',"v":' || f.output || '}' ELSE f.output END`
+	if _, err := w.DB().ExecContext(ctx, `INSERT INTO run_fold_rows
+		SELECT f.* REPLACE (
+			f.run || '-copy-' || CAST(t.i AS VARCHAR) AS run,
+			f.input_index + 3 * (t.i + 1) AS input_index,
+			f.latency_ms + t.i % 97 AS latency_ms,
+			`+output+` AS output,
+			CASE WHEN $1 AND f.condition = 'baseline' THEN unhex(sha256(`+output+`)) ELSE f.sig_output END AS sig_output,
+			CASE WHEN $1 AND f.condition = 'baseline' THEN unhex(sha256(hex(f.sig_trace) || `+output+`)) ELSE f.sig_trace END AS sig_trace)
+		FROM run_fold_rows f, range(99999) t(i) WHERE f.study = 'big'`, many); err != nil {
+		b.Fatal(err)
+	}
+	return w, ctx
+}
+
+// resetPeakRSS resets the process's peak RSS (VmHWM) to its RSS now (Linux: clear_refs 5).
+func resetPeakRSS(tb testing.TB) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		tb.Skipf("cannot reset the peak RSS: %v", err)
+	}
+}
+
+// procMemory reads this process's RSS and peak RSS.
+func procMemory(tb testing.TB) loadgen.ProcMemory {
+	m, err := loadgen.ReadProcMemory(os.Getpid())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,6 +189,14 @@ var runCols = []string{"task", "model", "condition", "run", "attempt", "status",
 // runs of a group; paired studies get PairKey "input=I/seed=S".
 func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[CellKey][]metrics.Run, error) {
 	contents := map[traceKey]*content{}
+	// Traces that differ in their output alone (the usual case of an agent's free text) have
+	// the same calls: each distinct calls text is decoded once and its calls shared, as a
+	// trace's are by its runs (nothing changes a run's calls). With a baseline cell of 10⁶
+	// traces that differ in their output, the load took 51 s of CPU decoding every trace's
+	// calls and 39 s with the memo, collections included (BenchmarkComputeMillion,
+	// distinct=many). The memo keeps at most maxCallsMemo texts, so that traces whose calls
+	// all differ hold little more than before.
+	callsMemo := map[string][]metrics.Call{}
 	err := q.Query(ctx, queries.AnalysisTraces, sel.args(), func(vals []any) error {
 		r := row{vals: vals, cols: traceCols}
 		k := traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.str(3), r.str(4)}
@@ -195,9 +204,16 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 		if r.err != nil {
 			return r.err
 		}
-		calls, err := decodeCalls(r.str(8))
-		if err != nil {
-			return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
+		text := r.str(8)
+		calls, ok := callsMemo[text]
+		if !ok {
+			var err error
+			if calls, err = decodeCalls(text); err != nil {
+				return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
+			}
+			if len(callsMemo) < maxCallsMemo {
+				callsMemo[text] = calls
+			}
 		}
 		c.calls = calls
 		contents[k] = c
@@ -206,10 +222,37 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 	if err != nil {
 		return nil, err
 	}
+	// Each cell's slice is made for the runs its groups count, so that appending a million
+	// runs does not copy them again and again as the slice grows: at two cells of 10⁶ runs,
+	// loading the cells and runs took 17.8 s with that growth and 12.0 without it
+	// (BenchmarkComputeMillion, docs/benchmarks.md). cur is the slice of the cell of the row
+	// before (the statement orders by cell; any order gives the same result).
+	counted := map[CellKey]int{}
+	for k, c := range contents {
+		counted[k.cell] += int(max(c.runs, 0))
+	}
 	out := map[CellKey][]metrics.Run{}
+	var (
+		curKey  CellKey
+		cur     []metrics.Run
+		started bool
+	)
+	flush := func() {
+		if started {
+			out[curKey] = cur
+		}
+	}
+	var pair []byte
 	err = q.Query(ctx, queries.AnalysisRuns, sel.args(), func(vals []any) error {
 		r := row{vals: vals, cols: runCols}
 		key := CellKey{r.str(0), r.str(1), r.str(2)}
+		if !started || key != curKey {
+			flush()
+			curKey, cur, started = key, out[key], true
+			if cur == nil {
+				cur = make([]metrics.Run, 0, counted[key])
+			}
+		}
 		c := contents[traceKey{key, r.str(16), r.str(17)}]
 		if c == nil {
 			if r.err != nil {
@@ -225,15 +268,18 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 			Escalated: r.bool(12),
 		}
 		if paired {
-			run.PairKey = fmt.Sprintf("input=%d/seed=%d", r.int(13), r.int(14))
+			pair = strconv.AppendInt(append(pair[:0], "input="...), r.int(13), 10)
+			pair = strconv.AppendInt(append(pair, "/seed="...), r.int(14), 10)
+			run.PairKey = string(pair)
 		}
 		run.InputKey = r.str(18)
-		out[key] = append(out[key], run)
+		cur = append(cur, run)
 		return r.err
 	})
 	if err != nil {
 		return nil, err
 	}
+	flush()
 	for k, c := range contents {
 		if c.seen != c.runs {
 			return nil, fmt.Errorf("%w: trace %s of %s: %d runs grouped, %d loaded", ErrChanged, k.sigTrace, k.cell, c.runs, c.seen)
@@ -246,6 +292,9 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 	}
 	return out, nil
 }
+
+// maxCallsMemo bounds the distinct calls texts loadRuns keeps decoded for the traces after.
+const maxCallsMemo = 1 << 16
 
 // decodeCalls parses run_folds.calls, the canonical JSON array of {"args":…,"tool":…}. The
 // arguments keep their bytes, which are canonical because the array is.
