@@ -120,7 +120,7 @@ bench: ## benchmarks, each printed as a ratio against a reference measured in th
 	@echo "== analyzer ingestion vs a fetch+ack-only reference consumer on the same stream (medians of 3 passes) =="
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkIngest$$' -benchtime 3x ./internal/warehouse/
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkLoad' -benchtime 1x ./internal/warehouse/
-	@echo "== analysis: one comparison of two cells of 1e6 runs each read from DuckDB (the SQL load's share of it) =="
+	@echo "== analysis: one comparison of two cells of 1e6 runs each read from DuckDB (loading's share of it) =="
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench 'BenchmarkComputeMillion' -benchtime 1x -timeout 30m ./internal/analysis/
 	@echo "== producer serve: events/s over HTTP vs direct publishing with the bus =="
 	$(GO) test -run '^$$' -bench IngestRatio -benchtime 3x ./internal/receiver/

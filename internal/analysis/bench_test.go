@@ -181,16 +181,17 @@ func processCPU() int64 {
 // copies of their run_folds rows under new run ids and inputs (each copy keeps its pair). With
 // distinct=few every copy keeps its trace (10 distinct traces a cell at most, as under a
 // harness); with distinct=many the baseline's copies each get an output of their own (about
-// 10⁶ distinct traces in the baseline, as an agent without a harness gives), its signatures
+// 900,000 distinct traces in the baseline, as an agent without a harness gives), its signatures
 // recomputed so that equal contents keep equal signatures. Only the 20 runs ingested have
 // events, so the cell accounting's reads of the events table cost what theirs do, less than
 // 2 × 10⁶ runs' events would.
 //
-// Besides the time of one Compute it reports the SQL side alone (the cells and the runs read,
-// load-s and load-cpu-s, measured first in the same process; load-share, its share of
-// Compute's time), the process's CPU, and its peak RSS during Compute (peak-rss-MiB: the
-// kernel's high-water mark reset just before, so it includes what the process held already,
-// rss-before-MiB: the embedded broker and DuckDB's cache of the table).
+// Besides the time of one Compute it reports loading alone (the cells and the runs read, the
+// statements and their Go side: load-s and load-cpu-s, measured first in a pass of its own;
+// load-share, that time over Compute's, which loads again), the process's CPU, and its peak
+// RSS during Compute (peak-rss-MiB: the kernel's high-water mark reset just before, so it
+// includes what the process held already, rss-before-MiB: the embedded broker and DuckDB's
+// cache of the table).
 func BenchmarkComputeMillion(b *testing.B) {
 	if testing.Short() {
 		b.Skip("large")
