@@ -192,10 +192,10 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 	// Traces that differ in their output alone (the usual case of an agent's free text) have
 	// the same calls: each distinct calls text is decoded once and its calls shared, as a
 	// trace's are by its runs (nothing changes a run's calls). With a baseline cell of about
-	// 900,000 traces that differ in their output, loading took 51 s of CPU when every trace's
-	// calls were decoded and 39 s with the memo, collections included
-	// (BenchmarkComputeMillion, distinct=many). The memo keeps at most maxCallsMemo texts, so
-	// that traces whose calls all differ hold little more than before.
+	// 900,000 traces that differ in their output, decoding every trace's calls took 8 of 139 s
+	// of CPU in a profile of BenchmarkComputeMillion (distinct=many), and Compute took 44 s
+	// without the memo and 33-34 s with it. The memo keeps at most maxCallsMemo texts, so that
+	// traces whose calls all differ hold little more than before.
 	callsMemo := map[string][]metrics.Call{}
 	err := q.Query(ctx, queries.AnalysisTraces, sel.args(), func(vals []any) error {
 		r := row{vals: vals, cols: traceCols}
