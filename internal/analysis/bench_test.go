@@ -15,6 +15,7 @@ import (
 	"github.com/dittolab/ditto/internal/loadgen"
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/metrics"
 )
 
 // largeStudy builds a paired study of three conditions with perCell runs each: the baseline
@@ -82,19 +83,7 @@ func BenchmarkLoad(b *testing.B) {
 	ctx := warehousetest.Context(b, 10*time.Minute)
 	b.ResetTimer()
 	for range b.N {
-		tx, err := w.DB().BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q := SQLQuerier(tx)
-		if _, err := loadCells(ctx, q, "big"); err != nil {
-			b.Fatal(err)
-		}
-		runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = tx.Rollback()
+		runs := loadBig(ctx, b, w)
 		if len(runs) != 3 {
 			b.Fatalf("%d cells", len(runs))
 		}
@@ -145,24 +134,31 @@ func BenchmarkLoadLarge(b *testing.B) {
 	b.ResetTimer()
 	cpu0 := processCPU()
 	for range b.N {
-		tx, err := w.DB().BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q := SQLQuerier(tx)
-		if _, err := loadCells(ctx, q, "big"); err != nil {
-			b.Fatal(err)
-		}
-		runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = tx.Rollback()
+		runs := loadBig(ctx, b, w)
 		if len(runs) != 3 || len(runs[CellKey{"credit_ecl", "sim-a", "harness"}]) != 100_000 {
 			b.Fatalf("%d cells", len(runs))
 		}
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/1e9/float64(b.N), "cpu-s/op")
+}
+
+// loadBig reads study "big"'s cells and counted runs in one transaction, as Compute does
+// before its statistics.
+func loadBig(ctx context.Context, tb testing.TB, w *warehouse.Warehouse) map[CellKey][]metrics.Run {
+	tx, err := w.DB().BeginTx(ctx, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	q := SQLQuerier(tx)
+	if _, err := loadCells(ctx, q, "big"); err != nil {
+		tb.Fatal(err)
+	}
+	runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return runs
 }
 
 // processCPU is this process's user and system CPU time in nanoseconds.
@@ -200,19 +196,7 @@ func BenchmarkComputeMillion(b *testing.B) {
 		b.Run(fmt.Sprintf("distinct=%s", map[bool]string{false: "few", true: "many"}[many]), func(b *testing.B) {
 			w, ctx := millionStudy(b, many)
 			t0, c0 := time.Now(), processCPU()
-			tx, err := w.DB().BeginTx(ctx, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			q := SQLQuerier(tx)
-			if _, err := loadCells(ctx, q, "big"); err != nil {
-				b.Fatal(err)
-			}
-			runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = tx.Rollback()
+			runs := loadBig(ctx, b, w)
 			load, loadCPU := time.Since(t0), processCPU()-c0
 			if len(runs) != 2 || len(runs[CellKey{"credit_ecl", "sim-a", "baseline"}]) != perCell {
 				b.Fatalf("%d cells", len(runs))
@@ -225,6 +209,7 @@ func BenchmarkComputeMillion(b *testing.B) {
 			b.ResetTimer()
 			c0 = processCPU()
 			var rep *Result
+			var err error
 			for range b.N {
 				if rep, err = Compute(ctx, w.DB(), "big", Options{Seed: 1}); err != nil {
 					b.Fatal(err)
