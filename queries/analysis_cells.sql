@@ -1,8 +1,13 @@
 -- analysis_cells: per cell of one study, the runs the metrics score and those they do not.
 -- Inputs: $1 study (VARCHAR); events (study.defined: expected runs per cell; run.started: every
 --   attempt; model.called and retry.scheduled: the activity of attempts, finished or not),
---   run_folds (finished attempts). Read directly rather than through the view runs, whose scan
---   of every study's run.started events dominated the cost.
+--   run_fold_rows (finished attempts, read without the view run_folds: the signatures are counted
+--   as their bytes, which are distinct exactly when their hex is). Read directly rather than
+--   through the view runs, whose scan of every study's run.started events dominated the cost. A
+--   run's latest and counted attempts come from a grouping by run joined back (latest), not a
+--   window over run, which sorted every attempt with all its columns: at two cells of 10^6 runs
+--   DuckDB took 3.6-4.4 s for the statement with the window and the hex signatures, 3.4-3.7 s
+--   with the window and the bytes, 1.5 s with the grouping (docs/benchmarks.md).
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
 --   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
 --   the scored runs — each run counts once, by its latest finished attempt, and is scored when
@@ -49,8 +54,8 @@ WITH defined AS (
     WHERE study = $1 AND type = 'run.started'
     GROUP BY run, attempt
 ), folds AS (
-    SELECT * FROM run_folds WHERE study = $1
-), attempts AS (
+    SELECT * FROM run_fold_rows WHERE study = $1
+), joined AS (
     SELECT coalesce(f.task, s.task, '') AS task, coalesce(f.model, s.model, '') AS model,
            coalesce(f.condition, s.condition, '') AS condition, run, attempt,
            f.sig_trace IS NOT NULL AS finished,
@@ -58,12 +63,17 @@ WITH defined AS (
            f.status,
            f.sig_trace, f.sig_output, f.sig_tools, f.fold_error, f.check_error,
            coalesce(a.tokens, 0) AS tokens, coalesce(a.retries, 0) AS retries,
-           coalesce(f.started_at, s.started_at) AS started_at, f.finished_at,
-           max(attempt) OVER (PARTITION BY run) AS latest_attempt,
-           max(CASE WHEN f.sig_trace IS NOT NULL THEN attempt END) OVER (PARTITION BY run) AS counted_attempt
+           coalesce(f.started_at, s.started_at) AS started_at, f.finished_at
     FROM folds f
     FULL OUTER JOIN started s USING (run, attempt)
     LEFT JOIN activity a USING (run, attempt)
+), latest AS (
+    SELECT run, max(attempt) AS latest_attempt,
+           max(attempt) FILTER (WHERE finished) AS counted_attempt
+    FROM joined
+    GROUP BY run
+), attempts AS (
+    SELECT * FROM joined JOIN latest USING (run)
 ), seen AS (
     SELECT task, model, condition,
            count(DISTINCT run) AS runs,

@@ -2,8 +2,9 @@
 -- each with the per-run values the metrics need; their trace content is in analysis_traces.
 -- Inputs: $1 study (VARCHAR); $2 task, $3 model, $4 condition (VARCHAR, NULL for any); $5, $6
 --   (BIGINT microseconds since the epoch, NULL for unbounded): keep runs with $5 <= started_at <
---   $6. Table run_folds (one row per finished attempt; reading it rather than the view runs
---   spares the view's scan of every run.started event). A run counts once, by its latest
+--   $6. Table run_fold_rows (one row per finished attempt; reading it rather than the view runs
+--   spares the view's scan of every run.started event, and rather than the view run_folds
+--   spares the hex of the signatures of the attempts not kept). A run counts once, by its latest
 --   finished attempt (see analysis_cells), and is scored when that attempt's status is the
 --   agent's behaviour: succeeded, failed, escalated or overflow (not errored, aborted, or
 --   incomplete: a history with a gap).
@@ -19,7 +20,7 @@ WITH attempts AS (
            latency_ms, elapsed_ms, retries, plan_reprompts, rejected_tool_calls, escalated,
            input_index, seed_index, started_at, sig_trace, sig_tools, input_key,
            max(attempt) OVER (PARTITION BY run) AS counted_attempt
-    FROM run_folds
+    FROM run_fold_rows
     WHERE study = $1
 )
 SELECT task, model, condition, run, attempt, status,
@@ -30,7 +31,7 @@ SELECT task, model, condition, run, attempt, status,
        escalated OR status = 'escalated' AS escalated,
        input_index, seed_index,
        epoch_us(started_at) AS started_us,
-       sig_trace, sig_tools, input_key
+       lower(hex(sig_trace)) AS sig_trace, lower(hex(sig_tools)) AS sig_tools, input_key
 FROM attempts
 WHERE attempt = counted_attempt
   AND status IN ('succeeded', 'failed', 'escalated', 'overflow')

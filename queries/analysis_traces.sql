@@ -3,7 +3,8 @@
 -- per distinct trace.
 -- Inputs: the parameters of analysis_runs ($1 study; $2 task, $3 model, $4 condition, NULL for
 --   any; $5, $6 microseconds since the epoch, NULL for unbounded, on started_at). Table
---   run_folds (finished attempts).
+--   run_fold_rows (finished attempts), read without the view run_folds so that the signatures'
+--   hex and the lists' JSON are made once a group rather than once a run.
 -- Outputs: rows (task, model, condition, sig_trace, sig_tools, plan, states, tools, calls,
 --   output, runs), one per distinct (sig_trace, sig_tools) of a cell, ordered by task, model,
 --   condition, sig_trace, sig_tools. sig_trace covers plan, states, calls and output and
@@ -15,13 +16,13 @@ WITH attempts AS (
            coalesce(condition, '') AS condition, run, attempt, status, started_at,
            sig_trace, sig_tools, plan, states, tools, calls, output,
            max(attempt) OVER (PARTITION BY run) AS counted_attempt
-    FROM run_folds
+    FROM run_fold_rows
     WHERE study = $1
 )
-SELECT task, model, condition, sig_trace, sig_tools,
+SELECT task, model, condition, lower(hex(sig_trace)) AS sig_trace, lower(hex(sig_tools)) AS sig_tools,
        arg_min(plan, run) AS plan,
-       arg_min(states, run) AS states,
-       arg_min(tools, run) AS tools,
+       from_json(arg_min(states, run), '["VARCHAR"]') AS states,
+       from_json(arg_min(tools, run), '["VARCHAR"]') AS tools,
        arg_min(calls, run) AS calls,
        arg_min(output, run) AS output,
        count(*) AS runs

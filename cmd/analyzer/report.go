@@ -59,12 +59,12 @@ func reportCommand(ctx context.Context, cfg reportConfig, stdout io.Writer) erro
 			return oerr
 		}
 		defer db.Close()
-		tx, terr := db.BeginTx(ctx, nil)
-		if terr != nil {
-			return terr
+		q, done, serr := analysis.Snapshot(ctx, db)
+		if serr != nil {
+			return serr
 		}
-		defer tx.Rollback() //nolint:errcheck // read-only
-		rep, err = report.Build(ctx, analysis.SQLQuerier(tx), m.study, opts)
+		defer done()
+		rep, err = report.Build(ctx, q, m.study, opts)
 	}
 	if err != nil {
 		return err

@@ -142,15 +142,14 @@ func BenchmarkLoadLarge(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu0)/1e9/float64(b.N), "cpu-s/op")
 }
 
-// loadBig reads study "big"'s cells and counted runs in one transaction, as Compute does
-// before its statistics.
+// loadBig reads study "big"'s cells and counted runs in one snapshot, as Compute does before
+// its statistics.
 func loadBig(ctx context.Context, tb testing.TB, w *warehouse.Warehouse) map[CellKey][]metrics.Run {
-	tx, err := w.DB().BeginTx(ctx, nil)
+	q, done, err := Snapshot(ctx, w.DB())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	q := SQLQuerier(tx)
+	defer done()
 	if _, err := loadCells(ctx, q, "big"); err != nil {
 		tb.Fatal(err)
 	}

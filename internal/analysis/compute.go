@@ -20,12 +20,12 @@ import (
 // wrap ErrNoStudy (unknown study), ErrNoRuns (no finished run), ErrInvalidOptions, or the
 // database's.
 func Compute(ctx context.Context, db *sql.DB, study string, opts Options) (*Result, error) {
-	tx, err := db.BeginTx(ctx, nil)
+	q, done, err := Snapshot(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("analysis: begin: %w", err)
+		return nil, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only use; nothing to keep
-	return ComputeFrom(ctx, SQLQuerier(tx), study, opts)
+	defer done()
+	return ComputeFrom(ctx, q, study, opts)
 }
 
 // maxAttempts bounds the loads of ComputeFrom when data changes between its statements.

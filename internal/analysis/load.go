@@ -222,75 +222,130 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 	if err != nil {
 		return nil, err
 	}
-	// Each cell's slice is made for the runs its groups count, so that appending a million
-	// runs does not copy them again and again as the slice grows: at two cells of 10⁶ runs,
-	// loading the cells and runs took 17.8 s with that growth and 12.0 without it
-	// (BenchmarkComputeMillion, docs/benchmarks.md). cur is the slice of the cell of the row
-	// before (the statement orders by cell; any order gives the same result).
-	counted := map[CellKey]int{}
-	for k, c := range contents {
-		counted[k.cell] += int(max(c.runs, 0))
+	l := newRunLoader(contents, paired)
+	if bq, ok := q.(batchQuerier); ok {
+		err = bq.QueryBatches(ctx, queries.AnalysisRuns, sel.args(), l.addBatch)
+	} else {
+		err = q.Query(ctx, queries.AnalysisRuns, sel.args(), l.addRow)
 	}
-	out := map[CellKey][]metrics.Run{}
-	var (
-		curKey  CellKey
-		cur     []metrics.Run
-		started bool
-	)
-	flush := func() {
-		if started {
-			out[curKey] = cur
-		}
-	}
-	var pair []byte
-	err = q.Query(ctx, queries.AnalysisRuns, sel.args(), func(vals []any) error {
-		r := row{vals: vals, cols: runCols}
-		key := CellKey{r.str(0), r.str(1), r.str(2)}
-		if !started || key != curKey {
-			flush()
-			curKey, cur, started = key, out[key], true
-			if cur == nil {
-				cur = make([]metrics.Run, 0, counted[key])
-			}
-		}
-		c := contents[traceKey{key, r.str(16), r.str(17)}]
-		if c == nil {
-			if r.err != nil {
-				return r.err
-			}
-			return fmt.Errorf("%w: run %s of %s has a trace the signature grouping did not return", ErrChanged, r.str(3), key)
-		}
-		c.seen++
-		run := metrics.Run{
-			ID: r.str(3), Plan: c.plan, States: c.states, Tools: c.tools, Calls: c.calls, Output: c.output,
-			Success: r.bool(6), Tokens: r.int(7), LatencyMS: r.float(8),
-			Retries: int(r.int(9)), PlanReprompts: int(r.int(10)), RejectedToolCalls: int(r.int(11)),
-			Escalated: r.bool(12),
-		}
-		if paired {
-			pair = strconv.AppendInt(append(pair[:0], "input="...), r.int(13), 10)
-			pair = strconv.AppendInt(append(pair, "/seed="...), r.int(14), 10)
-			run.PairKey = string(pair)
-		}
-		run.InputKey = r.str(18)
-		cur = append(cur, run)
-		return r.err
-	})
 	if err != nil {
 		return nil, err
 	}
-	flush()
+	return l.finish()
+}
+
+// runLoader makes the runs of analysis_runs' rows, given the contents of their traces.
+type runLoader struct {
+	contents map[traceKey]*content
+	paired   bool
+	counted  map[CellKey]int // runs of each cell, by its trace groups
+	out      map[CellKey][]metrics.Run
+	curKey   CellKey
+	cur      []metrics.Run
+	started  bool
+	pair     []byte
+}
+
+func newRunLoader(contents map[traceKey]*content, paired bool) *runLoader {
+	l := &runLoader{contents: contents, paired: paired, counted: map[CellKey]int{}, out: map[CellKey][]metrics.Run{}}
 	for k, c := range contents {
+		l.counted[k.cell] += int(max(c.runs, 0))
+	}
+	return l
+}
+
+// runValues are one row of analysis_runs, as both readers of it (rows and record batches) give
+// it to add.
+type runValues struct {
+	cell                       CellKey
+	id, sigTrace, sigTools     string
+	success, escalated         bool
+	tokens, retries, reprompts int64
+	rejected, input, seed      int64
+	latencyMS                  float64
+	inputKey                   string
+	// views: the strings are views of memory the reader reuses (an Arrow batch's buffers),
+	// so that add copies what it keeps.
+	views bool
+}
+
+// add appends the run of v to its cell.
+//
+// Each cell's slice is made for the runs its groups count, so that appending a million runs
+// does not copy them again and again as the slice grows: at two cells of 10⁶ runs, loading the
+// cells and runs took 17.8 s with that growth and 12.0 without it (BenchmarkComputeMillion,
+// docs/benchmarks.md). cur is the slice of the cell of the row before (the statement orders by
+// cell; any order gives the same result).
+func (l *runLoader) add(v *runValues) error {
+	if !l.started || v.cell != l.curKey {
+		l.flush()
+		key := v.cell
+		if v.views {
+			key = CellKey{strings.Clone(key.Task), strings.Clone(key.Model), strings.Clone(key.Condition)}
+		}
+		l.curKey, l.cur, l.started = key, l.out[key], true
+		if l.cur == nil {
+			l.cur = make([]metrics.Run, 0, l.counted[key])
+		}
+	}
+	c := l.contents[traceKey{v.cell, v.sigTrace, v.sigTools}]
+	if c == nil {
+		return fmt.Errorf("%w: run %s of %s has a trace the signature grouping did not return", ErrChanged, v.id, v.cell)
+	}
+	c.seen++
+	run := metrics.Run{
+		ID: v.id, Plan: c.plan, States: c.states, Tools: c.tools, Calls: c.calls, Output: c.output,
+		Success: v.success, Tokens: v.tokens, LatencyMS: v.latencyMS,
+		Retries: int(v.retries), PlanReprompts: int(v.reprompts), RejectedToolCalls: int(v.rejected),
+		Escalated: v.escalated, InputKey: v.inputKey,
+	}
+	if v.views {
+		run.ID, run.InputKey = strings.Clone(v.id), strings.Clone(v.inputKey)
+	}
+	if l.paired {
+		l.pair = strconv.AppendInt(append(l.pair[:0], "input="...), v.input, 10)
+		l.pair = strconv.AppendInt(append(l.pair, "/seed="...), v.seed, 10)
+		run.PairKey = string(l.pair)
+	}
+	l.cur = append(l.cur, run)
+	return nil
+}
+
+func (l *runLoader) flush() {
+	if l.started {
+		l.out[l.curKey] = l.cur
+	}
+}
+
+// addRow adds a row of analysis_runs as a Querier gives it.
+func (l *runLoader) addRow(vals []any) error {
+	r := row{vals: vals, cols: runCols}
+	v := runValues{
+		cell: CellKey{r.str(0), r.str(1), r.str(2)}, id: r.str(3),
+		success: r.bool(6), tokens: r.int(7), latencyMS: r.float(8),
+		retries: r.int(9), reprompts: r.int(10), rejected: r.int(11), escalated: r.bool(12),
+		input: r.int(13), seed: r.int(14), sigTrace: r.str(16), sigTools: r.str(17), inputKey: r.str(18),
+	}
+	if r.err != nil {
+		return r.err
+	}
+	return l.add(&v)
+}
+
+// finish checks that every trace group got its runs and orders each cell's runs by run id.
+func (l *runLoader) finish() (map[CellKey][]metrics.Run, error) {
+	l.flush()
+	for k, c := range l.contents {
 		if c.seen != c.runs {
 			return nil, fmt.Errorf("%w: trace %s of %s: %d runs grouped, %d loaded", ErrChanged, k.sigTrace, k.cell, c.runs, c.seen)
 		}
 	}
 	// The statement orders by run id; sorting again makes the order a property of this code,
 	// not of a transport that may reorder rows.
-	for _, runs := range out {
+	for _, runs := range l.out {
 		slices.SortFunc(runs, func(a, b metrics.Run) int { return strings.Compare(a.ID, b.ID) })
 	}
-	return out, nil
+	return l.out, nil
 }
 
 // maxCallsMemo bounds the distinct calls texts loadRuns keeps decoded for the traces after.

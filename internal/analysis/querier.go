@@ -26,7 +26,8 @@ type queryContexter interface {
 }
 
 // SQLQuerier runs the statements on a database, a connection or a transaction. Run inside one
-// transaction, every statement of a load sees the same snapshot (Compute does this).
+// transaction, every statement of a load sees the same snapshot (Snapshot gives one, which also
+// reads large results as Arrow record batches where it can).
 func SQLQuerier(q queryContexter) Querier { return sqlQuerier{q} }
 
 type sqlQuerier struct{ q queryContexter }

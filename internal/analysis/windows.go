@@ -85,12 +85,12 @@ type WindowComparison struct {
 // runs is no error: its metrics are null and the comparisons say why they have no p. Errors
 // wrap ErrNoStudy, ErrNoRuns (neither window has a run) or ErrInvalidOptions.
 func CompareWindows(ctx context.Context, db *sql.DB, cell CellFilter, a, b Window, opts Options) (*WindowComparison, error) {
-	tx, err := db.BeginTx(ctx, nil)
+	q, done, err := Snapshot(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("analysis: begin: %w", err)
+		return nil, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only use
-	return CompareWindowsFrom(ctx, SQLQuerier(tx), cell, a, b, opts)
+	defer done()
+	return CompareWindowsFrom(ctx, q, cell, a, b, opts)
 }
 
 // CompareWindowsFrom is CompareWindows over any Querier.

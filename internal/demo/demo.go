@@ -254,17 +254,14 @@ func loadSpec(name string) (*study.Spec, error) {
 }
 
 func build(ctx context.Context, w *warehouse.Warehouse, studyName string, opts report.Options) (*report.Report, error) {
-	tx, err := w.DB().BeginTx(ctx, nil)
+	q, done, err := analysis.Snapshot(ctx, w.DB())
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	rep, err := report.Build(ctx, analysis.SQLQuerier(tx), studyName, opts)
+	rep, err := report.Build(ctx, q, studyName, opts)
+	done()
 	if err != nil {
 		return nil, err
-	}
-	if err := tx.Rollback(); err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if err := analysis.Store(ctx, w.DB(), rep.Metrics.Result); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ type Options struct {
 }
 
 // Build computes the report of a study through q. Run q inside one transaction
-// (analysis.SQLQuerier(tx)) for a report of one snapshot; through the HTTP API
+// (analysis.Snapshot) for a report of one snapshot; through the HTTP API
 // (queryapi.Client.Querier) ingestion may move between statements, which analysis handles by
 // retrying. Errors wrap analysis.ErrNoStudy, analysis.ErrNoRuns or the querier's.
 func Build(ctx context.Context, q analysis.Querier, study string, opts Options) (*Report, error) {

@@ -272,12 +272,12 @@ func (s *Scheduler) studies(ctx context.Context) ([]report.StudyInfo, error) {
 
 // snapshot runs f in a read transaction: one snapshot per report.
 func (s *Scheduler) snapshot(ctx context.Context, f func(q analysis.Querier) (*report.Report, error)) (*report.Report, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	q, done, err := analysis.Snapshot(ctx, s.db)
 	if err != nil {
-		return nil, fmt.Errorf("schedule: begin: %w", err)
+		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	return f(analysis.SQLQuerier(tx))
+	defer done()
+	return f(q)
 }
 
 func (s *Scheduler) buildStudy(ctx context.Context, study string) (*report.Report, error) {

@@ -1,0 +1,163 @@
+package analysis
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/dittolab/ditto/queries"
+)
+
+// batchQuerier is a Querier that can also give a statement's rows as Arrow record batches, in
+// the statement's order; a batch is only valid during the call. loadRuns reads analysis_runs,
+// a row a scored run, through it when it can: at two cells of 10⁶ runs database/sql's value per
+// column per row cost more than DuckDB's own time for the statement (docs/benchmarks.md).
+type batchQuerier interface {
+	Querier
+	QueryBatches(ctx context.Context, s queries.Statement, args []any, fn func(arrow.RecordBatch) error) error
+}
+
+// Snapshot begins a transaction on one of db's connections and returns a Querier over it, which
+// reads large results as Arrow record batches when the build has DuckDB's Arrow interface (build
+// tag duckdb_arrow) and db is DuckDB, and the function that ends the transaction and gives the
+// connection back. Every statement of the Querier sees the same snapshot.
+func Snapshot(ctx context.Context, db *sql.DB) (Querier, func(), error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analysis: connection: %w", err)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("analysis: begin: %w", err)
+	}
+	done := func() {
+		_ = tx.Rollback() // read-only use; nothing to keep
+		_ = conn.Close()
+	}
+	return txQuerier(conn, tx), done, nil
+}
+
+// batchCols reads the columns of a record batch by the Arrow types DuckDB gives its columns,
+// keeping the first error; a column's reader returns the zero value for NULL, as row does.
+type batchCols struct {
+	stmt string
+	cols []string // the statement's columns, in order
+	rec  arrow.RecordBatch
+	err  error
+}
+
+// at returns column i after checking that it is the statement's column i.
+func (b *batchCols) at(i int) arrow.Array {
+	if b.err != nil {
+		return nil
+	}
+	if i >= int(b.rec.NumCols()) || b.rec.ColumnName(i) != b.cols[i] {
+		b.err = fmt.Errorf("analysis: %s: column %d is not %s", b.stmt, i, b.cols[i])
+		return nil
+	}
+	return b.rec.Column(i)
+}
+
+func (b *batchCols) typeErr(i int, a arrow.Array) {
+	b.err = fmt.Errorf("analysis: %s: column %s: unexpected Arrow type %s", b.stmt, b.cols[i], a.DataType())
+}
+
+func (b *batchCols) str(i int) func(int) string {
+	switch c := b.at(i).(type) {
+	case *array.String:
+		return func(j int) string { return nullOr(c, j, c.Value) }
+	case *array.LargeString:
+		return func(j int) string { return nullOr(c, j, c.Value) }
+	case *array.StringView:
+		return func(j int) string { return nullOr(c, j, c.Value) }
+	case *array.Null:
+		return func(int) string { return "" }
+	case nil:
+	default:
+		b.typeErr(i, c)
+	}
+	return nil
+}
+
+func (b *batchCols) int(i int) func(int) int64 {
+	switch c := b.at(i).(type) {
+	case *array.Int64:
+		return func(j int) int64 { return nullOr(c, j, c.Value) }
+	case *array.Int32:
+		return func(j int) int64 { return int64(nullOr(c, j, c.Value)) }
+	case *array.Int16:
+		return func(j int) int64 { return int64(nullOr(c, j, c.Value)) }
+	case *array.Null:
+		return func(int) int64 { return 0 }
+	case nil:
+	default:
+		b.typeErr(i, c)
+	}
+	return nil
+}
+
+func (b *batchCols) float(i int) func(int) float64 {
+	switch c := b.at(i).(type) {
+	case *array.Float64:
+		return func(j int) float64 { return nullOr(c, j, c.Value) }
+	case *array.Float32:
+		return func(j int) float64 { return float64(nullOr(c, j, c.Value)) }
+	case *array.Null:
+		return func(int) float64 { return 0 }
+	case nil:
+	default:
+		b.typeErr(i, c)
+	}
+	return nil
+}
+
+func (b *batchCols) bool(i int) func(int) bool {
+	switch c := b.at(i).(type) {
+	case *array.Boolean:
+		return func(j int) bool { return nullOr(c, j, c.Value) }
+	case *array.Null:
+		return func(int) bool { return false }
+	case nil:
+	default:
+		b.typeErr(i, c)
+	}
+	return nil
+}
+
+// addBatch adds the rows of a record batch of analysis_runs.
+func (l *runLoader) addBatch(rec arrow.RecordBatch) error {
+	b := batchCols{stmt: queries.AnalysisRuns.Name, cols: runCols, rec: rec}
+	task, model, cond, id := b.str(0), b.str(1), b.str(2), b.str(3)
+	success, tokens, latency := b.bool(6), b.int(7), b.float(8)
+	retries, reprompts, rejected := b.int(9), b.int(10), b.int(11)
+	escalated, input, seed := b.bool(12), b.int(13), b.int(14)
+	sigTrace, sigTools, inputKey := b.str(16), b.str(17), b.str(18)
+	if b.err != nil {
+		return b.err
+	}
+	v := runValues{views: true}
+	for j := range int(rec.NumRows()) {
+		v.cell = CellKey{task(j), model(j), cond(j)}
+		v.id, v.sigTrace, v.sigTools, v.inputKey = id(j), sigTrace(j), sigTools(j), inputKey(j)
+		v.success, v.escalated = success(j), escalated(j)
+		v.tokens, v.latencyMS = tokens(j), latency(j)
+		v.retries, v.reprompts, v.rejected = retries(j), reprompts(j), rejected(j)
+		v.input, v.seed = input(j), seed(j)
+		if err := l.add(&v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nullOr is value(j), or T's zero value where a is NULL (whatever its buffer holds there).
+func nullOr[T any](a arrow.Array, j int, value func(int) T) T {
+	if a.IsNull(j) {
+		var zero T
+		return zero
+	}
+	return value(j)
+}
