@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -65,8 +66,11 @@ func (b *batchCols) typeErr(i int, a arrow.Array) {
 	b.err = fmt.Errorf("analysis: %s: column %s: unexpected Arrow type %s", b.stmt, b.cols[i], a.DataType())
 }
 
-func (b *batchCols) str(i int) func(int) string {
-	switch c := b.at(i).(type) {
+func (b *batchCols) str(i int) func(int) string { return b.strOf(i, b.at(i)) }
+
+// strOf reads a, column i or the values of its lists, as strings.
+func (b *batchCols) strOf(i int, a arrow.Array) func(int) string {
+	switch c := a.(type) {
 	case *array.String:
 		return func(j int) string { return nullOr(c, j, c.Value) }
 	case *array.LargeString:
@@ -127,6 +131,41 @@ func (b *batchCols) bool(i int) func(int) bool {
 	return nil
 }
 
+// strings reads a column of lists of strings; each row's list is a new slice of copied strings,
+// empty (not nil) for NULL.
+func (b *batchCols) strings(i int) func(int) []string {
+	a := b.at(i)
+	var offsets func(int) (int64, int64)
+	var values arrow.Array
+	switch c := a.(type) {
+	case *array.List:
+		offsets, values = func(j int) (int64, int64) { return c.ValueOffsets(j) }, c.ListValues()
+	case *array.LargeList:
+		offsets, values = func(j int) (int64, int64) { return c.ValueOffsets(j) }, c.ListValues()
+	case nil:
+		return nil
+	default:
+		b.typeErr(i, a)
+		return nil
+	}
+	elem := (&batchCols{stmt: b.stmt, cols: b.cols}).strOf(i, values)
+	if elem == nil {
+		b.typeErr(i, a)
+		return nil
+	}
+	return func(j int) []string {
+		if a.IsNull(j) {
+			return []string{}
+		}
+		from, to := offsets(j)
+		out := make([]string, 0, to-from)
+		for k := from; k < to; k++ {
+			out = append(out, strings.Clone(elem(int(k))))
+		}
+		return out
+	}
+}
+
 // addBatch adds the rows of a record batch of analysis_runs.
 func (l *runLoader) addBatch(rec arrow.RecordBatch) error {
 	b := batchCols{stmt: queries.AnalysisRuns.Name, cols: runCols, rec: rec}
@@ -160,4 +199,23 @@ func nullOr[T any](a arrow.Array, j int, value func(int) T) T {
 		return zero
 	}
 	return value(j)
+}
+
+// addBatch adds the rows of a record batch of analysis_traces.
+func (t *traceLoader) addBatch(rec arrow.RecordBatch) error {
+	b := batchCols{stmt: queries.AnalysisTraces.Name, cols: traceCols, rec: rec}
+	task, model, cond, sigTrace, sigTools := b.str(0), b.str(1), b.str(2), b.str(3), b.str(4)
+	plan, states, tools, calls, output, runs := b.str(5), b.strings(6), b.strings(7), b.str(8), b.str(9), b.int(10)
+	if b.err != nil {
+		return b.err
+	}
+	v := traceValues{views: true}
+	for j := range int(rec.NumRows()) {
+		v.key = traceKey{CellKey{task(j), model(j), cond(j)}, sigTrace(j), sigTools(j)}
+		v.plan, v.states, v.tools, v.calls, v.output, v.runs = plan(j), states(j), tools(j), calls(j), output(j), runs(j)
+		if err := t.add(&v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

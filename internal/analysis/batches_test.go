@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestBatchCols(t *testing.T) {
 		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
 	}, nil)
 	bld := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
 	defer bld.Release()
@@ -25,19 +27,26 @@ func TestBatchCols(t *testing.T) {
 	bld.Field(1).(*array.Int32Builder).AppendValues([]int32{7, 9}, []bool{true, false})
 	bld.Field(2).(*array.BooleanBuilder).AppendValues([]bool{true, true}, []bool{true, false})
 	bld.Field(3).(*array.Float64Builder).AppendValues([]float64{1.5, 2.5}, []bool{true, false})
+	lb := bld.Field(4).(*array.ListBuilder)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	lb.AppendNull()
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
 
-	b := batchCols{stmt: "stmt", cols: []string{"s", "n", "b", "f"}, rec: rec}
-	s, n, bo, f := b.str(0), b.int(1), b.bool(2), b.float(3)
+	b := batchCols{stmt: "stmt", cols: []string{"s", "n", "b", "f", "l"}, rec: rec}
+	s, n, bo, f, l := b.str(0), b.int(1), b.bool(2), b.float(3), b.strings(4)
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
-	if s(0) != "x" || n(0) != 7 || !bo(0) || f(0) != 1.5 {
-		t.Errorf("row 0 = %q %d %v %v, want x 7 true 1.5", s(0), n(0), bo(0), f(0))
+	if s(0) != "x" || n(0) != 7 || !bo(0) || f(0) != 1.5 || !slices.Equal(l(0), []string{"a", "b"}) {
+		t.Errorf("row 0 = %q %d %v %v %q, want x 7 true 1.5 [a b]", s(0), n(0), bo(0), f(0), l(0))
 	}
-	if s(1) != "" || n(1) != 0 || bo(1) || f(1) != 0 {
-		t.Errorf("row 1 (NULLs) = %q %d %v %v, want the zero values", s(1), n(1), bo(1), f(1))
+	if s(1) != "" || n(1) != 0 || bo(1) || f(1) != 0 || l(1) == nil || len(l(1)) != 0 {
+		t.Errorf("row 1 (NULLs) = %q %d %v %v %#v, want the zero values and an empty list", s(1), n(1), bo(1), f(1), l(1))
+	}
+	if b.strings(0); b.err == nil || !strings.Contains(b.err.Error(), "column s: unexpected Arrow type utf8") {
+		t.Errorf("a list read from a string column: %v", b.err)
 	}
 
 	b = batchCols{stmt: "stmt", cols: []string{"s", "m"}, rec: rec}

@@ -150,10 +150,15 @@ func loadBig(ctx context.Context, tb testing.TB, w *warehouse.Warehouse) map[Cel
 		tb.Fatal(err)
 	}
 	defer done()
-	if _, err := loadCells(ctx, q, "big"); err != nil {
+	cells, err := loadCells(ctx, q, "big")
+	if err != nil {
 		tb.Fatal(err)
 	}
-	runs, err := loadRuns(ctx, q, selection{study: "big"}, true)
+	var traces int64
+	for _, c := range cells {
+		traces += c.distinctTraces
+	}
+	runs, err := loadRuns(ctx, q, selection{study: "big"}, true, traces)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -65,7 +65,11 @@ func computeOnce(ctx context.Context, q Querier, study string, opts Options) (*R
 	if err := loadCauses(ctx, q, study, cells); err != nil {
 		return nil, err
 	}
-	runs, err := loadRuns(ctx, q, selection{study: study}, st.Paired)
+	var traces int64
+	for _, c := range cells {
+		traces += c.distinctTraces
+	}
+	runs, err := loadRuns(ctx, q, selection{study: study}, st.Paired, traces)
 	if err != nil {
 		return nil, err
 	}

@@ -187,43 +187,24 @@ var runCols = []string{"task", "model", "condition", "run", "attempt", "status",
 // loadRuns returns the counted runs of the selection by cell, each cell's runs ordered by run
 // id. Run contents come from the signature grouping (analysis_traces) and are shared by the
 // runs of a group; paired studies get PairKey "input=I/seed=S".
-func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[CellKey][]metrics.Run, error) {
-	contents := map[traceKey]*content{}
-	// Traces that differ in their output alone (the usual case of an agent's free text) have
-	// the same calls: each distinct calls text is decoded once and its calls shared, as a
-	// trace's are by its runs (nothing changes a run's calls). With a baseline cell of about
-	// 900,000 traces that differ in their output, decoding every trace's calls took 8 of 139 s
-	// of CPU in a profile of BenchmarkComputeMillion (distinct=many), and Compute took 44 s
-	// without the memo and 33-34 s with it. The memo keeps at most maxCallsMemo texts, so that
-	// traces whose calls all differ hold little more than before.
-	callsMemo := map[string][]metrics.Call{}
-	err := q.Query(ctx, queries.AnalysisTraces, sel.args(), func(vals []any) error {
-		r := row{vals: vals, cols: traceCols}
-		k := traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.str(3), r.str(4)}
-		c := &content{plan: r.str(5), states: r.strings(6), tools: r.strings(7), output: r.str(9), runs: r.int(10)}
-		if r.err != nil {
-			return r.err
-		}
-		text := r.str(8)
-		calls, ok := callsMemo[text]
-		if !ok {
-			var err error
-			if calls, err = decodeCalls(text); err != nil {
-				return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
-			}
-			if len(callsMemo) < maxCallsMemo {
-				callsMemo[text] = calls
-			}
-		}
-		c.calls = calls
-		contents[k] = c
-		return r.err
-	})
+//
+// traces is the number of distinct traces expected, if known (0 otherwise): the map of their
+// contents is made for them rather than grown (at 900,000 traces its growth took 1.2 s of CPU).
+func loadRuns(ctx context.Context, q Querier, sel selection, paired bool, traces int64) (map[CellKey][]metrics.Run, error) {
+	t := &traceLoader{contents: make(map[traceKey]*content, max(traces, 0)), callsMemo: map[string][]metrics.Call{}}
+	l := &runLoader{paired: paired}
+	bq, batches := q.(batchQuerier)
+	var err error
+	if batches {
+		err = bq.QueryBatches(ctx, queries.AnalysisTraces, sel.args(), t.addBatch)
+	} else {
+		err = q.Query(ctx, queries.AnalysisTraces, sel.args(), t.addRow)
+	}
 	if err != nil {
 		return nil, err
 	}
-	l := newRunLoader(contents, paired)
-	if bq, ok := q.(batchQuerier); ok {
+	l.init(t.contents)
+	if batches {
 		err = bq.QueryBatches(ctx, queries.AnalysisRuns, sel.args(), l.addBatch)
 	} else {
 		err = q.Query(ctx, queries.AnalysisRuns, sel.args(), l.addRow)
@@ -232,6 +213,67 @@ func loadRuns(ctx context.Context, q Querier, sel selection, paired bool) (map[C
 		return nil, err
 	}
 	return l.finish()
+}
+
+// traceLoader keeps the contents of analysis_traces' rows, the distinct traces of each cell.
+//
+// Traces that differ in their output alone (the usual case of an agent's free text) have the
+// same calls: each distinct calls text is decoded once and its calls shared, as a trace's are by
+// its runs (nothing changes a run's calls). With a baseline cell of about 900,000 traces that
+// differ in their output, decoding every trace's calls took 8 of 139 s of CPU in a profile of
+// BenchmarkComputeMillion (distinct=many), and Compute took 44 s without the memo and 33-34 s
+// with it. The memo keeps at most maxCallsMemo texts, so that traces whose calls all differ
+// hold little more than before.
+type traceLoader struct {
+	contents  map[traceKey]*content
+	callsMemo map[string][]metrics.Call
+}
+
+// traceValues are one row of analysis_traces, as both readers of it give it to add; views as in
+// runValues.
+type traceValues struct {
+	key                 traceKey
+	plan, calls, output string
+	states, tools       []string // the loader's to keep
+	runs                int64
+	views               bool
+}
+
+// add keeps the content of v's trace.
+func (t *traceLoader) add(v *traceValues) error {
+	c := &content{plan: v.plan, states: v.states, tools: v.tools, output: v.output, runs: v.runs}
+	k := v.key
+	if v.views {
+		c.plan, c.output = strings.Clone(c.plan), strings.Clone(c.output)
+		k = traceKey{CellKey{strings.Clone(k.cell.Task), strings.Clone(k.cell.Model), strings.Clone(k.cell.Condition)},
+			strings.Clone(k.sigTrace), strings.Clone(k.sigTools)}
+	}
+	calls, ok := t.callsMemo[v.calls]
+	if !ok {
+		var err error
+		if calls, err = decodeCalls(v.calls); err != nil {
+			return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
+		}
+		if len(t.callsMemo) < maxCallsMemo {
+			t.callsMemo[strings.Clone(v.calls)] = calls
+		}
+	}
+	c.calls = calls
+	t.contents[k] = c
+	return nil
+}
+
+// addRow adds a row of analysis_traces as a Querier gives it.
+func (t *traceLoader) addRow(vals []any) error {
+	r := row{vals: vals, cols: traceCols}
+	v := traceValues{
+		key:  traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.str(3), r.str(4)},
+		plan: r.str(5), states: r.strings(6), tools: r.strings(7), calls: r.str(8), output: r.str(9), runs: r.int(10),
+	}
+	if r.err != nil {
+		return r.err
+	}
+	return t.add(&v)
 }
 
 // runLoader makes the runs of analysis_runs' rows, given the contents of their traces.
@@ -246,12 +288,12 @@ type runLoader struct {
 	pair     []byte
 }
 
-func newRunLoader(contents map[traceKey]*content, paired bool) *runLoader {
-	l := &runLoader{contents: contents, paired: paired, counted: map[CellKey]int{}, out: map[CellKey][]metrics.Run{}}
+// init gives the loader the contents of the traces its runs have.
+func (l *runLoader) init(contents map[traceKey]*content) {
+	l.contents, l.counted, l.out = contents, map[CellKey]int{}, map[CellKey][]metrics.Run{}
 	for k, c := range contents {
 		l.counted[k.cell] += int(max(c.runs, 0))
 	}
-	return l
 }
 
 // runValues are one row of analysis_runs, as both readers of it (rows and record batches) give

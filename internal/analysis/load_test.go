@@ -77,11 +77,11 @@ func TestLoadRunsBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sel := range []selection{{study: study}, {study: study, task: "credit_ecl", model: "sim-a", toUS: &to}} {
-			want, err := loadRuns(ctx, rowsOnly{q}, sel, st.Paired)
+			want, err := loadRuns(ctx, rowsOnly{q}, sel, st.Paired, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := loadRuns(ctx, q, sel, st.Paired)
+			got, err := loadRuns(ctx, q, sel, st.Paired, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -146,7 +146,7 @@ func compareWindowsOnce(ctx context.Context, q Querier, cell CellFilter, a, b Wi
 func loadWindow(ctx context.Context, q Querier, cell CellFilter, w Window) ([]metrics.Run, error) {
 	sel := selection{study: cell.Study, task: cell.Task, model: cell.Model, condition: cell.Condition}
 	sel.fromUS, sel.toUS = w.bounds()
-	byCell, err := loadRuns(ctx, q, sel, false)
+	byCell, err := loadRuns(ctx, q, sel, false, 0)
 	if err != nil {
 		return nil, err
 	}
