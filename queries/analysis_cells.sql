@@ -5,11 +5,14 @@
 --   as their bytes, which are distinct exactly when their hex is). Read directly rather than
 --   through the view runs, whose scan of every study's run.started events dominated the cost. A
 --   run's latest and counted attempts come from a grouping by run joined back (latest), not a
---   window over run, which sorted every attempt with all its columns: at two cells of 10^6 runs
---   DuckDB took 3.6-4.4 s for the statement with the window and the hex signatures, 3.4-3.7 s
---   with the window and the bytes, 1.5 s with the grouping (docs/benchmarks.md).
+--   window over run, which sorted every attempt with all its columns; runs and incomplete_runs
+--   count a run at the row of its latest attempt, not by count(DISTINCT run). At two cells of
+--   10^6 runs DuckDB took 3.6-4.4 s for the statement with the window and the hex signatures,
+--   3.4-3.7 s with the window and the bytes, 1.5-1.9 s with the grouping and 0.9-1.0 s with
+--   neither distinct count (docs/benchmarks.md).
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
---   expected_runs (study.defined; NULL without one), runs (distinct runs seen), counted_runs (N:
+--   expected_runs (study.defined; NULL without one), runs (distinct runs seen, each in the cell
+--   of its latest attempt), counted_runs (N:
 --   the scored runs — each run counts once, by its latest finished attempt, and is scored when
 --   that attempt is the agent's behaviour: succeeded, failed, escalated or overflow),
 --   errored_runs (latest finished attempt errored: the model or a tool server never answered),
@@ -76,13 +79,13 @@ WITH defined AS (
     SELECT * FROM joined JOIN latest USING (run)
 ), seen AS (
     SELECT task, model, condition,
-           count(DISTINCT run) AS runs,
+           count(*) FILTER (WHERE attempt = latest_attempt) AS runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND scored) AS counted_runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND status = 'errored') AS errored_runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND status = 'aborted') AS aborted_runs,
            count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt) AS superseded_attempts,
            count(*) FILTER (WHERE attempt < latest_attempt AND attempt IS DISTINCT FROM counted_attempt AND finished) AS superseded_finished,
-           count(DISTINCT run) FILTER (WHERE counted_attempt IS NULL)
+           count(*) FILTER (WHERE counted_attempt IS NULL AND attempt = latest_attempt)
                + count(*) FILTER (WHERE attempt = counted_attempt AND status = 'incomplete') AS incomplete_runs,
            count(*) FILTER (WHERE attempt = latest_attempt AND NOT finished) AS running_attempts,
            count(*) FILTER (WHERE attempt = counted_attempt AND fold_error IS NOT NULL) AS fold_errors,

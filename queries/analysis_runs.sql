@@ -4,16 +4,18 @@
 --   (BIGINT microseconds since the epoch, NULL for unbounded): keep runs with $5 <= started_at <
 --   $6. Table run_fold_rows (one row per finished attempt; reading it rather than the view runs
 --   spares the view's scan of every run.started event, and rather than the view run_folds
---   spares the hex of the signatures of the attempts not kept). A run counts once, by its latest
---   finished attempt (see analysis_cells), and is scored when that attempt's status is the
---   agent's behaviour: succeeded, failed, escalated or overflow (not errored, aborted, or
---   incomplete: a history with a gap).
+--   reads the signatures as bytes). A run counts once, by its latest finished attempt (see
+--   analysis_cells), and is scored when that attempt's status is the agent's behaviour:
+--   succeeded, failed, escalated or overflow (not errored, aborted, or incomplete: a history
+--   with a gap).
 -- Outputs: rows (task, model, condition, run, attempt, status, success, tokens, latency_ms,
 --   retries, plan_reprompts, rejected_tool_calls, escalated, input_index, seed_index, started_us,
---   sig_trace, sig_tools, input_key), ordered by task, model, condition, run. success is the
---   ground-truth check, false for escalated runs; latency_ms is run.finished's latency (the
---   timestamps' difference when it is missing); input_key is the run's input key (NULL when it
---   has none).
+--   trace_key, input_key), ordered by task, model, condition, run. success is the ground-truth
+--   check, false for escalated runs; latency_ms is run.finished's latency (the timestamps'
+--   difference when it is missing); trace_key is analysis_traces' trace_key of the run's trace
+--   (a 63-bit hash of its two signatures, not their 128 characters of hex: at two cells of 10^6
+--   runs reading the statement as Arrow took 3.4-3.6 s with the hex and 1.7-2.2 s with the
+--   hash, docs/benchmarks.md); input_key is the run's input key (NULL when it has none).
 WITH attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
            coalesce(condition, '') AS condition, run, attempt, status, success, tokens,
@@ -31,7 +33,7 @@ SELECT task, model, condition, run, attempt, status,
        escalated OR status = 'escalated' AS escalated,
        input_index, seed_index,
        epoch_us(started_at) AS started_us,
-       lower(hex(sig_trace)) AS sig_trace, lower(hex(sig_tools)) AS sig_tools, input_key
+       CAST(hash(sig_trace, sig_tools) >> 1 AS BIGINT) AS trace_key, input_key
 FROM attempts
 WHERE attempt = counted_attempt
   AND status IN ('succeeded', 'failed', 'escalated', 'overflow')

@@ -6,11 +6,14 @@
 --   run_fold_rows (finished attempts), read without the view run_folds so that the signatures'
 --   hex and the lists' JSON are made once a group rather than once a run.
 -- Outputs: rows (task, model, condition, sig_trace, sig_tools, plan, states, tools, calls,
---   output, runs), one per distinct (sig_trace, sig_tools) of a cell, ordered by task, model,
---   condition, sig_trace, sig_tools. sig_trace covers plan, states, calls and output and
---   sig_tools the tools, so the content is that of any run of the group (the one with the least
---   run id is taken). calls is the canonical JSON array of {"args":…,"tool":…}; runs counts the
---   group's runs.
+--   output, runs, trace_key), one per distinct (sig_trace, sig_tools) of a cell, ordered by
+--   task, model, condition, sig_trace, sig_tools. sig_trace covers plan, states, calls and output
+--   and sig_tools the tools, so the content is that of any run of the group (the one with the
+--   least run id is taken). calls is the canonical JSON array of {"args":…,"tool":…}; runs counts
+--   the group's runs. trace_key (BIGINT) is DuckDB's hash of the two signatures' bytes, shifted
+--   to 63 bits, by which analysis_runs names each run's trace: two traces of a cell with the
+--   same key (a chance of about 5 in 10^8 at 10^6 traces) make the analysis an error, never a
+--   merge.
 WITH attempts AS (
     SELECT coalesce(task, '') AS task, coalesce(model, '') AS model,
            coalesce(condition, '') AS condition, run, attempt, status, started_at,
@@ -25,7 +28,8 @@ SELECT task, model, condition, lower(hex(sig_trace)) AS sig_trace, lower(hex(sig
        from_json(arg_min(tools, run), '["VARCHAR"]') AS tools,
        arg_min(calls, run) AS calls,
        arg_min(output, run) AS output,
-       count(*) AS runs
+       count(*) AS runs,
+       CAST(hash(sig_trace, sig_tools) >> 1 AS BIGINT) AS trace_key
 FROM attempts
 WHERE attempt = counted_attempt
   AND status IN ('succeeded', 'failed', 'escalated', 'overflow')

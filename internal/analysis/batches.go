@@ -173,14 +173,14 @@ func (l *runLoader) addBatch(rec arrow.RecordBatch) error {
 	success, tokens, latency := b.bool(6), b.int(7), b.float(8)
 	retries, reprompts, rejected := b.int(9), b.int(10), b.int(11)
 	escalated, input, seed := b.bool(12), b.int(13), b.int(14)
-	sigTrace, sigTools, inputKey := b.str(16), b.str(17), b.str(18)
+	trace, inputKey := b.int(16), b.str(17)
 	if b.err != nil {
 		return b.err
 	}
 	v := runValues{views: true}
 	for j := range int(rec.NumRows()) {
 		v.cell = CellKey{task(j), model(j), cond(j)}
-		v.id, v.sigTrace, v.sigTools, v.inputKey = id(j), sigTrace(j), sigTools(j), inputKey(j)
+		v.id, v.trace, v.inputKey = id(j), trace(j), inputKey(j)
 		v.success, v.escalated = success(j), escalated(j)
 		v.tokens, v.latencyMS = tokens(j), latency(j)
 		v.retries, v.reprompts, v.rejected = retries(j), reprompts(j), rejected(j)
@@ -206,12 +206,14 @@ func (t *traceLoader) addBatch(rec arrow.RecordBatch) error {
 	b := batchCols{stmt: queries.AnalysisTraces.Name, cols: traceCols, rec: rec}
 	task, model, cond, sigTrace, sigTools := b.str(0), b.str(1), b.str(2), b.str(3), b.str(4)
 	plan, states, tools, calls, output, runs := b.str(5), b.strings(6), b.strings(7), b.str(8), b.str(9), b.int(10)
+	key := b.int(11)
 	if b.err != nil {
 		return b.err
 	}
 	v := traceValues{views: true}
 	for j := range int(rec.NumRows()) {
-		v.key = traceKey{CellKey{task(j), model(j), cond(j)}, sigTrace(j), sigTools(j)}
+		v.key = traceKey{CellKey{task(j), model(j), cond(j)}, key(j)}
+		v.sigTrace, v.sigTools = sigTrace(j), sigTools(j)
 		v.plan, v.states, v.tools, v.calls, v.output, v.runs = plan(j), states(j), tools(j), calls(j), output(j), runs(j)
 		if err := t.add(&v); err != nil {
 			return err

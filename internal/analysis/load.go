@@ -165,24 +165,27 @@ func (s selection) args() []any {
 
 // content is a distinct trace of a cell (analysis_traces), shared by the runs that have it.
 type content struct {
-	plan, output string
-	states       []string
-	tools        []string
-	calls        []metrics.Call
-	runs         int64 // multiplicity according to SQL
-	seen         int64 // runs attached
+	sigTrace, sigTools string // for messages
+	plan, output       string
+	states             []string
+	tools              []string
+	calls              []metrics.Call
+	runs               int64 // multiplicity according to SQL
+	seen               int64 // runs attached
 }
 
+// traceKey names a trace of a cell by analysis_traces' trace_key, a hash of its signatures.
 type traceKey struct {
-	cell               CellKey
-	sigTrace, sigTools string
+	cell CellKey
+	key  int64
 }
 
-var traceCols = []string{"task", "model", "condition", "sig_trace", "sig_tools", "plan", "states", "tools", "calls", "output", "runs"}
+var traceCols = []string{"task", "model", "condition", "sig_trace", "sig_tools", "plan", "states", "tools", "calls", "output",
+	"runs", "trace_key"}
 
 var runCols = []string{"task", "model", "condition", "run", "attempt", "status", "success", "tokens", "latency_ms",
 	"retries", "plan_reprompts", "rejected_tool_calls", "escalated", "input_index", "seed_index", "started_us",
-	"sig_trace", "sig_tools", "input_key"}
+	"trace_key", "input_key"}
 
 // loadRuns returns the counted runs of the selection by cell, each cell's runs ordered by run
 // id. Run contents come from the signature grouping (analysis_traces) and are shared by the
@@ -232,27 +235,34 @@ type traceLoader struct {
 // traceValues are one row of analysis_traces, as both readers of it give it to add; views as in
 // runValues.
 type traceValues struct {
-	key                 traceKey
-	plan, calls, output string
-	states, tools       []string // the loader's to keep
-	runs                int64
-	views               bool
+	key                traceKey
+	sigTrace, sigTools string
+	plan, calls        string
+	output             string
+	states, tools      []string // the loader's to keep
+	runs               int64
+	views              bool
 }
 
 // add keeps the content of v's trace.
 func (t *traceLoader) add(v *traceValues) error {
-	c := &content{plan: v.plan, states: v.states, tools: v.tools, output: v.output, runs: v.runs}
+	c := &content{sigTrace: v.sigTrace, sigTools: v.sigTools, plan: v.plan, states: v.states, tools: v.tools,
+		output: v.output, runs: v.runs}
 	k := v.key
 	if v.views {
+		c.sigTrace, c.sigTools = strings.Clone(c.sigTrace), strings.Clone(c.sigTools)
 		c.plan, c.output = strings.Clone(c.plan), strings.Clone(c.output)
-		k = traceKey{CellKey{strings.Clone(k.cell.Task), strings.Clone(k.cell.Model), strings.Clone(k.cell.Condition)},
-			strings.Clone(k.sigTrace), strings.Clone(k.sigTools)}
+		k.cell = CellKey{strings.Clone(k.cell.Task), strings.Clone(k.cell.Model), strings.Clone(k.cell.Condition)}
+	}
+	if o := t.contents[k]; o != nil {
+		return fmt.Errorf("analysis: traces %s/%s and %s/%s of %s have the same trace key %d (a hash collision): "+
+			"this study cannot be analysed until the key is widened; please report it", o.sigTrace, o.sigTools, c.sigTrace, c.sigTools, k.cell, k.key)
 	}
 	calls, ok := t.callsMemo[v.calls]
 	if !ok {
 		var err error
 		if calls, err = decodeCalls(v.calls); err != nil {
-			return fmt.Errorf("analysis: calls of trace %s in %s: %w", k.sigTrace, k.cell, err)
+			return fmt.Errorf("analysis: calls of trace %s in %s: %w", c.sigTrace, k.cell, err)
 		}
 		if len(t.callsMemo) < maxCallsMemo {
 			t.callsMemo[strings.Clone(v.calls)] = calls
@@ -267,8 +277,8 @@ func (t *traceLoader) add(v *traceValues) error {
 func (t *traceLoader) addRow(vals []any) error {
 	r := row{vals: vals, cols: traceCols}
 	v := traceValues{
-		key:  traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.str(3), r.str(4)},
-		plan: r.str(5), states: r.strings(6), tools: r.strings(7), calls: r.str(8), output: r.str(9), runs: r.int(10),
+		key:      traceKey{CellKey{r.str(0), r.str(1), r.str(2)}, r.int(11)},
+		sigTrace: r.str(3), sigTools: r.str(4), plan: r.str(5), states: r.strings(6), tools: r.strings(7), calls: r.str(8), output: r.str(9), runs: r.int(10),
 	}
 	if r.err != nil {
 		return r.err
@@ -300,7 +310,8 @@ func (l *runLoader) init(contents map[traceKey]*content) {
 // it to add.
 type runValues struct {
 	cell                       CellKey
-	id, sigTrace, sigTools     string
+	id                         string
+	trace                      int64 // trace_key
 	success, escalated         bool
 	tokens, retries, reprompts int64
 	rejected, input, seed      int64
@@ -330,7 +341,7 @@ func (l *runLoader) add(v *runValues) error {
 			l.cur = make([]metrics.Run, 0, l.counted[key])
 		}
 	}
-	c := l.contents[traceKey{v.cell, v.sigTrace, v.sigTools}]
+	c := l.contents[traceKey{v.cell, v.trace}]
 	if c == nil {
 		return fmt.Errorf("%w: run %s of %s has a trace the signature grouping did not return", ErrChanged, v.id, v.cell)
 	}
@@ -366,7 +377,7 @@ func (l *runLoader) addRow(vals []any) error {
 		cell: CellKey{r.str(0), r.str(1), r.str(2)}, id: r.str(3),
 		success: r.bool(6), tokens: r.int(7), latencyMS: r.float(8),
 		retries: r.int(9), reprompts: r.int(10), rejected: r.int(11), escalated: r.bool(12),
-		input: r.int(13), seed: r.int(14), sigTrace: r.str(16), sigTools: r.str(17), inputKey: r.str(18),
+		input: r.int(13), seed: r.int(14), trace: r.int(16), inputKey: r.str(17),
 	}
 	if r.err != nil {
 		return r.err
@@ -379,7 +390,7 @@ func (l *runLoader) finish() (map[CellKey][]metrics.Run, error) {
 	l.flush()
 	for k, c := range l.contents {
 		if c.seen != c.runs {
-			return nil, fmt.Errorf("%w: trace %s of %s: %d runs grouped, %d loaded", ErrChanged, k.sigTrace, k.cell, c.runs, c.seen)
+			return nil, fmt.Errorf("%w: trace %s of %s: %d runs grouped, %d loaded", ErrChanged, c.sigTrace, k.cell, c.runs, c.seen)
 		}
 	}
 	// The statement orders by run id; sorting again makes the order a property of this code,

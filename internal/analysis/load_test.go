@@ -10,6 +10,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/metrics"
 	"github.com/dittolab/ditto/queries"
 )
 
@@ -99,5 +100,24 @@ func TestLoadRunsBatches(t *testing.T) {
 	}
 	if len(studies) < 2 || total == 0 || keyed == 0 || pairs == 0 {
 		t.Errorf("%d studies, %d runs, %d with an input key, %d paired: the fixture no longer covers what this test compares", len(studies), total, keyed, pairs)
+	}
+}
+
+// TestTraceKeyCollision: two distinct traces of a cell with the same trace key (a hash
+// collision) are an error naming both, never one trace whose runs the other's would join.
+func TestTraceKeyCollision(t *testing.T) {
+	l := &traceLoader{contents: map[traceKey]*content{}, callsMemo: map[string][]metrics.Call{}}
+	cell := CellKey{"t", "m", "c"}
+	for _, sig := range []string{"aa", "bb"} {
+		err := l.add(&traceValues{key: traceKey{cell, 42}, sigTrace: sig, sigTools: "tt", calls: "[]", runs: 1})
+		if sig == "aa" && err != nil {
+			t.Fatal(err)
+		}
+		if sig == "bb" && (err == nil || !strings.Contains(err.Error(), "aa/tt and bb/tt") || !strings.Contains(err.Error(), "collision")) {
+			t.Errorf("a second trace with key 42: %v, want an error naming both traces", err)
+		}
+	}
+	if err := l.add(&traceValues{key: traceKey{CellKey{"t", "m", "other"}, 42}, sigTrace: "bb", calls: "[]"}); err != nil {
+		t.Errorf("the same key in another cell: %v", err)
 	}
 }
