@@ -5,7 +5,10 @@
 package queries
 
 import (
+	"context"
+	"database/sql"
 	"embed"
+	"fmt"
 	"strings"
 )
 
@@ -145,7 +148,26 @@ var (
 	// run_fold_rows and drop the table, in one transaction.
 	MigrateRunFoldsCopy = load("migrate_run_folds_copy", Migrate)
 	MigrateRunFoldsDrop = load("migrate_run_folds_drop", Migrate)
+	// MigrateRunFoldRowsView presents such a table as run_fold_rows on one connection of a
+	// database opened read-only (see ReadOnlyInit).
+	MigrateRunFoldRowsView = load("migrate_run_fold_rows_view", Migrate)
 )
+
+// ReadOnlyInit returns the statements each connection of a database opened read-only runs
+// first, as db (opened read-only on the same file) finds it: for a database whose run folds an
+// older build stored in a table run_folds, not yet migrated, MigrateRunFoldRowsView; none
+// otherwise. A run_folds table older still (without input_key) gets none: the statements that
+// read it fail, and an ingesting open refuses it naming the rebuild.
+func ReadOnlyInit(ctx context.Context, db *sql.DB) ([]string, error) {
+	var table, current bool
+	if err := db.QueryRowContext(ctx, IngestSchemaCheck.SQL).Scan(&table, &current); err != nil {
+		return nil, fmt.Errorf("schema check: %w", err)
+	}
+	if table && current {
+		return []string{MigrateRunFoldRowsView.SQL}, nil
+	}
+	return nil, nil
+}
 
 // Schema returns the statements that create the projection, in the order to run them. They are
 // idempotent (IF NOT EXISTS, OR REPLACE).
@@ -169,7 +191,7 @@ func All() []Statement {
 		ReportBasis, ReportCells, ReportStudies, ReportWindowCells, ReportContext, ReportCoding,
 		ConsoleStudies, ConsoleWatermark, ConsoleCells, ConsoleCellGroups, ConsoleCellUnscored,
 		ConsoleCellRuns, ConsoleRun, ConsoleRunEvents, ConsoleDriftCells,
-		MigrateRunFoldsCopy, MigrateRunFoldsDrop,
+		MigrateRunFoldsCopy, MigrateRunFoldsDrop, MigrateRunFoldRowsView,
 	)
 }
 

@@ -14,6 +14,7 @@ package duckconn
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -31,13 +32,37 @@ type Connector struct {
 }
 
 // New opens a DuckDB database as duckdb.NewConnector does (dsn is the file, with options as
-// URL parameters) and returns its Connector.
-func New(dsn string) (*Connector, error) {
-	c, err := duckdb.NewConnector(dsn, nil)
+// URL parameters) and returns its Connector. Each new connection runs the init statements
+// first, in order (a temporary view, say, which only its connection sees).
+func New(dsn string, init ...string) (*Connector, error) {
+	var fn func(driver.ExecerContext) error
+	if len(init) > 0 {
+		fn = func(e driver.ExecerContext) error {
+			for _, s := range init {
+				if _, err := e.ExecContext(context.Background(), s, nil); err != nil {
+					return fmt.Errorf("duckconn: connection init: %w", err)
+				}
+			}
+			return nil
+		}
+	}
+	c, err := duckdb.NewConnector(dsn, fn)
 	if err != nil {
 		return nil, err
 	}
 	return &Connector{Connector: c}, nil
+}
+
+// With opens dsn on a connector of its own, gives f a database of its connections, and closes
+// them before it returns (to read a file's catalog, say, before opening it as it needs).
+func With(dsn string, f func(db *sql.DB) error) error {
+	c, err := New(dsn)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(c)
+	err = f(db)
+	return errors.Join(err, db.Close(), c.Close())
 }
 
 // Connect returns a new connection.

@@ -18,6 +18,7 @@ import (
 	"github.com/dittolab/ditto/internal/duckconn"
 	"github.com/dittolab/ditto/internal/duckconn/duckconntest"
 	"github.com/dittolab/ditto/internal/leaktest"
+	"github.com/dittolab/ditto/queries"
 )
 
 // fixture is a real DuckDB file with a table, a view and a table macro, hardened like serve's.
@@ -611,5 +612,66 @@ func needsStream(tb testing.TB) {
 	tb.Helper()
 	if !CanStream {
 		tb.Skip("answers SQL queries, which needs the duckdb_arrow build tag (make test, or go test -tags duckdb_arrow)")
+	}
+}
+
+// TestOpenReadOnlyOldRunFolds: a database whose run folds an older build stored in a table
+// run_folds (its DDL in the warehouse's testdata), not yet migrated, opened read-only presents
+// that table as run_fold_rows, in run_fold_rows' columns, on every connection: the analysis
+// statements read it there.
+func TestOpenReadOnlyOldRunFolds(t *testing.T) {
+	oldDDL, err := os.ReadFile(filepath.Join("..", "warehouse", "testdata", "oldschema", "table_run_folds.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.duckdb")
+	mem, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	columns := func(db interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	}) []string {
+		rows, err := db.QueryContext(context.Background(), "SELECT * FROM run_fold_rows LIMIT 0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cols
+	}
+	if _, err := mem.Exec(queries.TableRunFoldRows.SQL); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(columns(mem), ",")
+	old, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(string(oldDDL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 2 { // the first held, so that the second is another connection
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got := strings.Join(columns(c), ","); got != want {
+			t.Errorf("connection %d: run_fold_rows has columns %s, want %s", i, got, want)
+		}
 	}
 }

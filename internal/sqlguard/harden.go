@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dittolab/ditto/internal/duckconn"
+	"github.com/dittolab/ditto/queries"
 )
 
 // Harden turns off DuckDB's access to anything outside its own database files, for the
@@ -67,7 +68,17 @@ func OpenReadOnly(ctx context.Context, path string, allowedDirs ...string) (*sql
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("sqlguard: open %s: %w", path, err)
 	}
-	connector, err := duckconn.New(path + "?access_mode=READ_ONLY")
+	dsn := path + "?access_mode=READ_ONLY"
+	// A database an older build wrote, not yet migrated, reads as it is (queries.ReadOnlyInit).
+	var init []string
+	err := duckconn.With(dsn, func(db *sql.DB) (err error) {
+		init, err = queries.ReadOnlyInit(ctx, db)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlguard: open %s read-only: %w", path, err)
+	}
+	connector, err := duckconn.New(dsn, init...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlguard: open %s read-only: %w", path, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dittolab/ditto/internal/warehouse"
 	"github.com/dittolab/ditto/internal/warehouse/warehousetest"
+	"github.com/dittolab/ditto/queries"
 )
 
 // TestOpenRefusesOldRunFolds: a database whose run_folds predates the run statuses and input
@@ -53,6 +54,7 @@ func TestOldRunFoldsMigrate(t *testing.T) {
 	if len(want["run_folds"]) == 0 {
 		t.Fatal("the golden data set has no run_folds rows")
 	}
+	wantReads := analysisReads(t, w.DB())
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +99,27 @@ func TestOldRunFoldsMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []string{"run_folds", "runs", "cells"} {
+	// One connection held, so that the reads below take another: each connection presents the
+	// table as run_fold_rows, which the analysis statements read.
+	held, err := ro.DB().Conn(warehousetest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{"run_folds", "runs", "cells", "run_fold_rows"} {
 		if got := warehousetest.Dump(t, ro.DB(), o); strings.Join(got, "\n") != strings.Join(want[o], "\n") {
 			t.Errorf("%s of the old database opened read-only differs", o)
 		}
+	}
+	for name, rows := range analysisReads(t, ro.DB()) {
+		if strings.Join(rows, "\n") != strings.Join(wantReads[name], "\n") {
+			t.Errorf("%s of the old database opened read-only differs:\n got %.400q\nwant %.400q", name, rows, wantReads[name])
+		}
+	}
+	if len(wantReads) != 4 {
+		t.Errorf("%d analysis statements read, want 4", len(wantReads))
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -128,4 +147,43 @@ func TestOldRunFoldsMigrate(t *testing.T) {
 			t.Errorf("%s after a second open differs", o)
 		}
 	}
+}
+
+// analysisReads runs the analysis statements that read run_fold_rows itself for every study of
+// db and returns their rows by statement.
+func analysisReads(t *testing.T, db *sql.DB) map[string][]string {
+	t.Helper()
+	var studies []string
+	rows, err := db.Query("SELECT DISTINCT study FROM run_folds ORDER BY study")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		studies = append(studies, s)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, s := range []queries.Statement{queries.AnalysisCells, queries.AnalysisCauses, queries.AnalysisRuns, queries.AnalysisTraces} {
+		for _, study := range studies {
+			args := []any{study}
+			if s.Name == queries.AnalysisRuns.Name || s.Name == queries.AnalysisTraces.Name {
+				args = append(args, nil, nil, nil, nil, nil)
+			}
+			rows, err := db.Query(s.SQL, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+			out[s.Name] = append(out[s.Name], warehousetest.Rows(t, rows)...)
+		}
+		if len(out[s.Name]) == 0 && s.Name != queries.AnalysisCauses.Name {
+			t.Errorf("%s: no rows", s.Name)
+		}
+	}
+	return out
 }

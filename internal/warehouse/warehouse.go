@@ -91,7 +91,19 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}
-	connector, err := duckconn.New(dsn)
+	var init []string
+	if cfg.ReadOnly {
+		// A database an older build wrote, opened before an ingesting open migrated it,
+		// reads as it is (queries.ReadOnlyInit).
+		err := duckconn.With(dsn, func(db *sql.DB) (err error) {
+			init, err = queries.ReadOnlyInit(ctx, db)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
+		}
+	}
+	connector, err := duckconn.New(dsn, init...)
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: open %q: %w", cfg.Path, err)
 	}
