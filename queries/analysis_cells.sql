@@ -8,8 +8,8 @@
 --   window over run, which sorted every attempt with all its columns; runs and incomplete_runs
 --   count a run at the row of its latest attempt, not by count(DISTINCT run). At two cells of
 --   10^6 runs DuckDB took 3.6-4.4 s for the statement with the window and the hex signatures,
---   3.4-3.7 s with the window and the bytes, 1.5-1.9 s with the grouping and 0.9-1.0 s with
---   neither distinct count (docs/benchmarks.md).
+--   3.2-3.7 s with the window and the bytes, 1.5-1.9 s with the grouping, and 0.9-1.0 s counting
+--   runs without DISTINCT as well (few distinct traces; docs/benchmarks.md).
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
 --   expected_runs (study.defined; NULL without one), runs (distinct runs seen, each in the cell
 --   of its latest attempt), counted_runs (N:
