@@ -6,14 +6,17 @@
 --   through the view runs, whose scan of every study's run.started events dominated the cost. A
 --   run's latest and counted attempts come from a grouping by run joined back (latest), not a
 --   window over run, which sorted every attempt with all its columns; runs and incomplete_runs
---   count a run at the row of its latest attempt, not by count(DISTINCT run). At two cells of
---   10^6 runs DuckDB took 3.6-4.4 s for the statement with the window and the hex signatures,
---   3.2-3.7 s with the window and the bytes, 1.5-1.9 s with the grouping, and 0.9-1.0 s counting
---   runs without DISTINCT as well (few distinct traces; docs/benchmarks.md).
+--   count a run at one row, not by count(DISTINCT run) (which counted a run whose attempts name
+--   different cells in each of them). At two cells of 10^6 runs DuckDB took 3.6-4.4 s for the
+--   statement with the window and the hex signatures, 3.2-3.7 s with the window and the bytes,
+--   1.5-1.9 s with the grouping, and 0.9-1.0 s counting runs without DISTINCT as well (few
+--   distinct traces; docs/benchmarks.md).
 -- Outputs: one row per cell (task, model, condition; NULL names read as ''), ordered by them:
---   expected_runs (study.defined; NULL without one), runs (distinct runs seen, each in the cell
---   of its latest attempt), counted_runs (N:
---   the scored runs — each run counts once, by its latest finished attempt, and is scored when
+--   expected_runs (study.defined; NULL without one), runs (distinct runs seen, each once: in the
+--   cell of its latest finished attempt, else of its latest attempt, so that, over the statuses
+--   run.finished can carry, runs is the sum of counted_runs, errored_runs, aborted_runs and
+--   incomplete_runs), counted_runs (N: the scored
+--   runs — each run counts once, by its latest finished attempt, and is scored when
 --   that attempt is the agent's behaviour: succeeded, failed, escalated or overflow),
 --   errored_runs (latest finished attempt errored: the model or a tool server never answered),
 --   aborted_runs (latest finished attempt aborted), superseded_attempts (attempts not counted
@@ -79,7 +82,7 @@ WITH defined AS (
     SELECT * FROM joined JOIN latest USING (run)
 ), seen AS (
     SELECT task, model, condition,
-           count(*) FILTER (WHERE attempt = latest_attempt) AS runs,
+           count(*) FILTER (WHERE attempt = coalesce(counted_attempt, latest_attempt)) AS runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND scored) AS counted_runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND status = 'errored') AS errored_runs,
            count(*) FILTER (WHERE attempt = counted_attempt AND status = 'aborted') AS aborted_runs,

@@ -29,7 +29,7 @@ SELECT task, model, condition, lower(hex(sig_trace)) AS sig_trace, lower(hex(sig
        arg_min(calls, run) AS calls,
        arg_min(output, run) AS output,
        count(*) AS runs,
-       CAST(hash(sig_trace, sig_tools) >> 1 AS BIGINT) AS trace_key
+       CAST(hash(attempts.sig_trace, attempts.sig_tools) >> 1 AS BIGINT) AS trace_key
 FROM attempts
 WHERE attempt = counted_attempt
   AND status IN ('succeeded', 'failed', 'escalated', 'overflow')

@@ -191,8 +191,10 @@ var runCols = []string{"task", "model", "condition", "run", "attempt", "status",
 // id. Run contents come from the signature grouping (analysis_traces) and are shared by the
 // runs of a group; paired studies get PairKey "input=I/seed=S".
 //
-// traces is the number of distinct traces expected, if known (0 otherwise): the map of their
-// contents is made for them rather than grown (at 900,000 traces its growth took 1.2 s of CPU).
+// traces is a lower bound of the distinct traces, if known (0 otherwise; analysis_cells'
+// distinct_traces counts distinct sig_trace, a trace being a distinct (sig_trace, sig_tools)):
+// the map of their contents is made for them rather than grown (at 900,000 traces its growth
+// took 1.2 s of CPU).
 func loadRuns(ctx context.Context, q Querier, sel selection, paired bool, traces int64) (map[CellKey][]metrics.Run, error) {
 	t := &traceLoader{contents: make(map[traceKey]*content, max(traces, 0)), callsMemo: map[string][]metrics.Call{}}
 	l := &runLoader{paired: paired}
@@ -317,8 +319,8 @@ type runValues struct {
 	rejected, input, seed      int64
 	latencyMS                  float64
 	inputKey                   string
-	// views: the strings are views of memory the reader reuses (an Arrow batch's buffers),
-	// so that add copies what it keeps.
+	// views: the strings are views of memory freed after the call (an Arrow batch's buffers,
+	// which DuckDB owns), so that add copies what it keeps.
 	views bool
 }
 

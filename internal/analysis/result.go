@@ -93,7 +93,8 @@ type Cell struct {
 type CellData struct {
 	// ExpectedRuns is what study.defined planned (null without a definition).
 	ExpectedRuns *int64 `json:"expected_runs"`
-	// Runs counts the distinct runs seen, CountedRuns the scored ones, in the metrics (N).
+	// Runs counts the distinct runs seen, each in one cell: that of its latest finished attempt,
+	// else of its latest attempt. CountedRuns counts the scored ones, in the metrics (N).
 	Runs        int64 `json:"runs"`
 	CountedRuns int64 `json:"counted_runs"`
 	// ErroredRuns never reached their model or a tool server, or got no answer (Causes says
