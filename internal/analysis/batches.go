@@ -222,3 +222,13 @@ func (t *traceLoader) addBatch(rec arrow.RecordBatch) error {
 	}
 	return nil
 }
+
+// queryEither runs s through q as record batches (addBatch) when q can give them, else row by
+// row (addRow).
+func queryEither(ctx context.Context, q Querier, s queries.Statement, args []any,
+	addRow func([]any) error, addBatch func(arrow.RecordBatch) error) error {
+	if bq, ok := q.(batchQuerier); ok {
+		return bq.QueryBatches(ctx, s, args, addBatch)
+	}
+	return q.Query(ctx, s, args, addRow)
+}

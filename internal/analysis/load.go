@@ -197,24 +197,12 @@ var runCols = []string{"task", "model", "condition", "run", "attempt", "status",
 // took 1.2 s of CPU).
 func loadRuns(ctx context.Context, q Querier, sel selection, paired bool, traces int64) (map[CellKey][]metrics.Run, error) {
 	t := &traceLoader{contents: make(map[traceKey]*content, max(traces, 0)), callsMemo: map[string][]metrics.Call{}}
-	l := &runLoader{paired: paired}
-	bq, batches := q.(batchQuerier)
-	var err error
-	if batches {
-		err = bq.QueryBatches(ctx, queries.AnalysisTraces, sel.args(), t.addBatch)
-	} else {
-		err = q.Query(ctx, queries.AnalysisTraces, sel.args(), t.addRow)
-	}
-	if err != nil {
+	if err := queryEither(ctx, q, queries.AnalysisTraces, sel.args(), t.addRow, t.addBatch); err != nil {
 		return nil, err
 	}
+	l := &runLoader{paired: paired}
 	l.init(t.contents)
-	if batches {
-		err = bq.QueryBatches(ctx, queries.AnalysisRuns, sel.args(), l.addBatch)
-	} else {
-		err = q.Query(ctx, queries.AnalysisRuns, sel.args(), l.addRow)
-	}
-	if err != nil {
+	if err := queryEither(ctx, q, queries.AnalysisRuns, sel.args(), l.addRow, l.addBatch); err != nil {
 		return nil, err
 	}
 	return l.finish()

@@ -55,21 +55,7 @@ func TestLoadRunsBatches(t *testing.T) {
 		}
 		t.Skip("no Arrow interface in this build (build tag duckdb_arrow)")
 	}
-	var studies []string
-	rows, err := w.DB().QueryContext(ctx, "SELECT DISTINCT study FROM run_fold_rows ORDER BY study")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		studies = append(studies, s)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
+	studies := warehousetest.Strings(t, w.DB(), "SELECT DISTINCT study FROM run_fold_rows ORDER BY study")
 	to := studyClock.Add(41 * time.Second).UnixMicro()
 	var total, keyed, pairs int
 	for _, study := range studies {

@@ -153,21 +153,7 @@ func TestOldRunFoldsMigrate(t *testing.T) {
 // db and returns their rows by statement.
 func analysisReads(t *testing.T, db *sql.DB) map[string][]string {
 	t.Helper()
-	var studies []string
-	rows, err := db.Query("SELECT DISTINCT study FROM run_folds ORDER BY study")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		studies = append(studies, s)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
+	studies := warehousetest.Strings(t, db, "SELECT DISTINCT study FROM run_folds ORDER BY study")
 	out := map[string][]string{}
 	for _, s := range []queries.Statement{queries.AnalysisCells, queries.AnalysisCauses, queries.AnalysisRuns, queries.AnalysisTraces} {
 		for _, study := range studies {

@@ -118,3 +118,25 @@ func Count(t testing.TB, db *sql.DB, q string, args ...any) int64 {
 	}
 	return n
 }
+
+// Strings runs a query that returns one string column and returns its values in order.
+func Strings(t testing.TB, db *sql.DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
